@@ -1,0 +1,94 @@
+"""Network speed: frames per second of PoseNet's forward at 256x256.
+
+Causal mode pushes one frame at a time through ``CausalStream`` (look-ahead
+0); bidirectional mode runs windows of 8 frames. Each configuration is timed
+over ``runs`` runs of ``frames`` frames after one warm-up run; the report
+gives the median and the min/max of the per-run frames per second.
+"""
+
+from __future__ import annotations
+
+import platform
+import statistics
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+
+from posetracker.model.network import CausalStream, PoseNet
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    mode: str
+    threads: int
+    median_fps: float
+    min_fps: float
+    max_fps: float
+    median_ms_per_frame: float
+    runs: int
+    frames_per_run: int
+
+
+def _time_run(fn, frames: int) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return frames / (time.perf_counter() - t0)
+
+
+def bench_network(net: PoseNet, threads: int, mode: str, runs: int = 5, frames: int = 16,
+                  window: int = 8, size: int = 256) -> BenchResult:
+    """Time one (mode, threads) configuration; mode is "causal" or "bidirectional"."""
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        gen = torch.Generator().manual_seed(0)
+        clip = torch.rand(frames, 3, size, size, generator=gen) * 255
+        if mode == "causal":
+            stream = CausalStream(net, lookahead=0)
+
+            def run() -> None:
+                stream.reset()
+                for i in range(frames):
+                    stream.push(clip[i : i + 1])
+        elif mode == "bidirectional":
+            if frames % window:
+                raise ValueError(f"frames ({frames}) must be a multiple of the window ({window})")
+
+            def run() -> None:
+                with torch.no_grad():
+                    for s in range(0, frames, window):
+                        net(clip[None, s : s + window])
+        else:
+            raise ValueError(f"unknown mode {mode!r}; choices: causal, bidirectional")
+        run()  # warm-up
+        fps = [_time_run(run, frames) for _ in range(runs)]
+    finally:
+        torch.set_num_threads(previous)
+    med = statistics.median(fps)
+    return BenchResult(mode, threads, med, min(fps), max(fps), 1000.0 / med, runs, frames)
+
+
+def machine_description() -> str:
+    import os
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu}, {os.cpu_count()} logical cores, torch {torch.__version__}, {platform.system()}"
+
+
+def format_table(results: list[BenchResult]) -> str:
+    rows = [f"{'mode':<14}{'threads':>8}{'median fps':>12}{'min':>8}{'max':>8}{'ms/frame':>10}"]
+    for r in results:
+        rows.append(f"{r.mode:<14}{r.threads:>8}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_ms_per_frame:>10.1f}")
+    return "\n".join(rows)
+
+
+def results_json(results: list[BenchResult]) -> dict:
+    return {"machine": machine_description(), "results": [asdict(r) for r in results]}

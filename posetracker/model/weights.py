@@ -1,0 +1,88 @@
+"""Save and load PoseNet weights as safetensors (loading never unpickles).
+
+A weights file holds PoseNet's full state dict plus string metadata:
+``skeleton`` (name), ``format`` (``posenet-v1``), ``source`` (provenance),
+``trained`` (comma-separated parts trained beyond the pretrained import,
+e.g. ``temporal,depth``; empty when none).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from posetracker.model.network import PoseNet
+from posetracker.skeletons import SkeletonSpec, load_skeleton
+
+FORMAT = "posenet-v1"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+
+
+class WeightsError(RuntimeError):
+    """A weights file is missing, corrupt or does not fit the network."""
+
+
+def default_weights_path(skeleton: str = "human18") -> Path:
+    return MODELS_DIR / f"posenet-{skeleton}.safetensors"
+
+
+def save_posenet(net: PoseNet, path: str | Path, source: str, trained: str = "") -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
+    meta = {"skeleton": net.spec.name, "format": FORMAT, "source": source, "trained": trained}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    save_file(state, str(tmp), metadata=meta)
+    tmp.replace(path)
+
+
+def read_metadata(path: str | Path) -> dict[str, str]:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), "pt") as f:
+            return dict(f.metadata() or {})
+    except (SafetensorError, OSError) as exc:
+        raise WeightsError(f"cannot read weights {path}: {exc}") from None
+
+
+def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = None) -> PoseNet:
+    """Build a PoseNet and load its weights (default: the shipped human18 file), in eval mode."""
+    path = Path(path) if path is not None else default_weights_path(spec.name if spec else "human18")
+    if not path.exists():
+        raise WeightsError(f"model weights not found: {path}")
+    meta = read_metadata(path)
+    if meta.get("format") != FORMAT:
+        raise WeightsError(f"{path} is not a PoseTracker weights file (format {meta.get('format')!r})")
+    spec = spec or load_skeleton(meta["skeleton"])
+    if spec.name != meta["skeleton"]:
+        raise WeightsError(f"{path} holds weights for skeleton {meta['skeleton']!r}, not {spec.name!r}")
+    net = PoseNet(spec)
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise WeightsError(f"cannot read weights {path}: {exc}") from None
+    missing, unexpected = net.load_state_dict(state, strict=False)
+    if missing or unexpected:
+        raise WeightsError(f"{path} does not fit PoseNet({spec.name}): missing {missing[:5]}, unexpected {unexpected[:5]}")
+    net.meta = meta  # type: ignore[attr-defined]
+    return net.eval()
+
+
+def build_from_movenet(json_path: str | Path, spec: SkeletonSpec, seed: int = 0) -> PoseNet:
+    """A PoseNet with MoveNet's backbone and heads; temporal block freshly initialised (fusion zero)."""
+    from posetracker.model.convert.movenet import movenet_state_dict
+
+    torch.manual_seed(seed)
+    net = PoseNet(spec)
+    sd = {k: torch.from_numpy(v) for k, v in movenet_state_dict(json_path, spec).items()}
+    missing, unexpected = net.load_state_dict(sd, strict=False)
+    if unexpected:
+        raise WeightsError(f"converter produced unknown parameters: {unexpected[:5]}")
+    left = [k for k in missing if not k.startswith(("temporal.", "heads.depth."))]
+    if left:
+        raise WeightsError(f"converter left parameters unset: {left[:5]}")
+    return net.eval()

@@ -1,0 +1,245 @@
+"""Skeletons as data: YAML files in this folder, loaded into a frozen SkeletonSpec.
+
+A skeleton is a tree of K joints rooted at the body centre. Everything that
+depends on the skeleton (network heads, the tree decoder, the GNN adjacency,
+the BVH hierarchy, the 3-D view) is derived from one SkeletonSpec.
+
+YAML layout (see human18.yaml)::
+
+    name: human18
+    joints:                       # order = network channel order
+      - {name: nose, parent: centre}
+      - {name: left_eye, parent: nose, mirror: right_eye}
+      - {name: centre, parent: null, virtual: bbox_centre}
+    extra_edges: [[a, b]]         # drawn only, not part of the tree
+    sigmas: [...]                 # optional OKS sigma per joint (null = none)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+
+SKELETON_DIR = Path(__file__).resolve().parent
+
+
+class SkeletonError(ValueError):
+    """A skeleton file is malformed; the message names the offending key."""
+
+
+@dataclass(frozen=True)
+class SkeletonSpec:
+    """A skeleton tree of K joints and E = K - 1 edges.
+
+    joint_names:  (K,) names, in channel order
+    parents:      (K,) parent index per joint, -1 for the root
+    root:         index of the root joint (the body centre)
+    edges:        (E, 2) int array of (parent, child), ordered so that every
+                  parent is located before its children (edge e = e-th non-root
+                  joint of ``topo_order``)
+    topo_order:   (K,) joint indices, root first, breadth-first
+    first_keypoints:  joints whose parent is the root
+    second_keypoints: every other non-root joint, in tree-walk order
+    mirror_index: (K,) index of each joint's left/right mirror (itself if none)
+    edge_of_child: (K,) index of the edge that ends at each joint, -1 for the root
+    virtual:      {joint index: rule} for joints computed from others ("bbox_centre")
+    sigmas:       (K,) OKS sigmas, nan where undefined
+    extra_edges:  (X, 2) joint pairs drawn but not part of the tree
+    """
+
+    name: str
+    kind: str
+    joint_names: tuple[str, ...]
+    parents: tuple[int, ...]
+    root: int
+    edges: np.ndarray
+    topo_order: tuple[int, ...]
+    first_keypoints: tuple[int, ...]
+    second_keypoints: tuple[int, ...]
+    mirror_index: tuple[int, ...]
+    edge_of_child: tuple[int, ...]
+    virtual: dict[int, str] = field(default_factory=dict)
+    sigmas: np.ndarray | None = None
+    extra_edges: np.ndarray | None = None
+    axes: dict[str, str] = field(default_factory=dict)
+    units: str = "m"
+
+    @property
+    def num_joints(self) -> int:
+        return len(self.joint_names)
+
+    @property
+    def num_edges(self) -> int:
+        return int(self.edges.shape[0])
+
+    def index(self, name: str) -> int:
+        """Index of a joint by name; KeyError lists the choices."""
+        try:
+            return self.joint_names.index(name)
+        except ValueError:
+            raise KeyError(f"skeleton {self.name!r} has no joint {name!r}; joints: {list(self.joint_names)}") from None
+
+    def children(self, joint: int) -> tuple[int, ...]:
+        return tuple(j for j, p in enumerate(self.parents) if p == joint)
+
+    @property
+    def labelled_joints(self) -> tuple[int, ...]:
+        """Joints that exist in annotations (all but the virtual ones)."""
+        return tuple(j for j in range(self.num_joints) if j not in self.virtual)
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.joint_names, self.parents))
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, SkeletonSpec)
+            and self.name == other.name
+            and self.joint_names == other.joint_names
+            and self.parents == other.parents
+        )
+
+
+_VIRTUAL_RULES = {"bbox_centre", "mean"}
+
+
+def _fail(source: str, msg: str) -> SkeletonError:
+    return SkeletonError(f"skeleton {source}: {msg}")
+
+
+def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec:
+    """Validate a parsed skeleton description and build its SkeletonSpec."""
+    if not isinstance(data, dict):
+        raise _fail(source, "top level must be a mapping")
+    name = data.get("name")
+    if not isinstance(name, str) or not name:
+        raise _fail(source, "'name' is missing")
+    joints = data.get("joints")
+    if not isinstance(joints, list) or not joints:
+        raise _fail(source, "'joints' must be a non-empty list")
+    names: list[str] = []
+    for i, j in enumerate(joints):
+        if not isinstance(j, dict) or not isinstance(j.get("name"), str):
+            raise _fail(source, f"joints[{i}] needs a 'name'")
+        if j["name"] in names:
+            raise _fail(source, f"joints[{i}]: duplicate joint name {j['name']!r}")
+        names.append(j["name"])
+    index = {n: i for i, n in enumerate(names)}
+
+    parents: list[int] = []
+    for i, j in enumerate(joints):
+        p = j.get("parent")
+        if p is None:
+            parents.append(-1)
+        elif p not in index:
+            raise _fail(source, f"joints[{i}] ({j['name']}): unknown parent {p!r}")
+        elif p == j["name"]:
+            raise _fail(source, f"joints[{i}] ({j['name']}): a joint cannot be its own parent")
+        else:
+            parents.append(index[p])
+    roots = [i for i, p in enumerate(parents) if p < 0]
+    if not roots:
+        raise _fail(source, "no root: exactly one joint must have 'parent: null'")
+    if len(roots) > 1:
+        raise _fail(source, f"several roots {[names[r] for r in roots]}: exactly one joint may have 'parent: null'")
+    root = roots[0]
+
+    # Breadth-first order from the root; joints never reached sit on a cycle.
+    children: dict[int, list[int]] = {i: [] for i in range(len(names))}
+    for i, p in enumerate(parents):
+        if p >= 0:
+            children[p].append(i)
+    order, queue = [], deque([root])
+    while queue:
+        j = queue.popleft()
+        order.append(j)
+        queue.extend(children[j])
+    if len(order) != len(names):
+        lost = [names[i] for i in range(len(names)) if i not in set(order)]
+        raise _fail(source, f"cycle in parents: joints {lost} are not connected to the root {names[root]!r}")
+
+    mirror = list(range(len(names)))
+    for i, j in enumerate(joints):
+        m = j.get("mirror")
+        if m is None:
+            continue
+        if m not in index:
+            raise _fail(source, f"joints[{i}] ({j['name']}): unknown mirror {m!r}")
+        mirror[i] = index[m]
+    for i, m in enumerate(mirror):
+        if mirror[m] != i:
+            raise _fail(source, f"joints[{i}] ({names[i]}): mirror {names[m]!r} does not mirror it back")
+
+    virtual: dict[int, str] = {}
+    for i, j in enumerate(joints):
+        rule = j.get("virtual")
+        if rule is not None:
+            if rule not in _VIRTUAL_RULES:
+                raise _fail(source, f"joints[{i}] ({j['name']}): unknown virtual rule {rule!r}; choices: {sorted(_VIRTUAL_RULES)}")
+            virtual[i] = rule
+
+    edge_list = [(parents[c], c) for c in order if c != root]
+    edge_of_child = [-1] * len(names)
+    for e, (_, c) in enumerate(edge_list):
+        edge_of_child[c] = e
+    first = tuple(c for c in order if parents[c] == root)
+    second = tuple(c for c in order if c != root and parents[c] != root)
+
+    sigmas = data.get("sigmas")
+    if sigmas is not None:
+        if len(sigmas) != len(names):
+            raise _fail(source, f"'sigmas' has {len(sigmas)} values for {len(names)} joints")
+        sigmas = np.array([np.nan if s is None else float(s) for s in sigmas], np.float64)
+
+    extra = []
+    for pair in data.get("extra_edges") or []:
+        if len(pair) != 2 or any(n not in index for n in pair):
+            raise _fail(source, f"extra_edges: bad pair {pair!r}")
+        extra.append((index[pair[0]], index[pair[1]]))
+
+    return SkeletonSpec(
+        name=name,
+        kind=str(data.get("kind", "animal")),
+        joint_names=tuple(names),
+        parents=tuple(parents),
+        root=root,
+        edges=np.array(edge_list, np.int64).reshape(-1, 2),
+        topo_order=tuple(order),
+        first_keypoints=first,
+        second_keypoints=second,
+        mirror_index=tuple(mirror),
+        edge_of_child=tuple(edge_of_child),
+        virtual=virtual,
+        sigmas=sigmas,
+        extra_edges=np.array(extra, np.int64).reshape(-1, 2),
+        axes=dict(data.get("axes") or {}),
+        units=str(data.get("units", "m")),
+    )
+
+
+def available_skeletons() -> list[str]:
+    """Names of the skeletons shipped with the package."""
+    return sorted(p.stem for p in SKELETON_DIR.glob("*.yaml"))
+
+
+def load_skeleton(name_or_path: str | Path) -> SkeletonSpec:
+    """Load a shipped skeleton by name (``"human18"``) or a YAML file by path."""
+    path = Path(name_or_path)
+    if path.suffix not in (".yaml", ".yml"):
+        path = SKELETON_DIR / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise SkeletonError(f"unknown skeleton {str(name_or_path)!r}; available: {available_skeletons()}")
+    elif not path.exists():
+        raise SkeletonError(f"skeleton file not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise SkeletonError(f"skeleton {path}: not valid YAML ({exc})") from None
+    return spec_from_dict(data, source=str(path.name))
+
+
+__all__ = ["SkeletonSpec", "SkeletonError", "load_skeleton", "spec_from_dict", "available_skeletons"]

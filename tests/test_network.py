@@ -1,0 +1,103 @@
+import numpy as np
+import pytest
+import torch
+
+from posetracker.model.heads import regression_to_vectors_matrix
+from posetracker.model.network import CausalStream, PoseNet
+from posetracker.model.weights import load_posenet, save_posenet
+from posetracker.skeletons import load_skeleton
+
+
+@pytest.fixture(scope="module")
+def net():
+    torch.manual_seed(0)
+    return PoseNet(load_skeleton("human18")).eval()
+
+
+@pytest.fixture(scope="module")
+def clip():
+    return torch.rand(1, 3, 3, 64, 96, generator=torch.Generator().manual_seed(1)) * 255
+
+
+def test_output_shapes(net, clip):
+    with torch.no_grad():
+        out = net(clip)
+    k, e = 18, 17
+    assert out["heatmaps"].shape == (1, 3, k, 16, 24)
+    assert out["offsets"].shape == (1, 3, 2 * k, 16, 24)
+    assert out["vectors"].shape == (1, 3, 2 * e, 16, 24)
+    assert out["depth"].shape == (1, 3, 1 + e, 16, 24)
+    assert torch.all(out["offsets"][:, :, 34:] == 0), "the root has no offset"
+
+
+def test_untrained_temporal_block_is_an_exact_pass_through(net, clip):
+    with torch.no_grad():
+        full = net(clip)
+        per_frame = net.decode_heads(net.features(clip))  # no temporal block at all
+    for key in full:
+        assert torch.equal(full[key], per_frame[key]), key
+
+
+def test_untrained_depth_is_flat(net, clip):
+    with torch.no_grad():
+        d = net(clip)["depth"]
+    assert torch.all(d[:, :, 0] == 3.0) and torch.all(d[:, :, 1:] == 0)
+
+
+def test_causal_stream_matches_bidirectional_window():
+    torch.manual_seed(0)
+    net = PoseNet(load_skeleton("mouse4")).eval()
+    torch.nn.init.normal_(net.temporal.fuse.weight, std=0.1)  # make the temporal block matter
+    frames = torch.rand(1, 3, 3, 64, 64, generator=torch.Generator().manual_seed(2)) * 255
+    with torch.no_grad():
+        ref = net(frames)
+        per_frame = net.decode_heads(net.features(frames))
+    assert not torch.allclose(ref["heatmaps"], per_frame["heatmaps"])
+    stream = CausalStream(net, lookahead=2)
+    outs = [stream.push(frames[:, i]) for i in range(3)]
+    assert outs[0] is None and outs[1] is None and outs[2] is not None
+    outs = [outs[2]] + stream.flush()
+    for t, o in enumerate(outs):
+        for key in ref:
+            torch.testing.assert_close(o[key][:, 0], ref[key][:, t], rtol=0, atol=1e-5)
+
+
+def test_causal_lookahead_zero_is_immediate(net, clip):
+    stream = CausalStream(net, lookahead=0)
+    out = stream.push(clip[:, 0])
+    assert out is not None and out["heatmaps"].shape[1] == 1
+    with pytest.raises(ValueError):
+        CausalStream(net, lookahead=-1)
+
+
+def test_regression_to_vectors_is_exact_and_telescopes(human18):
+    rng = np.random.default_rng(0)
+    r = rng.normal(size=34)  # (dy, dx) per COCO joint, MoveNet order
+    v = regression_to_vectors_matrix(human18) @ r
+    # Walking the tree from the centre and adding vectors gives back r(k) as (dx, dy).
+    pos = {human18.root: np.zeros(2)}
+    for e, (p, c) in enumerate(human18.edges):
+        pos[c] = pos[p] + v[2 * e : 2 * e + 2]
+    for k in range(17):
+        np.testing.assert_allclose(pos[k], [r[2 * k + 1], r[2 * k]], atol=1e-12)
+
+
+def test_weights_round_trip(tmp_path, net, clip):
+    path = tmp_path / "w.safetensors"
+    save_posenet(net, path, source="test")
+    again = load_posenet(path)
+    with torch.no_grad():
+        a, b = net(clip), again(clip)
+    for key in a:
+        assert torch.equal(a[key], b[key])
+
+
+def test_bad_weights_give_clear_errors(tmp_path):
+    from posetracker.model.weights import WeightsError
+
+    with pytest.raises(WeightsError, match="not found"):
+        load_posenet(tmp_path / "missing.safetensors")
+    junk = tmp_path / "junk.safetensors"
+    junk.write_bytes(b"\x00" * 100)
+    with pytest.raises(WeightsError, match="cannot read"):
+        load_posenet(junk)
