@@ -10,9 +10,8 @@ Two TensorFlow conventions are kept exactly, because they change the numbers:
 
 - ``SAME`` padding on stride-2 convolutions pads the bottom/right more than
   the top/left (``tf_same_pad``);
-- the FPN's up-sampling is TF's legacy bilinear resize (no half-pixel
-  centres, no corner alignment): ``out[2i] = in[i]``,
-  ``out[2i+1] = (in[i] + in[i+1]) / 2`` (``upsample2x_tf``).
+- the FPN's up-sampling is TF's bilinear resize with half-pixel centres
+  (``upsample2x_tf``), which PyTorch's ``align_corners=False`` matches.
 
 Input: (N, 3, H, W) float RGB in 0..255 (H, W multiples of 32).
 Output: (N, 24, H/4, W/4) float features.
@@ -63,17 +62,11 @@ def tf_same_pad(x: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
 
 
 def upsample2x_tf(x: torch.Tensor) -> torch.Tensor:
-    """TF legacy bilinear x2 up-sampling of (N, C, H, W) -> (N, C, 2H, 2W)."""
-    for dim in (-1, -2):
-        nxt = torch.cat([x.narrow(dim, 1, x.shape[dim] - 1), x.narrow(dim, x.shape[dim] - 1, 1)], dim)
-        mid = x + (nxt - x) * 0.5
-        x = torch.stack([x, mid], dim=dim if dim == -1 else -2)
-        shape = list(x.shape)
-        if dim == -1:
-            x = x.reshape(*shape[:-2], shape[-2] * 2)
-        else:
-            x = x.reshape(*shape[:-3], shape[-3] * 2, shape[-1])
-    return x
+    """TF ResizeBilinear x2 with half-pixel centres: (N, C, H, W) -> (N, C, 2H, 2W).
+
+    The same sampling as PyTorch's bilinear ``align_corners=False``.
+    """
+    return F.interpolate(x, scale_factor=2, mode="bilinear", align_corners=False)
 
 
 class Conv(nn.Module):
