@@ -1,0 +1,155 @@
+"""Per-track One Euro smoothing of tracked PoseFrames.
+
+:class:`PoseSmoother` keeps, for every track id, One Euro filters
+(:func:`~posetracker.tracking.one_euro.one_euro_step`) on every joint's
+keypoint x, y, z and world x, y, z. Image x, y use the pixel parameters,
+depth z and world xyz the metric ones. All tracks' states live in one
+(slots, K, 6) array, so a frame costs a fixed number of numpy calls.
+Filters are created on the first frame a track id appears in and dropped
+when the id has not been seen for ``drop_after`` seconds (or on
+:meth:`PoseSmoother.forget`). People with id -1 (not yet confirmed) pass
+through unchanged.
+
+Low-confidence joints (``confidence < min_confidence``) are not fed to the
+filter: the joint keeps its last smoothed offset from the skeleton root (the
+body centre) and moves with the smoothed root ("hold relative to the body").
+A plain hold would leave the joint behind a walking person; extrapolating its
+own noisy velocity would overshoot. A joint never seen confidently passes
+through raw; a nan input (unknown depth) stays nan. A timestamp earlier than
+the previous frame's (a seek) resets every filter.
+
+Ids are reused by :class:`~posetracker.tracking.tracker.PoseTracker` only
+after ``max_age`` seconds; keep ``drop_after <= max_age`` (defaults 0.5 <= 1.0)
+so a reused id never inherits another person's filter state, or call
+``smoother.forget(tracker.last_retired)`` after each tracker update.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import numpy as np
+
+from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.one_euro import OneEuroParams, one_euro_step, preset
+from posetracker.types import PoseFrame
+
+_FIELDS = ("_x", "_dx", "_t", "_rel")
+
+
+class PoseSmoother:
+    """Per-track One Euro smoothing of ``keypoints`` and ``world``.
+
+    spec:           skeleton of the frames (root = the joint held joints follow).
+    params:         a mode of :data:`~posetracker.tracking.one_euro.PRESETS`
+                    ("live" or "offline") or explicit pixel parameters.
+    metric_params:  parameters for depth z and world xyz (metres); default the
+                    "m" preset of ``params``' mode ("live" if params is explicit).
+    min_confidence: joints below it are held (see the module docstring).
+    drop_after:     seconds after which the filters of an unseen track are dropped.
+    """
+
+    def __init__(
+        self,
+        spec: SkeletonSpec,
+        params: str | OneEuroParams = "live",
+        metric_params: OneEuroParams | None = None,
+        *,
+        min_confidence: float = 0.3,
+        drop_after: float = 0.5,
+    ) -> None:
+        mode = params if isinstance(params, str) else "live"
+        px = preset(params, "px") if isinstance(params, str) else params
+        m = metric_params or preset(mode, "m")
+        self.spec = spec
+        self.pixel_params, self.metric_params = px, m
+        self.min_confidence = float(min_confidence)
+        self.drop_after = float(drop_after)
+        # Per-column parameters: keypoint x, y (px), z (m), world x, y, z (m).
+        self._args = tuple(
+            np.array([getattr(px, f)] * 2 + [getattr(m, f)] * 4) for f in ("min_cutoff", "beta", "d_cutoff")
+        )
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop every track's filters."""
+        k = self.spec.num_joints
+        self._slot: dict[int, int] = {}  # track id -> row of the state arrays
+        self._seen = np.zeros(0)  # (S,) last time each slot's track was seen
+        self._x = np.zeros((0, k, 6))  # (S, K, 6) filtered values, nan = never observed
+        self._dx = np.zeros((0, k, 6))  # (S, K, 6) filtered speeds
+        self._t = np.zeros((0, k, 6))  # (S, K, 6) last update time, nan = never
+        self._rel = np.zeros((0, k, 6))  # (S, K, 6) last smoothed offset from the root, nan = none
+        self._last_t = -np.inf
+
+    @property
+    def track_ids(self) -> list[int]:
+        """Sorted ids that currently have filters."""
+        return sorted(self._slot)
+
+    def forget(self, track_ids: Iterable[int]) -> None:
+        """Drop the filters of these ids (e.g. ``tracker.last_retired``)."""
+        for i in track_ids:
+            self._slot.pop(int(i), None)
+
+    def _slot_of(self, tid: int) -> int:
+        s = self._slot.get(tid)
+        if s is None:
+            used = set(self._slot.values())
+            s = next(i for i in range(len(self._seen) + 1) if i not in used)
+            if s == len(self._seen):  # grow by doubling
+                n = max(4, len(self._seen))
+                self._seen = np.concatenate([self._seen, np.zeros(n)])
+                for f in _FIELDS:
+                    a = getattr(self, f)
+                    setattr(self, f, np.concatenate([a, np.zeros((n,) + a.shape[1:])]))
+            self._x[s] = self._t[s] = self._rel[s] = np.nan
+            self._dx[s] = 0.0
+            self._slot[tid] = s
+        return s
+
+    def update(self, frame: PoseFrame) -> PoseFrame:
+        """Smooth the tracked people of ``frame``; returns a new PoseFrame (same dtypes).
+
+        People with id -1, and repeats of an id within a frame, pass through.
+        """
+        t = float(frame.timestamp)
+        if t < self._last_t:
+            self.reset()
+        self._last_t = t
+        self.forget([i for i, s in self._slot.items() if t - self._seen[s] > self.drop_after])
+        ids = frame.track_ids
+        ids_u, first = np.unique(ids, return_index=True)
+        people = first[ids_u >= 0]  # (M,) one person per track id
+        if people.size == 0:
+            return frame
+        rows = np.array([self._slot_of(int(ids[p])) for p in people])
+        self._seen[rows] = t
+        m, k = people.size, self.spec.num_joints
+        x = np.full((m, k, 6), np.nan)
+        x[..., :3] = frame.keypoints[people]
+        if frame.world is not None:
+            x[..., 3:] = frame.world[people]
+        ok = np.broadcast_to((frame.confidence[people] >= self.min_confidence)[..., None], x.shape)
+        finite = ~np.isnan(x)
+        xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], *self._args)
+        out = np.where(np.isnan(xs), x, xs)  # never observed: raw
+        # Low-confidence joints keep their last offset from the smoothed root.
+        root = out[:, self.spec.root : self.spec.root + 1]  # (M, 1, 6)
+        rel = self._rel[rows]
+        held = ~ok & finite & ~np.isnan(rel) & ~np.isnan(root)
+        out = np.where(held, root + rel, out)
+        fresh = ok & finite & ~np.isnan(root)
+        self._rel[rows] = np.where(fresh, out - root, rel)
+        self._x[rows], self._dx[rows], self._t[rows] = xs, dxs, ts
+        out = np.where(finite, out, np.nan)  # unknown stays unknown
+        kp = frame.keypoints.copy()
+        kp[people] = out[..., :3]
+        world = None
+        if frame.world is not None:
+            world = frame.world.copy()
+            world[people] = out[..., 3:]
+        return dataclasses.replace(frame, keypoints=kp, world=world)
+
+    __call__ = update

@@ -1,0 +1,242 @@
+"""Multi-person tracking by OKS matching of constant-velocity predictions.
+
+Per frame (:meth:`PoseTracker.update`):
+
+1. Confirmed tracks unmatched for more than ``max_age`` **seconds** (frame
+   timestamps, not frame counts) are retired; their ids become free.
+2. Every track predicts its joints to the frame time with constant velocity,
+   ``dt = t - t_last``. Velocities come from the track's last two matched
+   observations: per joint ``v_j = (x_j - x_j') / dt'``; the body velocity
+   ``v_b`` is their median (joints not seen in both move with it). The
+   prediction is ``x_j + v_b dt + (v_j - v_b) min(dt, joint_horizon)``: for a
+   normal frame gap that is plain per-joint constant velocity; over a longer
+   occlusion only the body keeps moving, since limbs swing back and forth and
+   a per-joint velocity from two noisy observations drifts fast.
+3. Detections are matched to predictions by OKS (:mod:`.similarity`) with the
+   Hungarian method (``scipy.optimize.linear_sum_assignment``) maximising the
+   total similarity of the pairs at or above ``oks_threshold``; pairs below it
+   are never matched.
+4. Unmatched detections with at least ``min_joints`` confident joints start
+   *tentative* tracks. A tentative track becomes *confirmed* once seen in
+   ``min_hits`` consecutive frames (its first included) and then takes the
+   lowest free id;
+   a tentative track missing one frame is dropped. Until confirmed, its person
+   is output with id -1, so a detection that lasts fewer than ``min_hits``
+   frames (a false positive) never shows an id and uses none up.
+5. Confirmed tracks without a detection are kept (not output) and can be
+   matched again until they are retired.
+
+Ids are small non-negative integers, reused only after retirement. The result
+depends only on the input frames: tracks confirmed in the same frame take ids
+in creation order, new tracks are created in detection order.
+
+A timestamp earlier than the previous frame's (a seek, a new video) resets
+the tracker first: ids start again at 0.
+
+Track state is held in stacked arrays (N tracks), so a frame costs a fixed
+number of numpy calls whatever the number of people.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
+from posetracker.types import PoseFrame, ShapeError
+
+_FIELDS = ("xy", "known", "observed", "vel", "vbody", "t", "area", "hits", "ids")
+
+
+def _median_over_joints(v: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """(M, 2) median over the ``ok`` joints of v (M, K, 2); nan where none."""
+    s = np.sort(np.where(ok[..., None], v, np.nan), axis=1)  # nan sorts last
+    n = ok.sum(axis=1)
+    lo = np.maximum((n - 1) // 2, 0)[:, None, None]
+    hi = np.maximum(n // 2, 0)[:, None, None]
+    med = 0.5 * (np.take_along_axis(s, lo, 1) + np.take_along_axis(s, hi, 1))[:, 0]
+    return np.where((n > 0)[:, None], med, np.nan)
+
+
+class PoseTracker:
+    """Assigns persistent track ids to the people of successive PoseFrames.
+
+    spec:          the skeleton of the frames (K joints, OKS sigmas).
+    max_age:       seconds a confirmed track survives without a detection
+                   (1 s: someone walking behind another person; 30 frames at 30 fps).
+    min_hits:      consecutive matched frames before a track gets an id (3:
+                   0.07 s of latency at 30 fps; one- or two-frame false
+                   positives never get one). 1 = ids at once.
+    oks_threshold: minimum OKS for a detection to continue a track (0.2: the
+                   same person a frame later scores > 0.8, someone a body
+                   width away < 0.05; a track back from an occlusion with a
+                   drifted prediction still clears it).
+    min_confidence: joints below it are ignored (not used for matching/motion).
+    min_joints:    confident joints a detection needs to start a track.
+    joint_horizon: seconds the per-joint part of the velocity is extrapolated
+                   (0.1 s, 3 frames at 30 fps); beyond, only the body velocity.
+    min_area:      floor of the OKS area, px^2.
+    """
+
+    def __init__(
+        self,
+        spec: SkeletonSpec,
+        max_age: float = 1.0,
+        min_hits: int = 3,
+        oks_threshold: float = 0.2,
+        *,
+        min_confidence: float = 0.3,
+        min_joints: int = 3,
+        joint_horizon: float = 0.1,
+        min_area: float = 32.0**2,
+    ) -> None:
+        if max_age < 0 or min_hits < 1 or not 0 < oks_threshold <= 1 or joint_horizon < 0:
+            raise ValueError("PoseTracker: need max_age >= 0, min_hits >= 1, 0 < oks_threshold <= 1, joint_horizon >= 0")
+        self.spec = spec
+        self.max_age = float(max_age)
+        self.min_hits = int(min_hits)
+        self.oks_threshold = float(oks_threshold)
+        self.min_confidence = float(min_confidence)
+        self.min_joints = int(min_joints)
+        self.joint_horizon = float(joint_horizon)
+        self.min_area = float(min_area)
+        self.sigmas = joint_sigmas(spec)
+        self.reset()
+
+    def reset(self) -> None:
+        """Drop every track; ids start again at 0."""
+        k = self.spec.num_joints
+        self.xy = np.zeros((0, k, 2))  # (N, K, 2) px at time t (observed or carried), nan = unknown
+        self.known = np.zeros((0, k), bool)  # (N, K) ever observed
+        self.observed = np.zeros((0, k), bool)  # (N, K) observed at the last match
+        self.vel = np.zeros((0, k, 2))  # (N, K, 2) px/s per joint
+        self.vbody = np.zeros((0, 2))  # (N, 2) px/s
+        self.t = np.zeros(0)  # (N,) time of the last match, s
+        self.area = np.zeros(0)  # (N,) keypoint bbox area, px^2
+        self.hits = np.zeros(0, np.int64)  # (N,) matched frames (consecutive while tentative)
+        self.ids = np.zeros(0, np.int64)  # (N,) track id, -1 = tentative
+        self.last_retired: tuple[int, ...] = ()  # ids retired by the last update
+        self._last_t = -np.inf
+
+    @property
+    def num_tracks(self) -> int:
+        """Tracks alive, tentative ones included."""
+        return int(self.ids.shape[0])
+
+    @property
+    def active_ids(self) -> list[int]:
+        """Sorted ids of the confirmed tracks alive (visible or occluded)."""
+        return sorted(int(i) for i in self.ids if i >= 0)
+
+    def predict(self, t: float) -> np.ndarray:
+        """(N, K, 2) joint positions of every track predicted to time ``t`` (nan = unknown)."""
+        dt = (t - self.t)[:, None, None]
+        h = np.minimum(dt, self.joint_horizon)
+        vb = self.vbody[:, None, :]
+        return self.xy + vb * dt + (self.vel - vb) * h
+
+    def _keep(self, mask: np.ndarray) -> None:
+        for f in _FIELDS:
+            setattr(self, f, getattr(self, f)[mask])
+
+    def _free_id(self) -> int:
+        used = set(self.ids.tolist())
+        i = 0
+        while i in used:
+            i += 1
+        return i
+
+    def update(self, frame: PoseFrame) -> PoseFrame:
+        """Track one frame; returns the same people with ``track_ids`` set (-1 = unconfirmed)."""
+        k = self.spec.num_joints
+        if frame.num_joints != k:
+            raise ShapeError(f"PoseTracker.update: frame has K={frame.num_joints} joints, skeleton {self.spec.name!r} has {k}")
+        t = float(frame.timestamp)
+        if t < self._last_t:
+            self.reset()
+        self._last_t = t
+
+        # 1. retire
+        dead = (self.ids >= 0) & (t - self.t > self.max_age)
+        self.last_retired = tuple(self.ids[dead].tolist())
+        if dead.any():
+            self._keep(~dead)
+
+        # 2-3. predict and match
+        det_xy = frame.keypoints[..., :2].astype(np.float64)
+        det_ok = (frame.confidence >= self.min_confidence) & np.isfinite(det_xy).all(axis=-1)
+        det_area = keypoint_bbox_area(det_xy, det_ok)
+        n_det = det_xy.shape[0]
+        rows = cols = np.zeros(0, np.int64)
+        if n_det and self.num_tracks:
+            pred = self.predict(t)
+            sim = oks_matrix(pred, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area)
+            r, c = linear_sum_assignment(np.where(sim >= self.oks_threshold, sim, 0.0), maximize=True)
+            good = sim[r, c] >= self.oks_threshold
+            rows, cols = r[good], c[good]  # rows ascending
+            if rows.size:
+                self._correct(rows, det_xy[cols], det_ok[cols], pred[rows], t)
+
+        # 4. confirm, drop unmatched tentative tracks, start new ones
+        matched = np.zeros(self.num_tracks, bool)
+        matched[rows] = True
+        for r in np.flatnonzero(matched & (self.ids < 0) & (self.hits >= self.min_hits)):
+            self.ids[r] = self._free_id()
+        out = np.full(n_det, -1, np.int64)
+        out[cols] = self.ids[rows]
+        self._keep((self.ids >= 0) | matched)
+        new = np.ones(n_det, bool)
+        new[cols] = False
+        new &= det_ok.sum(axis=1) >= self.min_joints
+        if new.any():
+            first = self.num_tracks
+            self._start(det_xy[new], det_ok[new], det_area[new], t)
+            if self.min_hits <= 1:
+                for r in range(first, self.num_tracks):
+                    self.ids[r] = self._free_id()
+            out[new] = self.ids[first:]
+        return dataclasses.replace(frame, track_ids=out)
+
+    __call__ = update
+
+    def _start(self, xy: np.ndarray, ok: np.ndarray, area: np.ndarray, t: float) -> None:
+        m = xy.shape[0]
+        add = {
+            "xy": np.where(ok[..., None], xy, np.nan),
+            "known": ok.copy(),
+            "observed": ok.copy(),
+            "vel": np.zeros_like(xy),
+            "vbody": np.zeros((m, 2)),
+            "t": np.full(m, t),
+            "area": area,
+            "hits": np.ones(m, np.int64),
+            "ids": np.full(m, -1, np.int64),
+        }
+        for f in _FIELDS:
+            setattr(self, f, np.concatenate([getattr(self, f), add[f]]))
+
+    def _correct(self, rows: np.ndarray, xy: np.ndarray, ok: np.ndarray, pred: np.ndarray, t: float) -> None:
+        """Update tracks ``rows`` (M,) with matched detections xy (M, K, 2), ok (M, K) at time t.
+
+        pred: (M, K, 2) their predictions at t (kept for joints not observed now).
+        """
+        dt = t - self.t[rows]  # (M,)
+        moving = dt > 0  # a repeated timestamp replaces the observation, keeps the motion
+        both = ok & self.observed[rows] & moving[:, None]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            v = (xy - self.xy[rows]) / dt[:, None, None]
+        vb = _median_over_joints(v, both)
+        vb = np.where(both.any(axis=1)[:, None], vb, self.vbody[rows])
+        vj = np.where(both[..., None], v, vb[:, None, :])
+        self.vel[rows] = np.where(moving[:, None, None], vj, self.vel[rows])
+        self.vbody[rows] = vb
+        new_xy = np.where(ok[..., None], xy, np.where(moving[:, None, None], pred, self.xy[rows]))
+        self.xy[rows] = new_xy
+        self.known[rows] |= ok
+        self.observed[rows] = ok
+        self.t[rows] = np.maximum(self.t[rows], t)
+        self.area[rows] = keypoint_bbox_area(new_xy, self.known[rows])
+        self.hits[rows] += 1

@@ -1,0 +1,122 @@
+"""Bone lengths: running median estimate and rigidify."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from posetracker.skeletons import load_skeleton
+from posetracker.tracking import BoneLengthEstimator, BoneLengthSolver, bone_lengths, rigidify
+from posetracker.types import PoseFrame
+
+SPEC = load_skeleton("human18")
+K, E = SPEC.num_joints, SPEC.num_edges
+TRUE = np.random.default_rng(0).uniform(0.05, 0.45, E)  # metres
+REAL = np.array([c not in SPEC.virtual and p not in SPEC.virtual for p, c in SPEC.edges.tolist()])
+
+
+def pose_from(lengths: np.ndarray, rng: np.random.Generator, root=(0.0, 0.0, 3.0)) -> np.ndarray:
+    """(K, 3) world pose with random bone directions and the given lengths (..., E)."""
+    w = np.zeros((K, 3))
+    w[SPEC.root] = root
+    d = rng.normal(size=(E, 3))
+    d /= np.linalg.norm(d, axis=1, keepdims=True)
+    for e, (p, c) in enumerate(SPEC.edges.tolist()):
+        w[c] = w[p] + d[e] * lengths[e]
+    return w
+
+
+def test_rigidify_constant_lengths_and_same_directions() -> None:
+    rng = np.random.default_rng(1)
+    poses = np.stack([pose_from(TRUE * rng.uniform(0.8, 1.2, E), rng) for _ in range(50)]).astype(np.float32)
+    fixed = rigidify(poses, np.broadcast_to(TRUE, (50, E)), SPEC)
+    assert fixed.dtype == np.float32 and fixed.shape == poses.shape
+    lengths = bone_lengths(fixed, SPEC)
+    assert np.ptp(lengths, axis=0).max() < 1e-4  # < 0.1 mm variation
+    np.testing.assert_allclose(lengths, np.broadcast_to(TRUE, lengths.shape), atol=1e-4)
+    e_dir = lambda w: (w[:, SPEC.edges[:, 1]] - w[:, SPEC.edges[:, 0]]) / bone_lengths(w, SPEC)[..., None]  # noqa: E731
+    cos = np.sum(e_dir(fixed.astype(np.float64)) * e_dir(poses.astype(np.float64)), axis=-1)
+    assert cos.min() > 1 - 1e-6  # directions preserved
+    np.testing.assert_array_equal(fixed[:, SPEC.root], poses[:, SPEC.root])  # root stays
+
+
+def test_rigidify_leaves_unknown_and_unsure_bones_and_handles_nan() -> None:
+    rng = np.random.default_rng(2)
+    w = pose_from(TRUE * 1.1, rng)
+    lengths = TRUE.copy()
+    elbow, wrist = SPEC.index("left_elbow"), SPEC.index("left_wrist")
+    lengths[SPEC.edge_of_child[elbow]] = np.nan  # unknown upper arm
+    out = rigidify(w, lengths, SPEC)
+    vec = lambda a, j: a[j] - a[SPEC.parents[j]]  # noqa: E731
+    np.testing.assert_allclose(vec(out, elbow), vec(w, elbow))  # kept, moved with its parent
+    assert np.linalg.norm(vec(out, wrist)) == pytest.approx(TRUE[SPEC.edge_of_child[wrist]])
+    conf = np.ones(K)
+    conf[wrist] = 0.1
+    out = rigidify(w, TRUE, SPEC, conf, min_confidence=0.5)
+    np.testing.assert_allclose(vec(out, wrist), vec(w, wrist))
+    w[elbow] = np.nan
+    out = rigidify(w, TRUE, SPEC)
+    assert np.isnan(out[elbow]).all()
+    np.testing.assert_array_equal(out[wrist], w[wrist])  # anchor lost: left as measured
+    assert np.isfinite(out[SPEC.index("right_wrist")]).all()
+
+
+def test_running_median_converges_under_outliers() -> None:
+    rng = np.random.default_rng(3)
+    est = BoneLengthEstimator(SPEC, window=300, include_virtual=True, refresh_every=1)
+    for i in range(400):
+        lengths = TRUE + rng.normal(0, 0.005, E)
+        bad = rng.random(E) < 0.2  # 20% outliers per bone
+        lengths[bad] *= rng.uniform(0.3, 3.0, bad.sum())
+        est.update(7, pose_from(lengths, rng), None, i / 30)
+    got = est.lengths(7)
+    assert np.abs(got - TRUE).max() < 0.004  # noise 5 mm, outliers up to 3x
+    assert est.track_ids == [7]
+
+
+def test_estimator_needs_confident_samples_and_skips_virtual_bones() -> None:
+    rng = np.random.default_rng(4)
+    est = BoneLengthEstimator(SPEC, min_samples=20, min_confidence=0.5, refresh_every=1)
+    conf = np.ones(K)
+    knee = SPEC.index("left_knee")
+    conf[knee] = 0.2  # thigh and shin never confident
+    for i in range(30):
+        est.update(1, pose_from(TRUE, rng), conf, i / 30)
+    got = est.lengths(1)
+    assert np.all(np.isnan(got[~REAL]))  # bones from the virtual centre: not estimated
+    unsure = [SPEC.edge_of_child[knee], SPEC.edge_of_child[SPEC.index("left_ankle")]]
+    assert np.all(np.isnan(got[unsure]))
+    ok = REAL.copy()
+    ok[unsure] = False
+    np.testing.assert_allclose(got[ok], TRUE[ok], atol=1e-9)
+    assert np.all(np.isnan(est.lengths(99)))
+
+
+def test_solver_per_track() -> None:
+    rng = np.random.default_rng(5)
+    solver = BoneLengthSolver(SPEC, rigidify=True, min_samples=10)
+    other = TRUE[::-1].copy()
+    outs = []
+    for i in range(60):
+        world = np.stack([pose_from(TRUE * rng.uniform(0.9, 1.1, E), rng), pose_from(other * rng.uniform(0.9, 1.1, E), rng)])
+        f = PoseFrame(
+            index=i,
+            timestamp=i / 30,
+            keypoints=np.zeros((2, K, 3), np.float32),
+            confidence=np.ones((2, K), np.float32),
+            scores=np.ones(2, np.float32),
+            track_ids=np.array([0, 1], np.int64),
+            world=world.astype(np.float32),
+        )
+        got = bone_lengths(solver(f).world, SPEC)
+        if i >= 10:  # enforced: exactly the current per-track estimate
+            want = np.stack([solver.estimator.lengths(0), solver.estimator.lengths(1)])
+            np.testing.assert_allclose(got[:, REAL], want[:, REAL], atol=1e-4)
+        outs.append(got)
+    late = np.array(outs[30:])  # (30, 2, E)
+    assert np.ptp(late[..., REAL], axis=0).max() < 0.01  # the median settles
+    np.testing.assert_allclose(late[:, 0, REAL].mean(0), TRUE[REAL], atol=0.01)
+    np.testing.assert_allclose(late[:, 1, REAL].mean(0), other[REAL], atol=0.01)
+    assert np.ptp(late[..., ~REAL], axis=0).min() > 1e-3  # virtual bones left as measured
+    plain = BoneLengthSolver(SPEC, rigidify=False)
+    assert plain(f) is f and plain.estimator.track_ids == [0, 1]

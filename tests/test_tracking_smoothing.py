@@ -1,0 +1,106 @@
+"""PoseSmoother: per-track One Euro smoothing of tracked PoseFrames."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posetracker.skeletons import load_skeleton
+from posetracker.tracking import OneEuroParams, PoseSmoother, PoseTracker, preset
+from posetracker.types import PoseFrame
+
+SPEC = load_skeleton("human18")
+K = SPEC.num_joints
+FPS = 30.0
+
+
+def frame(i: int, kp: np.ndarray, ids: list[int], conf: np.ndarray | None = None, world: np.ndarray | None = None) -> PoseFrame:
+    p = kp.shape[0]
+    return PoseFrame(
+        index=i,
+        timestamp=i / FPS,
+        keypoints=kp.astype(np.float32),
+        confidence=np.full((p, K), 0.9, np.float32) if conf is None else conf.astype(np.float32),
+        scores=np.ones(p, np.float32),
+        track_ids=np.array(ids, np.int64),
+        world=None if world is None else world.astype(np.float32),
+    )
+
+
+def test_jitter_reduced_for_tracked_people_only() -> None:
+    rng = np.random.default_rng(0)
+    base = np.concatenate([rng.uniform(100, 900, (2, K, 2)), np.full((2, K, 1), 3.0)], axis=-1)
+    wbase = rng.uniform(-1, 1, (2, K, 3))
+    sm = PoseSmoother(SPEC)
+    raw, out, wraw, wout = [], [], [], []
+    for i in range(200):
+        kp = base + np.concatenate([rng.normal(0, 2.0, (2, K, 2)), rng.normal(0, 0.02, (2, K, 1))], axis=-1)
+        w = wbase + rng.normal(0, 0.01, wbase.shape)
+        f = frame(i, kp, [4, -1], world=w)
+        res = sm(f)
+        assert res.keypoints.dtype == np.float32 and res.world.dtype == np.float32
+        assert np.array_equal(res.keypoints[1], f.keypoints[1])  # id -1 passes through
+        assert np.array_equal(res.confidence, f.confidence)
+        raw.append(f.keypoints[0])
+        out.append(res.keypoints[0])
+        wraw.append(f.world[0])
+        wout.append(res.world[0])
+    for a, b in ((raw, out), (wraw, wout)):
+        a, b = np.array(a)[30:], np.array(b)[30:]
+        jitter = np.diff(a, axis=0).std(axis=0) / np.diff(b, axis=0).std(axis=0)
+        assert np.all(jitter > 4.0)  # frame-to-frame jitter of x, y, z and world xyz
+    assert sm.track_ids == [4]
+
+
+def test_low_confidence_joint_moves_with_body() -> None:
+    rng = np.random.default_rng(1)
+    pose = np.concatenate([rng.uniform(-100, 100, (K, 2)), np.full((K, 1), 3.0)], axis=-1)
+    wrist = SPEC.index("left_wrist")
+    sm = PoseSmoother(SPEC)
+    for i in range(60):
+        kp = pose + [10.0 * i, 0.0, 0.0]  # walking right, 300 px/s
+        conf = np.full((1, K), 0.9)
+        if i >= 40:
+            kp[wrist] = [-999.0, -999.0, 9.0]  # garbage while unsure
+            conf[0, wrist] = 0.1
+        res = sm(frame(i, kp[None] + 500, [0], conf))
+        if i >= 40:
+            root = res.keypoints[0, SPEC.root]
+            rel = res.keypoints[0, wrist] - root
+            np.testing.assert_allclose(rel, (pose[wrist] - pose[SPEC.root]), atol=1e-3)
+            assert abs(root[0] - (500 + pose[SPEC.root, 0] + 10.0 * i)) < 20  # the body follows
+
+
+def test_nan_depth_stays_nan_and_track_dropped_after_gap() -> None:
+    sm = PoseSmoother(SPEC, "offline", drop_after=0.5)
+    kp = np.full((1, K, 3), 100.0)
+    kp[0, :, 2] = np.nan
+    res = sm(frame(0, kp, [2]))
+    assert np.all(np.isnan(res.keypoints[..., 2]))
+    sm(frame(1, kp + 1.0, [2]))
+    far = kp + 50.0
+    res = sm(frame(5, far, [2]))  # 4 frames later: same filter, smoothed
+    assert np.all(res.keypoints[0, :, 0] < 150.0)
+    res = sm(frame(30, far + 50.0, [2]))  # > 0.5 s unseen: new filter, passes through
+    np.testing.assert_array_equal(res.keypoints[0, :, :2], far[0, :, :2] + 50.0)
+    sm.forget([2])
+    assert sm.track_ids == []
+
+
+def test_explicit_params_and_tracker_chain() -> None:
+    sm = PoseSmoother(SPEC, OneEuroParams(1.0, 0.0, 1.0), preset("live", "m"))
+    assert sm.pixel_params.beta == 0.0 and sm.metric_params == preset("live", "m")
+    tracker = PoseTracker(SPEC)
+    rng = np.random.default_rng(2)
+    kp = np.concatenate([rng.uniform(100, 300, (1, K, 2)), np.full((1, K, 1), 2.0)], axis=-1)
+    for i in range(10):
+        res = sm(tracker(frame(i, kp + rng.normal(0, 1, kp.shape), [-1])))
+    assert res.track_ids.tolist() == [0] and sm.track_ids == [0]
+
+
+def test_seek_back_resets_filters() -> None:
+    sm = PoseSmoother(SPEC)
+    kp = np.full((1, K, 3), 100.0)
+    for i in range(5):
+        sm(frame(10 + i, kp + i, [0]))
+    res = sm(frame(0, kp + 300.0, [0]))  # earlier timestamp: fresh filter, passes through
+    np.testing.assert_array_equal(res.keypoints, (kp + 300.0).astype(np.float32))
