@@ -1,0 +1,85 @@
+"""Method A step 9 (3-D): pinhole camera turning (x px, y px, depth m) into metric xyz.
+
+Camera space: x right, y down, z forward along the optical axis (metres), the
+same axes as the skeleton files. The principal point is the image centre
+``(width / 2, height / 2)``; pixels are square (fy = fx).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Camera:
+    """Pinhole camera of an image of ``width`` x ``height`` pixels.
+
+    fov_deg: horizontal field of view, used when ``fx`` (focal length in pixels)
+    is not given.
+    """
+
+    width: int
+    height: int
+    fov_deg: float = 60.0
+    fx: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.width <= 0 or self.height <= 0:
+            raise ValueError(f"Camera: image size must be positive, got {self.width}x{self.height}")
+        if self.fx is None and not 0.0 < self.fov_deg < 180.0:
+            raise ValueError(f"Camera: fov_deg must be in (0, 180), got {self.fov_deg}")
+        if self.fx is not None and not self.fx > 0:
+            raise ValueError(f"Camera: fx must be positive, got {self.fx}")
+
+    @property
+    def focal(self) -> float:
+        """Focal length in pixels (fx = fy)."""
+        if self.fx is not None:
+            return float(self.fx)
+        return 0.5 * self.width / math.tan(math.radians(self.fov_deg) / 2.0)
+
+    @property
+    def principal_point(self) -> tuple[float, float]:
+        """(cx, cy) in pixels: the image centre."""
+        return 0.5 * self.width, 0.5 * self.height
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """(3, 3) intrinsic matrix K."""
+        f = self.focal
+        cx, cy = self.principal_point
+        return np.array([[f, 0.0, cx], [0.0, f, cy], [0.0, 0.0, 1.0]])
+
+    def to_camera(self, xy: np.ndarray, z: np.ndarray) -> np.ndarray:
+        """Back-project pixels at known depth.
+
+        xy: (..., 2) pixels; z: (...) metres -> (..., 3) camera-space xyz in metres
+        (nan where z is nan).
+        """
+        xy = np.asarray(xy, dtype=np.float64)
+        z = np.asarray(z, dtype=np.float64)
+        f = self.focal
+        cx, cy = self.principal_point
+        return np.stack([(xy[..., 0] - cx) * z / f, (xy[..., 1] - cy) * z / f, z], axis=-1)
+
+    def project(self, xyz: np.ndarray) -> np.ndarray:
+        """Project camera-space points. xyz: (..., 3) metres -> (..., 2) pixels."""
+        xyz = np.asarray(xyz, dtype=np.float64)
+        f = self.focal
+        cx, cy = self.principal_point
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.stack([f * xyz[..., 0] / xyz[..., 2] + cx, f * xyz[..., 1] / xyz[..., 2] + cy], axis=-1)
+
+
+def lift_keypoints(keypoints: np.ndarray, depth: np.ndarray, camera: Camera) -> np.ndarray:
+    """Metric xyz of decoded people.
+
+    keypoints: (P, K, 2) pixels in ``camera``'s image; depth: (P, K) metres -> (P, K, 3) float32.
+    """
+    return camera.to_camera(keypoints, depth).astype(np.float32)
+
+
+__all__ = ["Camera", "lift_keypoints"]

@@ -1,0 +1,261 @@
+"""Method A steps 4-9: decode people from the heads' outputs by walking the skeleton tree.
+
+Network outputs of one frame (numpy, stride ``s``: feature cell u -> input pixel u * s):
+
+- ``heatmaps``: (K, h, w) in [0, 1]; channel ``spec.root`` is the body-centre heatmap
+- ``offsets``:  (2K, h, w) sub-cell (dx, dy) of joint k at channels (2k, 2k+1), cells (optional)
+- ``vectors``:  (2E, h, w) displacement (dx, dy) of edge e = ``spec.edges[e]`` (parent -> child), cells
+- ``depth``:    (1+E, h, w) root depth (m) at channel 0, depth(child) - depth(parent) of edge e
+                at channel 1+e (optional)
+
+Where vectors (and depth differences) are read, ``vector_read``:
+
+- ``"centre"`` (pretrained weights): at the person's centre peak cell (nearest cell),
+  and predicted child = *predicted* parent + v(parent -> child). This telescopes to
+  centre + sum of the edge vectors on the path; with v(p -> c) = r(c) - r(p) of a
+  centre -> keypoint regression r (r(root) = 0 at the centre cell) it is MoveNet's
+  ``centre + r(k)``, whatever the heatmap search finds for the parents.
+- ``"parent"`` (trained weights): bilinear at the *located* parent position, and
+  predicted child = located parent + vector there (method A's literal tree walk).
+
+Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
+(see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
+its predicted position with confidence ``0.5 * min(heat at prediction,
+keypoint_threshold)``, always below ``keypoint_threshold``: ``confidence >=
+keypoint_threshold`` means "found in its heatmap". The root's confidence is its
+centre peak value.
+
+Person score = centre peak value x mean confidence of the non-root joints, so a
+strong centre with no limbs found, or limbs around a weak centre, both score low.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+
+from posetracker.decoding.assign import ASSIGNERS, score_matrix
+from posetracker.decoding.people import DecodedPeople, check_outputs
+from posetracker.decoding.peaks import Candidates, find_peaks, keypoint_candidates, refine_quadratic
+from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
+from posetracker.skeletons import SkeletonSpec
+
+VectorRead = Literal["centre", "parent"]
+
+
+class TreeDecoder:
+    """Decode people from one frame of network outputs (method A steps 4-9).
+
+    Distances are in feature cells. ``score_threshold``: minimum centre-heatmap peak
+    for a person; ``keypoint_threshold``: minimum heatmap value of a candidate peak
+    and minimum weighted score to accept it; ``min_centre_distance``: centre peaks
+    closer than this to a stronger one are dropped; search window radius of a
+    person = ``max(min_window, window_frac * size)`` with size = twice the longest
+    centre -> first-keypoint vector; ``max_candidates``: peaks kept per joint heatmap;
+    ``assign``: "greedy" (descending score) or "hungarian" (maximum total score).
+    """
+
+    def __init__(
+        self,
+        spec: SkeletonSpec,
+        stride: int = 4,
+        vector_read: VectorRead = "centre",
+        score_threshold: float = 0.1,
+        keypoint_threshold: float = 0.1,
+        max_people: int = 6,
+        min_centre_distance: float = 2.0,
+        window_frac: float = 0.3,
+        min_window: float = 2.0,
+        max_candidates: int = 24,
+        assign: str = "greedy",
+    ) -> None:
+        if vector_read not in ("centre", "parent"):
+            raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['centre', 'parent']")
+        if assign not in ASSIGNERS:
+            raise ValueError(f"unknown assign {assign!r}; choices: {sorted(ASSIGNERS)}")
+        if not keypoint_threshold > 0:
+            raise ValueError(f"keypoint_threshold must be positive, got {keypoint_threshold}")
+        self.spec = spec
+        self.stride = int(stride)
+        self.vector_read = vector_read
+        self.score_threshold = float(score_threshold)
+        self.keypoint_threshold = float(keypoint_threshold)
+        self.max_people = int(max_people)
+        self.min_centre_distance = float(min_centre_distance)
+        self.window_frac = float(window_frac)
+        self.min_window = float(min_window)
+        self.max_candidates = int(max_candidates)
+        self._assign = ASSIGNERS[assign]
+        # Method A step 5: split the skeleton into first keypoints (children of the
+        # centre) and second keypoints (reached through other keypoints, tree-walk order).
+        self.first_keypoints = tuple(spec.first_keypoints)
+        self.second_keypoints = tuple(spec.second_keypoints)
+        self._non_root = self.first_keypoints + self.second_keypoints
+        self._parents = np.asarray(spec.parents, dtype=np.int64)
+        self._edge_of = np.asarray(spec.edge_of_child, dtype=np.int64)
+        self._first_edges = self._edge_of[list(self.first_keypoints)]
+        self._path = _path_matrix(spec)
+        self._levels, self._rows = self._walk_levels()
+
+    def _walk_levels(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
+        """Joints located together: [first keypoints, then second keypoints]; with
+        "parent" reading the second keypoints go one tree depth at a time, since each
+        needs its located parent. Returns (joints per level, their candidate rows)."""
+        levels = [np.asarray(self.first_keypoints, dtype=np.int64)]
+        if self.vector_read == "centre":
+            levels.append(np.asarray(self.second_keypoints, dtype=np.int64))
+        else:
+            placed = {self.spec.root, *self.first_keypoints}
+            rest = list(self.second_keypoints)
+            while rest:
+                level = [k for k in rest if self.spec.parents[k] in placed]
+                placed.update(level)
+                rest = [k for k in rest if k not in placed]
+                levels.append(np.asarray(level, dtype=np.int64))
+        row = {k: i for i, k in enumerate(self._non_root)}
+        rows = [np.asarray([row[int(k)] for k in lv], dtype=np.int64) for lv in levels]
+        return levels, rows
+
+    def decode(self, outputs: dict[str, np.ndarray]) -> DecodedPeople:
+        """Decode one frame. outputs: see the module docstring -> :class:`DecodedPeople`."""
+        spec = self.spec
+        n_joints, n_edges = spec.num_joints, spec.num_edges
+        check_outputs(outputs, n_joints, n_edges)
+        heat, vectors = outputs["heatmaps"], outputs["vectors"]
+        offsets, depth = outputs.get("offsets"), outputs.get("depth")
+
+        # Method A step 4: centre peaks -> one person each; root = centre peak + sub-cell refinement.
+        centre_map = heat[spec.root]
+        peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
+        n = len(peaks)
+        if n == 0:
+            return DecodedPeople.empty(n_joints)
+        centre = np.stack([peaks.x, peaks.y], axis=1) + refine_quadratic(centre_map, peaks.x, peaks.y)
+        walk = _Walk(vectors, depth, n, n_joints)
+        walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
+        walk.conf[:, spec.root] = peaks.score
+
+        # Vectors and depth read at the centre peak cell: "centre" reading, person size, root depth.
+        at_centre = read_cells(vectors, peaks.x, peaks.y).reshape(n, n_edges, 2)
+        walk.window = self._windows(at_centre)
+        if depth is not None:
+            z_centre = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
+            walk.z_root, walk.dz = z_centre[:, 0], z_centre[:, 1:]
+        if self.vector_read == "centre":  # predicted child = predicted parent + vector at the centre
+            walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
+
+        # Method A step 8 (prepared once per frame): candidate peaks of every joint heatmap.
+        cands = keypoint_candidates(heat, self._non_root, self.keypoint_threshold, self.max_candidates, offsets)
+
+        # Method A step 6: first keypoints: predicted = centre + vector(centre -> k), then heatmap search.
+        self._locate(self._levels[0], cands.rows(self._rows[0]), heat, walk)
+        # Method A step 7: second keypoints by tree walk: predicted = parent + vector(parent -> k).
+        for level, rows in zip(self._levels[1:], self._rows[1:]):
+            self._locate(level, cands.rows(rows), heat, walk)
+
+        # Method A step 9: root depth at the centre; each joint = parent depth + edge difference.
+        if depth is not None:
+            z = walk.z_root[:, None] + walk.dz @ self._path  # sums the differences along the path
+        else:
+            z = np.full((n, n_joints), np.nan)
+
+        # Person score = centre peak value x mean confidence of the non-root joints.
+        conf = walk.conf
+        limbs = conf[:, list(self._non_root)].mean(axis=1) if self._non_root else np.ones(n)
+        scores = peaks.score.astype(np.float64) * limbs
+        order = np.argsort(-scores, kind="stable")
+        s = float(self.stride)
+        return DecodedPeople(
+            keypoints=(walk.pos[order] * s).astype(np.float32),
+            confidence=np.clip(conf[order], 0.0, 1.0).astype(np.float32),
+            scores=np.clip(scores[order], 0.0, 1.0).astype(np.float32),
+            depth=z[order].astype(np.float32),
+            predicted=(walk.pred[order] * s).astype(np.float32),
+        )
+
+    def _windows(self, at_centre: np.ndarray) -> np.ndarray:
+        """Search radius per person (cells) from its size.
+
+        at_centre: (P, E, 2) vectors at the centre cell -> (P,). Size = twice the
+        longest centre -> first-keypoint vector (the torso's extent).
+        """
+        if self._first_edges.size == 0:
+            return np.full(at_centre.shape[0], self.min_window)
+        v = at_centre[:, self._first_edges]
+        size = 2.0 * np.sqrt((v * v).sum(axis=-1).max(axis=1))
+        return np.maximum(self.min_window, self.window_frac * size)
+
+    def _locate(self, joints: np.ndarray, cands: Candidates, heat: np.ndarray, walk: _Walk) -> None:
+        """Predict J joints of every person from their parents, then pick their peaks.
+
+        joints: (J,) whose parents are placed; cands: their candidates; heat: (K, h, w).
+        Updates ``walk.pos``, ``walk.pred``, ``walk.conf`` (P, J of K) in place.
+        """
+        if self.vector_read == "centre":
+            guess = walk.centre_pred[:, joints]
+        else:
+            at = walk.pos[:, self._parents[joints]]
+            guess = at + walk.read_at_parents(self._edge_of[joints], at)
+        walk.pred[:, joints] = guess
+        g = guess.transpose(1, 0, 2)  # (J, P, 2)
+        # Method A step 8: each person takes the peak matching its own prediction; no peak is shared.
+        scores = score_matrix(g, walk.window, cands.xy, cands.heat, cands.valid)
+        chosen = self._assign(scores, self.keypoint_threshold)  # (J, P)
+        jj, pp = np.nonzero(chosen >= 0)
+        cc = chosen[jj, pp]
+        loc = g.copy()
+        loc[jj, pp] = cands.xy[jj, cc]
+        # Low confidence: a joint without an accepted peak keeps its prediction, below keypoint_threshold.
+        h_at = np.minimum(np.maximum(sample_channels(heat, joints, g), 0.0), self.keypoint_threshold)
+        conf = 0.5 * h_at
+        conf[jj, pp] = scores[jj, pp, cc]
+        walk.pos[:, joints] = loc.transpose(1, 0, 2)
+        walk.conf[:, joints] = conf.T
+
+
+def _path_matrix(spec: SkeletonSpec) -> np.ndarray:
+    """(E, K) float64: 1 where edge e lies on the path from the root to joint k."""
+    path = np.zeros((spec.num_edges, spec.num_joints))
+    for k in range(spec.num_joints):
+        j = k
+        while j != spec.root:
+            path[spec.edge_of_child[j], k] = 1.0
+            j = spec.parents[j]
+    return path
+
+
+class _Walk:
+    """State of one frame's tree walk (cells): P people, K joints, E edges.
+
+    pos, pred: (P, K, 2); conf: (P, K); window: (P,); centre_pred: (P, K, 2) predictions
+    of "centre" reading; z_root: (P,) and dz: (P, E) depth of the root and differences.
+    """
+
+    def __init__(self, vectors: np.ndarray, depth: np.ndarray | None, n: int, k: int) -> None:
+        c, h, w = vectors.shape
+        self.shape = (h, w)
+        self.vectors = vectors.reshape(c, h * w)
+        self.depth = None if depth is None else depth.reshape(depth.shape[0], h * w)
+        self.pos = np.zeros((n, k, 2))
+        self.pred = np.zeros((n, k, 2))
+        self.conf = np.zeros((n, k))
+        self.window = np.zeros(n)
+        self.centre_pred = np.zeros((n, k, 2))
+        self.z_root = np.zeros(n)
+        self.dz = np.zeros((n, c // 2))
+
+    def read_at_parents(self, edges: np.ndarray, xy: np.ndarray) -> np.ndarray:
+        """Bilinear read of each edge's vector (and depth difference, into ``dz``) at its
+        located parent. edges: (J,); xy: (P, J, 2) -> (P, J, 2) vectors."""
+        n, n_j = xy.shape[:2]
+        index, weight = bilinear_weights(xy.transpose(1, 0, 2).reshape(-1, 2), *self.shape)
+        index, weight = index.reshape(n_j, n, 4), weight.reshape(n_j, n, 4)
+        vx = gather_channels(self.vectors, 2 * edges, index, weight)
+        vy = gather_channels(self.vectors, 2 * edges + 1, index, weight)
+        if self.depth is not None:
+            self.dz[:, edges] = gather_channels(self.depth, 1 + edges, index, weight).T
+        return np.stack([vx.T, vy.T], axis=-1)
+
+
+__all__ = ["TreeDecoder", "DecodedPeople", "VectorRead"]
