@@ -1,0 +1,332 @@
+"""Pose metrics on one common joint set: OKS, person matching, PCK, COCO keypoint AP, recall.
+
+Every function works on ``K`` joints that both sides share (the runner slices
+human18 predictions and mapped ground truth down to the set's mapped joints).
+
+Shapes:
+
+- ``pred``       (P, K, 2) predicted x, y in px
+- ``pred_conf``  (P, K)    joint confidence; a joint with confidence <= 0 or a
+  non-finite coordinate counts as *not predicted* (OKS term 0, PCK miss)
+- ``scores``     (P,)      person scores (order of detections for AP)
+- ``gt``         (G, K, 3) ground-truth x, y, v (v > 0 = labelled)
+- ``boxes``      (G, 4)    ground-truth person box x, y, w, h in px (annotation
+  bbox, or the bbox of the labelled keypoints when the annotation has none)
+- ``sigmas``     (K,)      COCO OKS sigmas
+
+Scale: COCO divides by the person's *segmentation* area, which these sets do
+not have; here ``s^2 = area = area_factor * w * h`` of the ground-truth box,
+``area_factor = 1`` by default (the full box area, so OKS is somewhat more
+lenient than COCO's, whose segment areas are about half the box area).
+
+Ground-truth people with no labelled joint among the K are *ignored* as in
+COCO (``num_keypoints == 0``): they count neither as people to find nor as
+misses, and a detection matched to one is neither a TP nor an FP.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+__all__ = [
+    "COCO_OKS_THRESHOLDS",
+    "ImageEval",
+    "PeopleMatch",
+    "coco_ap",
+    "match_people",
+    "oks_matrix",
+    "pck_counts",
+    "people_recall",
+    "summarize",
+]
+
+COCO_OKS_THRESHOLDS: np.ndarray = np.linspace(0.5, 0.95, 10)  # 0.50:0.05:0.95
+_RECALL_POINTS = np.linspace(0.0, 1.0, 101)  # COCO's 101-point interpolation
+_EPS = np.spacing(1)
+
+
+def _valid(pred: np.ndarray, pred_conf: np.ndarray) -> np.ndarray:
+    """(P, K) bool: the joint was predicted (confidence > 0 and finite x, y)."""
+    return (np.asarray(pred_conf) > 0) & np.isfinite(pred).all(axis=-1)
+
+
+def oks_matrix(
+    pred: np.ndarray,
+    pred_conf: np.ndarray,
+    gt: np.ndarray,
+    areas: np.ndarray,
+    sigmas: np.ndarray,
+    boxes: np.ndarray | None = None,
+) -> np.ndarray:
+    """COCO object keypoint similarity, ``(P, G)`` float64 in [0, 1].
+
+    For a ground truth with ``n > 0`` labelled joints:
+    ``OKS = sum_labelled exp(-d^2 / (2 * area * (2 sigma)^2)) / n``; a joint
+    that is not predicted contributes 0. For one with no labelled joint the
+    COCO fallback applies (distance of the predicted joints outside the box
+    grown by its size on every side; needs ``boxes``, else 0).
+    """
+    pred = np.asarray(pred, dtype=np.float64)
+    gt = np.asarray(gt, dtype=np.float64)
+    p, g = len(pred), len(gt)
+    out = np.zeros((p, g), dtype=np.float64)
+    if p == 0 or g == 0:
+        return out
+    valid = _valid(pred, np.asarray(pred_conf))
+    var = (2.0 * np.asarray(sigmas, dtype=np.float64)) ** 2  # (K,)
+    areas = np.asarray(areas, dtype=np.float64).reshape(g)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for j in range(g):
+            lab = gt[j, :, 2] > 0
+            n = int(lab.sum())
+            scale = var * (areas[j] + _EPS) * 2.0  # (K,)
+            if n > 0:
+                d2 = ((pred - gt[j, None, :, :2]) ** 2).sum(-1)  # (P, K)
+                term = np.where(valid, np.exp(-d2 / scale), 0.0)
+                out[:, j] = term[:, lab].sum(axis=1) / n
+            elif boxes is not None:
+                bx, by, bw, bh = np.asarray(boxes[j], dtype=np.float64)
+                x0, x1, y0, y1 = bx - bw, bx + 2 * bw, by - bh, by + 2 * bh
+                dx = np.maximum(0, x0 - pred[..., 0]) + np.maximum(0, pred[..., 0] - x1)
+                dy = np.maximum(0, y0 - pred[..., 1]) + np.maximum(0, pred[..., 1] - y1)
+                term = np.where(valid, np.exp(-(dx**2 + dy**2) / scale), 0.0)
+                out[:, j] = term.mean(axis=1)
+    return out
+
+
+@dataclass(frozen=True)
+class PeopleMatch:
+    """One-to-one matching of predictions to ground-truth people.
+
+    pairs: (M, 2) int64 rows (prediction index, ground-truth index)
+    oks:   (P, G) float64 OKS of every prediction against every ground truth
+    """
+
+    pairs: np.ndarray
+    oks: np.ndarray
+
+    def matched_oks(self) -> np.ndarray:
+        """(M,) OKS of the matched pairs."""
+        return self.oks[self.pairs[:, 0], self.pairs[:, 1]] if len(self.pairs) else np.zeros(0)
+
+    def gt_to_pred(self, num_gt: int) -> np.ndarray:
+        """(G,) index of the prediction matched to each ground truth, -1 if none."""
+        out = np.full(num_gt, -1, dtype=np.int64)
+        out[self.pairs[:, 1]] = self.pairs[:, 0]
+        return out
+
+
+def match_people(
+    pred: np.ndarray,
+    pred_conf: np.ndarray,
+    gt: np.ndarray,
+    areas: np.ndarray,
+    sigmas: np.ndarray,
+    min_oks: float = 0.0,
+) -> PeopleMatch:
+    """Hungarian matching (max total OKS) of ``pred (P, K, 2)`` to ``gt (G, K, 3)``.
+
+    Pairs with OKS == 0 or below ``min_oks`` are dropped (those people stay unmatched).
+    """
+    oks = oks_matrix(pred, pred_conf, gt, areas, sigmas)
+    if oks.size == 0:
+        return PeopleMatch(np.zeros((0, 2), np.int64), oks)
+    rows, cols = linear_sum_assignment(oks, maximize=True)
+    keep = (oks[rows, cols] > 0) & (oks[rows, cols] >= min_oks)
+    pairs = np.stack([rows[keep], cols[keep]], axis=1).astype(np.int64)
+    return PeopleMatch(pairs, oks)
+
+
+def pck_counts(
+    pred: np.ndarray,
+    pred_conf: np.ndarray,
+    gt: np.ndarray,
+    boxes: np.ndarray,
+    pairs: np.ndarray,
+    alpha: float,
+) -> tuple[int, int]:
+    """``(hits, labelled)`` for PCK@alpha with threshold ``alpha * box diagonal`` per person.
+
+    ``labelled`` counts every labelled joint of every ground truth in ``gt``;
+    joints of unmatched people and joints not predicted are misses.
+    """
+    gt = np.asarray(gt, dtype=np.float64)
+    lab = gt[..., 2] > 0
+    total = int(lab.sum())
+    hits = 0
+    if len(pairs):
+        pred = np.asarray(pred, dtype=np.float64)
+        valid = _valid(pred, np.asarray(pred_conf))
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        for pi, gi in np.asarray(pairs, dtype=np.int64):
+            thr = alpha * float(np.hypot(boxes[gi, 2], boxes[gi, 3]))
+            d = np.linalg.norm(pred[pi] - gt[gi, :, :2], axis=-1)
+            hits += int((lab[gi] & valid[pi] & (d <= thr)).sum())
+    return hits, total
+
+
+@dataclass(frozen=True)
+class ImageEval:
+    """Predictions and ground truth of one image over the K evaluated joints (shapes: module docstring)."""
+
+    pred: np.ndarray
+    pred_conf: np.ndarray
+    scores: np.ndarray
+    gt: np.ndarray
+    boxes: np.ndarray
+
+    def __post_init__(self) -> None:
+        p, g = len(self.scores), len(self.boxes)
+        k = self.gt.shape[1] if self.gt.ndim == 3 else self.pred.shape[1]
+        for name, arr, shape in (("pred", self.pred, (p, k, 2)), ("pred_conf", self.pred_conf, (p, k)),
+                                 ("gt", self.gt, (g, k, 3)), ("boxes", self.boxes, (g, 4))):
+            if tuple(arr.shape) != shape:
+                raise ValueError(f"ImageEval.{name}: expected shape {shape}, got {tuple(arr.shape)}")
+
+    @property
+    def gt_ignored(self) -> np.ndarray:
+        """(G,) bool: ground truth without any labelled joint (ignored, as in COCO)."""
+        return ~(self.gt[..., 2] > 0).any(axis=1)
+
+    def areas(self, area_factor: float = 1.0) -> np.ndarray:
+        """(G,) OKS scale s^2 = area_factor * w * h of the ground-truth boxes."""
+        return area_factor * self.boxes[:, 2] * self.boxes[:, 3]
+
+
+def _greedy_match(oks: np.ndarray, gt_ignored: np.ndarray, thr: float) -> tuple[np.ndarray, np.ndarray]:
+    """COCOeval.evaluateImg for one threshold: detections (rows, already score-sorted) take, in order,
+    the unmatched ground truth with the highest OKS >= thr, non-ignored ones first.
+    Returns ``(dt_matched (D,) bool, dt_ignored (D,) bool)``."""
+    d, g = oks.shape
+    g_order = np.argsort(gt_ignored, kind="stable")  # non-ignored first
+    gt_taken = np.zeros(g, dtype=bool)
+    dt_matched = np.zeros(d, dtype=bool)
+    dt_ignored = np.zeros(d, dtype=bool)
+    for i in range(d):
+        best, m = min(thr, 1 - 1e-10), -1
+        for j in g_order:
+            if gt_taken[j]:
+                continue
+            if m > -1 and not gt_ignored[m] and gt_ignored[j]:
+                break  # a real match beats any ignored one
+            if oks[i, j] < best:
+                continue
+            best, m = oks[i, j], j
+        if m > -1:
+            gt_taken[m] = True
+            dt_matched[i] = True
+            dt_ignored[i] = gt_ignored[m]
+    return dt_matched, dt_ignored
+
+
+def _average_precision(scores: np.ndarray, tp: np.ndarray, fp: np.ndarray, num_gt: int) -> float:
+    """COCO 101-point interpolated AP of pooled detections (``tp``/``fp`` exclude ignored ones)."""
+    order = np.argsort(-scores, kind="mergesort")
+    tps = np.cumsum(tp[order]).astype(np.float64)
+    fps = np.cumsum(fp[order]).astype(np.float64)
+    nd = len(tps)
+    rc = tps / num_gt
+    pr = tps / (fps + tps + _EPS)
+    for i in range(nd - 1, 0, -1):  # precision envelope: non-increasing in recall
+        pr[i - 1] = max(pr[i - 1], pr[i])
+    q = np.zeros(len(_RECALL_POINTS))
+    inds = np.searchsorted(rc, _RECALL_POINTS, side="left")
+    ok = inds < nd
+    q[ok] = pr[inds[ok]]
+    return float(q.mean())
+
+
+def coco_ap(
+    images: Sequence[ImageEval],
+    sigmas: np.ndarray,
+    thresholds: np.ndarray = COCO_OKS_THRESHOLDS,
+    area_factor: float = 1.0,
+    max_dets: int = 20,
+) -> dict[str, float | list[float]]:
+    """COCO keypoint AP (area range "all"), images pooled.
+
+    Per image the ``max_dets`` highest-scored predictions are greedily matched at
+    each OKS threshold; the detections of all images are then ranked by score
+    and AP is the mean of the 101-point interpolated precision, averaged over
+    ``thresholds``. Returns ``{"ap", "ap50", "ap75", "ap_per_threshold"}``; nan
+    when there is no (non-ignored) ground-truth person.
+    """
+    thresholds = np.asarray(thresholds, dtype=np.float64)
+    num_gt = 0
+    all_scores: list[np.ndarray] = []
+    tp: list[list[np.ndarray]] = [[] for _ in thresholds]
+    fp: list[list[np.ndarray]] = [[] for _ in thresholds]
+    for im in images:
+        ign = im.gt_ignored
+        num_gt += int((~ign).sum())
+        order = np.argsort(-np.asarray(im.scores, dtype=np.float64), kind="mergesort")[:max_dets]
+        oks = oks_matrix(im.pred[order], im.pred_conf[order], im.gt, im.areas(area_factor), sigmas, im.boxes)
+        all_scores.append(np.asarray(im.scores, dtype=np.float64)[order])
+        for t, thr in enumerate(thresholds):
+            matched, ignored = _greedy_match(oks, ign, float(thr))
+            tp[t].append(matched & ~ignored)
+            fp[t].append(~matched & ~ignored)
+    if num_gt == 0:
+        nan = float("nan")
+        return {"ap": nan, "ap50": nan, "ap75": nan, "ap_per_threshold": [nan] * len(thresholds)}
+    scores = np.concatenate(all_scores) if all_scores else np.zeros(0)
+    per = [_average_precision(scores, np.concatenate(tp[t]) if tp[t] else np.zeros(0, bool),
+                              np.concatenate(fp[t]) if fp[t] else np.zeros(0, bool), num_gt)
+           for t in range(len(thresholds))]
+
+    def at(v: float) -> float:
+        hit = np.flatnonzero(np.isclose(thresholds, v))
+        return per[int(hit[0])] if len(hit) else float("nan")
+
+    return {"ap": float(np.mean(per)), "ap50": at(0.5), "ap75": at(0.75), "ap_per_threshold": per}
+
+
+def people_recall(matches: Sequence[PeopleMatch], num_gt: int, min_oks: float = 0.5) -> float:
+    """Fraction of ``num_gt`` ground-truth people whose Hungarian match has OKS >= ``min_oks``."""
+    if num_gt == 0:
+        return float("nan")
+    found = sum(int((m.matched_oks() >= min_oks).sum()) for m in matches)
+    return found / num_gt
+
+
+def summarize(
+    images: Sequence[ImageEval],
+    sigmas: np.ndarray,
+    pck_alphas: Sequence[float] = (0.1, 0.2),
+    area_factor: float = 1.0,
+    recall_oks: float = 0.5,
+) -> dict[str, float | int | list[float]]:
+    """Every metric over ``images``: ``pck@<alpha>``, ``ap``, ``ap50``, ``ap75``, ``recall``, counts.
+
+    PCK and recall use a per-image Hungarian matching on OKS over the
+    non-ignored ground truth; AP uses COCO's greedy per-threshold matching.
+    """
+    hits = {a: 0 for a in pck_alphas}
+    labelled = 0
+    people = ignored = 0
+    matches: list[PeopleMatch] = []
+    for im in images:
+        keep = ~im.gt_ignored
+        ignored += int((~keep).sum())
+        people += int(keep.sum())
+        gt, boxes = im.gt[keep], im.boxes[keep]
+        m = match_people(im.pred, im.pred_conf, gt, area_factor * boxes[:, 2] * boxes[:, 3], sigmas)
+        matches.append(m)
+        for a in pck_alphas:
+            hits[a] += pck_counts(im.pred, im.pred_conf, gt, boxes, m.pairs, a)[0]
+        labelled += int((gt[..., 2] > 0).sum())
+    out: dict[str, float | int | list[float]] = {}
+    for a in pck_alphas:
+        out[f"pck@{a:g}"] = hits[a] / labelled if labelled else float("nan")
+    out.update(coco_ap(images, sigmas, area_factor=area_factor))
+    out["recall"] = people_recall(matches, people, recall_oks)
+    out["images"] = len(images)
+    out["people"] = people
+    out["ignored_people"] = ignored
+    out["labelled_joints"] = labelled
+    out["predicted_people"] = int(sum(len(im.scores) for im in images))
+    return out

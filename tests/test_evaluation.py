@@ -1,0 +1,386 @@
+"""posetracker.evaluation on synthetic data (no ../shared needed)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from posetracker.evaluation import (
+    HUMAN18_JOINTS,
+    LAYOUTS,
+    FrameCache,
+    ImageEval,
+    LabelledSetError,
+    UnknownLayoutError,
+    coco_ap,
+    detect_layout,
+    evaluate_set,
+    get_layout,
+    human18_from_set,
+    human18_sigmas,
+    load_labelled_set,
+    match_people,
+    oks_matrix,
+    read_image,
+    summarize,
+    to_human18,
+)
+from posetracker.types import PoseFrame
+
+K = 12
+SIG = np.full(K, 0.1)  # var = (2 * 0.1)^2 = 0.04
+
+
+def person(x0: float, y0: float, size: float = 100.0, k: int = K) -> np.ndarray:
+    """(k, 3) labelled joints spread over a size x size box at (x0, y0); box = exactly that square."""
+    t = np.linspace(0.0, 1.0, k)
+    xy = np.stack([x0 + size * t, y0 + size * ((np.arange(k) * 7) % k) / (k - 1)], axis=1)
+    xy[0] = (x0, y0)
+    xy[-1] = (x0 + size, y0 + size)
+    return np.concatenate([xy, np.full((k, 1), 2.0)], axis=1)
+
+
+def box(x0: float, y0: float, size: float = 100.0) -> list[float]:
+    return [x0, y0, size, size]
+
+
+def image(preds, gts, scores=None, conf=None) -> ImageEval:
+    pred = np.asarray(preds, dtype=np.float64).reshape(len(preds), K, 3)[..., :2]
+    gt = np.asarray(gts, dtype=np.float64).reshape(len(gts), K, 3)
+    boxes = np.array([[g[:, 0].min(), g[:, 1].min(), np.ptp(g[:, 0]), np.ptp(g[:, 1])] for g in gt]).reshape(-1, 4)
+    p = len(pred)
+    return ImageEval(
+        pred=pred,
+        pred_conf=np.ones((p, K)) if conf is None else np.asarray(conf, dtype=np.float64),
+        scores=np.linspace(0.9, 0.5, p) if scores is None else np.asarray(scores, dtype=np.float64),
+        gt=gt,
+        boxes=boxes,
+    )
+
+
+# ---------------------------------------------------------------- OKS / AP
+
+
+def test_perfect_predictions_score_one():
+    gts = [person(0, 0), person(300, 50)]
+    m = summarize([image(gts, gts), image([person(10, 10)], [person(10, 10)])], SIG)
+    assert m["pck@0.1"] == 1.0 and m["pck@0.2"] == 1.0
+    assert m["ap"] == pytest.approx(1.0) and m["ap50"] == pytest.approx(1.0)
+    assert m["recall"] == 1.0
+    assert m["people"] == 3 and m["images"] == 2 and m["labelled_joints"] == 3 * K
+
+
+def test_shifted_prediction_has_the_hand_computed_oks():
+    gt = person(0, 0)  # box 100 x 100 -> area 10_000
+    pred = gt.copy()
+    pred[:, 0] += 20.0  # d^2 = 400 -> e = 400 / (2 * 10_000 * 0.04) = 0.5
+    oks = oks_matrix(pred[None, :, :2], np.ones((1, K)), gt[None], np.array([10_000.0]), SIG)
+    assert oks[0, 0] == pytest.approx(math.exp(-0.5), rel=1e-9)  # 0.6065
+    ap = coco_ap([image([pred], [gt])], SIG)
+    # matched at OKS thresholds 0.50, 0.55, 0.60 only -> AP = 3 / 10
+    assert ap["ap50"] == pytest.approx(1.0) and ap["ap75"] == 0.0
+    assert ap["ap"] == pytest.approx(0.3)
+    assert ap["ap_per_threshold"] == pytest.approx([1.0, 1.0, 1.0] + [0.0] * 7)
+
+
+def test_only_labelled_joints_count_in_oks():
+    gt = person(0, 0)
+    gt[:4, 2] = 0  # unlabelled
+    pred = gt.copy()
+    pred[:4, :2] += 500.0  # far off, but only where nothing is labelled
+    oks = oks_matrix(pred[None, :, :2], np.ones((1, K)), gt[None], np.array([1e4]), SIG)
+    assert oks[0, 0] == pytest.approx(1.0)
+    # a joint that is not predicted (confidence 0) contributes 0 to OKS
+    conf = np.ones((1, K))
+    conf[0, 5] = 0
+    oks = oks_matrix(gt[None, :, :2], conf, gt[None], np.array([1e4]), SIG)
+    assert oks[0, 0] == pytest.approx((K - 5) / (K - 4))
+
+
+def test_false_positive_with_high_score_halves_ap():
+    gt = person(0, 0)
+    fp = person(400, 400)
+    # FP first: TP at rank 2 -> precision 1/2 at every recall -> AP 0.5
+    high = summarize([image([fp, gt], [gt], scores=[0.9, 0.8])], SIG)
+    assert high["ap"] == pytest.approx(0.5) and high["ap50"] == pytest.approx(0.5)
+    # FP ranked last: precision 1 until recall 1 is reached -> AP 1
+    low = summarize([image([fp, gt], [gt], scores=[0.1, 0.8])], SIG)
+    assert low["ap"] == pytest.approx(1.0)
+    # PCK and recall do not see false positives
+    for m in (high, low):
+        assert m["pck@0.1"] == 1.0 and m["recall"] == 1.0 and m["predicted_people"] == 2
+
+
+def test_false_positive_pooled_across_images():
+    gt = person(0, 0)
+    ims = [image([gt], [gt], scores=[0.8]), image([person(50, 50)], [], scores=[0.95])]
+    # ranked: FP(0.95), TP(0.8) -> AP 0.5
+    assert summarize(ims, SIG)["ap"] == pytest.approx(0.5)
+
+
+def test_missing_person():
+    a, b = person(0, 0), person(300, 0)
+    m = summarize([image([a], [a, b])], SIG)
+    assert m["recall"] == 0.5
+    assert m["pck@0.1"] == 0.5 and m["pck@0.2"] == 0.5  # b's joints all count as misses
+    # one TP at precision 1 up to recall 0.5: recall points 0.00..0.50 -> 51 of 101
+    assert m["ap"] == pytest.approx(51 / 101)
+
+
+def test_no_predictions_at_all():
+    a = person(0, 0)
+    m = summarize([image([], [a])], SIG)
+    assert m["ap"] == 0.0 and m["recall"] == 0.0 and m["pck@0.2"] == 0.0
+
+
+def test_jittered_predictions_pck():
+    gt = person(0, 0)  # box 100 x 100, diagonal 141.42 -> 14.14 px @0.1, 28.28 px @0.2
+    pred = gt.copy()
+    pred[0:4, 0] += 10.0  # hit at both
+    pred[4:8, 1] -= 20.0  # miss @0.1, hit @0.2
+    pred[8:10, :2] += 30.0  # 42.4 px: miss at both; joints 10, 11 exact
+    m = summarize([image([pred], [gt])], SIG)
+    assert m["pck@0.1"] == pytest.approx(6 / K)
+    assert m["pck@0.2"] == pytest.approx(10 / K)
+    # OKS = (4 e^-0.125 + 4 e^-0.5 + 2 e^-2.25 + 2) / 12 = 0.681 -> found; matched at 0.50 .. 0.65 -> AP 0.4
+    oks = (4 * math.exp(-0.125) + 4 * math.exp(-0.5) + 2 * math.exp(-2.25) + 2) / K
+    match = match_people(pred[None, :, :2], np.ones((1, K)), gt[None], [1e4], SIG)
+    assert match.matched_oks() == pytest.approx([oks])
+    assert m["recall"] == 1.0
+    assert m["ap"] == pytest.approx(0.4)
+
+
+def test_small_random_jitter_keeps_everything_high():
+    rng = np.random.default_rng(0)
+    gts = [person(0, 0), person(200, 0), person(400, 30)]
+    preds = [g + np.concatenate([rng.normal(0, 2.0, (K, 2)), np.zeros((K, 1))], axis=1) for g in gts]
+    m = summarize([image(preds, gts)], SIG)
+    assert m["pck@0.1"] == 1.0 and m["recall"] == 1.0 and m["ap50"] == pytest.approx(1.0) and m["ap"] > 0.8
+
+
+def test_hungarian_matching_is_global():
+    a, b = person(0, 0), person(60, 0)
+    # pred 0 sits between a and b (slightly closer to a); pred 1 is exactly a.
+    p0 = (a + b) / 2
+    p0[:, 0] -= 5
+    match = match_people(np.stack([p0, a])[..., :2], np.ones((2, K)), np.stack([a, b]), [1e4, 1e4], SIG)
+    assert sorted(map(tuple, match.pairs.tolist())) == [(0, 1), (1, 0)]
+    assert list(match.gt_to_pred(2)) == [1, 0]
+
+
+def test_ignored_ground_truth_is_neither_found_nor_missed():
+    a = person(0, 0)
+    empty = person(300, 0)
+    empty[:, 2] = 0
+    m = summarize([image([a], [a, empty])], SIG)
+    assert m["people"] == 1 and m["ignored_people"] == 1
+    assert m["recall"] == 1.0 and m["pck@0.1"] == 1.0 and m["ap"] == pytest.approx(1.0)
+    # a detection inside the ignored person's (grown) box is ignored, not a false positive
+    ie = image([a, person(300, 0)], [a, empty], scores=[0.5, 0.9])
+    ie = ImageEval(ie.pred, ie.pred_conf, ie.scores, ie.gt, np.array([[0, 0, 100, 100], [300, 0, 100, 100.0]]))
+    assert summarize([ie], SIG)["ap"] == pytest.approx(1.0)
+
+
+def test_coco_ap_without_ground_truth_is_nan():
+    assert math.isnan(coco_ap([image([person(0, 0)], [])], SIG)["ap"])
+
+
+# ---------------------------------------------------------------- mapping
+
+_ANATOMY = {"nose", "left_eye", "right_eye", "left_ear", "right_ear"} | {
+    f"{s}_{j}" for s in ("left", "right") for j in ("shoulder", "elbow", "wrist", "hip", "knee", "ankle")
+}
+_NEVER = {"head_top", "top_head", "head", "head_bottom", "neck", "upper_neck", "thorax", "pelvis", "belly", "hip"}
+
+
+def test_human18_joints_and_sigmas_match_the_skeleton(human18):
+    assert tuple(human18.joint_names) == HUMAN18_JOINTS
+    s = human18_sigmas()
+    assert s.shape == (18,) and np.isnan(s[17])
+    assert s[0] == 0.026 and s[11] == 0.107 and s[15] == 0.089  # COCO sigmas
+
+
+@pytest.mark.parametrize("name", sorted(LAYOUTS))
+def test_every_layout_maps_only_corresponding_joints(name):
+    lay = get_layout(name)
+    assert lay.to_h18, name
+    for src, dst in lay.to_h18.items():
+        assert src == dst and dst in _ANATOMY, (name, src, dst)
+    for n in _NEVER & set(lay.keypoint_names):
+        assert n in lay.left_out and n not in lay.to_h18
+    h, s = to_human18(lay.keypoint_names, layout=name)
+    assert [HUMAN18_JOINTS[i] for i in h] == [lay.keypoint_names[j] for j in s]
+    assert list(h) == sorted(h) and 17 not in h
+    assert detect_layout(lay.keypoint_names).to_h18 == lay.to_h18
+
+
+def test_layout_specifics():
+    limbs = sorted(_ANATOMY - {"nose", "left_eye", "right_eye", "left_ear", "right_ear"})
+    for name in ("mpii16", "mhp16", "crowdpose14", "aic14", "jhmdb15", "exlpose14", "mpii_trb40"):
+        assert sorted(get_layout(name).to_h18) == limbs, name
+    assert len(get_layout("mpii16").keypoint_names) == 16
+    assert len(get_layout("crowdpose14").keypoint_names) == 14
+    assert len(get_layout("aic14").keypoint_names) == 14
+    assert len(get_layout("jhmdb15").keypoint_names) == 15
+    assert len(get_layout("exlpose14").keypoint_names) == 14
+    assert len(get_layout("halpe136").keypoint_names) == 136
+    assert len(get_layout("mpii_trb40").keypoint_names) == 40
+    pt = get_layout("posetrack18")
+    assert pt.keypoint_names[1:3] == ("head_bottom", "head_top")
+    assert sorted(pt.to_h18) == sorted(limbs + ["nose", "left_ear", "right_ear"])
+    assert set(get_layout("halpe136").to_h18) == set(HUMAN18_JOINTS[:17])
+    assert set(get_layout("coco17").to_h18) == set(HUMAN18_JOINTS[:17])
+
+
+def test_registry_errors_list_the_choices():
+    with pytest.raises(UnknownLayoutError) as e:
+        get_layout("nope")
+    for name in LAYOUTS:
+        assert name in str(e.value)
+    with pytest.raises(UnknownLayoutError, match="mpii16.*crowdpose14|registered layouts"):
+        to_human18(["a", "b", "c"])
+    with pytest.raises(ValueError):
+        to_human18(["a"], layout="coco17")
+
+
+def test_human18_from_set_leaves_unmapped_joints_unlabelled():
+    names = get_layout("mpii16").keypoint_names
+    kp = np.array([[10.0 * i, 5.0 * i, 2.0] for i in range(16)])
+    h = human18_from_set(kp, names)
+    assert h.shape == (18, 3)
+    assert (h[[0, 1, 2, 3, 4, 17], 2] == 0).all()  # no face joints in MPII, centre is virtual
+    assert h[HUMAN18_JOINTS.index("right_ankle")].tolist() == [0.0, 0.0, 2.0]
+    assert h[HUMAN18_JOINTS.index("left_wrist")].tolist() == [150.0, 75.0, 2.0]
+    with pytest.raises(ValueError):
+        human18_from_set(kp[:3], names)
+
+
+# ---------------------------------------------------------------- datasets + runner
+
+
+def _write_video(path, n=24, size=(64, 48)):
+    av = pytest.importorskip("av")
+    with av.open(str(path), "w") as out:
+        st = out.add_stream("mpeg4", rate=24)
+        st.width, st.height, st.pix_fmt = size[0], size[1], "yuv420p"
+        st.options = {"qscale": "2"}
+        for i in range(n):
+            img = np.full((size[1], size[0], 3), 8 * i + 20, np.uint8)
+            for pkt in st.encode(av.VideoFrame.from_ndarray(img, format="rgb24")):
+                out.mux(pkt)
+        for pkt in st.encode():
+            out.mux(pkt)
+
+
+def test_video_frames_are_decoded_once_in_order(tmp_path):
+    video = tmp_path / "clip.mp4"
+    _write_video(video)
+    with FrameCache() as cache:
+        levels = [float(cache.frame(video, i).mean()) for i in (0, 3, 4, 10, 23)]
+        assert cache.decoded == 24  # forward only: every frame decoded once
+        assert float(cache.frame(video, 2).mean()) == pytest.approx(36, abs=3)  # backwards: seek
+    assert levels == pytest.approx([20, 44, 52, 100, 204], abs=3)
+    with FrameCache(max_skip=2) as cache:  # far jump ahead: seek instead of decoding every frame
+        assert float(cache.frame(video, 20).mean()) == pytest.approx(180, abs=3)
+        assert cache.decoded < 20
+        with pytest.raises(IndexError):
+            cache.frame(video, 99)
+
+
+def _synthetic_set(tmp_path):
+    """Two still images + two frames of one video, COCO-17 names, one person each (bbox null in one)."""
+    import cv2
+
+    video = tmp_path / "clip.mp4"
+    _write_video(video)
+    cv2.imwrite(str(tmp_path / "a.png"), np.zeros((48, 64, 3), np.uint8))
+    names = list(HUMAN18_JOINTS[:17])
+
+    def inst(x0, y0, bbox=True):
+        kp = [[x0 + (i % 5) * 4, y0 + i * 2, 2] for i in range(17)]
+        kp[3][2] = 0  # one unlabelled joint
+        return {"keypoints": kp, "bbox": [x0, y0, 16, 32] if bbox else None, "category": "person"}
+
+    data = {
+        "dataset": "synthetic", "kind": "human", "keypoint_names": names, "skeleton": [],
+        "images": [
+            {"file": "a.png", "width": 64, "height": 48, "instances": [inst(2, 4)]},
+            {"file": "a.png", "width": 64, "height": 48, "instances": [inst(30, 8, bbox=False), inst(5, 5)]},
+            {"file": "clip.mp4", "video": "clip.mp4", "frame_idx": 5, "width": 64, "height": 48,
+             "instances": [inst(10, 3)]},
+            {"file": "clip.mp4", "video": "clip.mp4", "frame_idx": 9, "width": 64, "height": 48, "instances": []},
+        ],
+    }
+    path = tmp_path / "normalized.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def oracle(ls):
+    """A predictor that returns each item's ground truth (items are visited in order)."""
+    items = iter(ls.items)
+
+    def predict(rgb):
+        item = next(items)
+        kps = [human18_from_set(i.keypoints, ls.keypoint_names) for i in item.instances]
+        kps = [k for k in kps if (k[:, 2] > 0).any()]
+        a = np.asarray(kps, dtype=np.float32).reshape(-1, 18, 3)
+        xyz = a.copy()
+        xyz[..., 2] = np.nan
+        p = len(a)
+        return PoseFrame(index=0, timestamp=0.0, keypoints=xyz, confidence=(a[..., 2] > 0).astype(np.float32),
+                         scores=np.ones(p, np.float32), track_ids=np.full(p, -1, np.int64),
+                         image_size=(rgb.shape[1], rgb.shape[0]))
+
+    return predict
+
+
+def test_load_and_evaluate_synthetic_set(tmp_path):
+    ls = load_labelled_set(_synthetic_set(tmp_path))
+    assert ls.name == "synthetic" and len(ls) == 4 and ls.num_people == 4
+    it = ls.items[2]
+    assert it.image is None and it.video == (tmp_path / "clip.mp4").resolve() and it.frame_idx == 5
+    assert it.key == "clip.mp4#5"
+    assert ls.items[1].instances[0].bbox is None
+    assert ls.items[1].instances[0].box().tolist() == [30, 8, 16, 32]  # keypoint bbox
+    rgb = read_image(it)
+    assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8 and abs(rgb.mean() - 60) < 3
+    assert read_image(ls.items[0]).shape == (48, 64, 3)
+
+    seen = []
+    res = evaluate_set(ls, oracle(ls), progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 4), (2, 4), (3, 4), (4, 4)]
+    assert res["pck@0.1"] == 1.0 and res["pck@0.2"] == 1.0
+    assert res["ap"] == pytest.approx(1.0) and res["ap50"] == pytest.approx(1.0) and res["recall"] == 1.0
+    assert res["images"] == 4 and res["people"] == 4 and res["layout"] == "coco17"
+    assert res["mapped_joints"] == list(HUMAN18_JOINTS[:17])
+    preds = res["predictions"]
+    assert [p["image"] for p in preds] == ["a.png", "a.png", "clip.mp4", "clip.mp4"]
+    assert preds[2]["frame_idx"] == 5 and len(preds[1]["people"]) == 2 and preds[3]["people"] == []
+    person0 = preds[0]["people"][0]
+    assert len(person0["keypoints"]) == 18 and person0["keypoints"][0][2] is None and person0["score"] == 1.0
+    json.dumps(preds, allow_nan=False)  # JSON-ready
+
+
+def test_evaluate_set_rejects_wrong_sizes_and_skeletons(tmp_path):
+    ls = load_labelled_set(_synthetic_set(tmp_path))
+    with pytest.raises(ValueError, match="labels are for 64x48"):
+        evaluate_set(ls, oracle(ls), reader=lambda it: np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(ValueError, match="18 joints"):
+        evaluate_set(ls, lambda rgb: PoseFrame.empty(0, 0.0, 17))
+
+
+def test_load_rejects_bad_json(tmp_path):
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps({"keypoint_names": ["a", "b"], "images": [
+        {"file": "x.png", "width": 4, "height": 4, "instances": [{"keypoints": [[0, 0, 2]], "bbox": None}]}]}))
+    with pytest.raises(LabelledSetError, match="keypoints must be"):
+        load_labelled_set(p)
+    ls_path = tmp_path / "ok.json"
+    ls_path.write_text(json.dumps({"keypoint_names": ["a"], "images": [
+        {"file": "missing.png", "width": 4, "height": 4, "instances": []}]}))
+    with pytest.raises(FileNotFoundError):
+        read_image(load_labelled_set(ls_path).items[0])
