@@ -1,4 +1,6 @@
-"""Command line: ``posetracker bench|convert ...`` (see ``posetracker --help``)."""
+"""Command line: ``posetracker process|eval|bench|convert ...`` (see ``posetracker --help``).
+
+Exit codes: 0 success, 1 failure (message on stderr), 2 bad usage or input not found, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -6,6 +8,54 @@ import argparse
 import json
 import sys
 from pathlib import Path
+
+
+def _progress_bar(total: int | None, desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="frame", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+    def update(done: int, _total: int | None) -> None:
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def _cmd_process(args: argparse.Namespace) -> int:
+    from posetracker.capture import CaptureError, open_source
+    from posetracker.export import exporter_for_path
+    from posetracker.export.registry import check_target
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+
+    out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
+    exporter = exporter_for_path(out)
+    check_target(out, args.force)
+    spec = load_skeleton(args.skeleton)
+    net = load_posenet(args.weights, spec)
+    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov)
+    session = TrackingSession(net, config)
+    try:
+        source = open_source(args.input)
+    except CaptureError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    bar, update = _progress_bar(source.frame_count, f"{args.mode} tracking")
+    try:
+        with source:
+            seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
+                              metadata={"source": str(args.input), "size": list(source.size), "model": str(net.meta.get("source", ""))})
+    except CaptureError as exc:  # e.g. a file corrupt in the middle: keep what was read
+        bar.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        bar.close()
+    files = exporter.write(seq, out, force=args.force)
+    people = len(seq.track_ids())
+    print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
+    return 0
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
@@ -48,6 +98,19 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="posetracker", description="Multi-person pose tracking from video.")
     sub = p.add_subparsers(dest="command", required=True)
 
+    pr = sub.add_parser("process", help="track every person in a video file or image folder")
+    pr.add_argument("input", help="video file, image folder, camera:N or lavfi:GRAPH")
+    pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")
+    pr.add_argument("--mode", choices=["live", "offline"], default="offline",
+                    help="offline: bidirectional, zero-lag smoothing (default); live: causal, as the webcam runs")
+    pr.add_argument("--skeleton", default="human18")
+    pr.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
+    pr.add_argument("--max-people", type=int, default=6)
+    pr.add_argument("--lookahead", type=int, default=0, help="live mode: look-ahead frames of the backward GRU")
+    pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
+    pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    pr.set_defaults(func=_cmd_process)
+
     b = sub.add_parser("bench", help="frames per second of the network forward (causal and bidirectional)")
     b.add_argument("--threads", type=int, default=0, help="torch threads (default: time 1 and 2)")
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
@@ -71,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except (OSError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -1,0 +1,50 @@
+"""Tidy long CSV: one row per (frame, person, joint).
+
+Columns: ``frame,time_s,person_id,joint,x_px,y_px,x_m,y_m,z_m,confidence``.
+x_px, y_px: source-image pixels; x_m, y_m, z_m: camera-space metres (x right,
+y down, z forward; empty when unknown); person_id: track id (-1 = not yet
+confirmed). Numbers are written with '.' decimals whatever the locale.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+
+from posetracker.export.registry import ExportError, atomic_path, check_target
+from posetracker.types import PoseSequence
+
+COLUMNS = ("frame", "time_s", "person_id", "joint", "x_px", "y_px", "x_m", "y_m", "z_m", "confidence")
+
+
+def _num(v: float, digits: int) -> str:
+    return "" if not np.isfinite(v) else f"{v:.{digits}f}"
+
+
+class TidyCsvExporter:
+    name = "csv"
+    suffixes = (".csv",)
+    description = "CSV, one row per frame, person and joint"
+
+    def write(self, seq: PoseSequence, path: Path, force: bool = False, **_: object) -> list[Path]:
+        path = Path(path)
+        check_target(path, force)
+        names = seq.skeleton.joint_names
+        try:
+            with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+                w = csv.writer(fh)
+                w.writerow(COLUMNS)
+                for f in seq.frames:
+                    world = f.world if f.world is not None else np.full(f.keypoints.shape, np.nan)
+                    for p in range(f.num_people):
+                        pid = int(f.track_ids[p])
+                        for k, name in enumerate(names):
+                            x, y = f.keypoints[p, k, :2]
+                            w.writerow((f.index, f"{f.timestamp:.6f}", pid, name, _num(x, 2), _num(y, 2),
+                                        _num(world[p, k, 0], 4), _num(world[p, k, 1], 4), _num(world[p, k, 2], 4),
+                                        _num(f.confidence[p, k], 4)))
+        except OSError as exc:
+            raise ExportError(f"cannot write {path}: {exc}") from None
+        return [path]

@@ -1,0 +1,90 @@
+"""Exporters keyed by name and file suffix; CLI and GUI build their choices from here.
+
+An exporter has ``name``, ``suffixes`` (lower-case, with the dot) and
+``write(seq, path, **options)``. Unknown names or suffixes fail loudly and
+list the choices. Writers go through :func:`atomic_path` so a failure never
+leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol
+
+from posetracker.types import PoseSequence
+
+
+class ExportError(RuntimeError):
+    """An export could not be written; nothing was left behind."""
+
+
+class Exporter(Protocol):
+    name: str
+    suffixes: tuple[str, ...]
+    description: str
+
+    def write(self, seq: PoseSequence, path: Path, **options) -> list[Path]:
+        """Write ``seq``; returns the files written."""
+
+
+_EXPORTERS: dict[str, Exporter] = {}
+
+
+def register_exporter(exporter: Exporter) -> Exporter:
+    if exporter.name in _EXPORTERS:
+        raise ValueError(f"exporter {exporter.name!r} is already registered")
+    _EXPORTERS[exporter.name] = exporter
+    return exporter
+
+
+def unregister_exporter(name: str) -> None:
+    _EXPORTERS.pop(name, None)
+
+
+def exporters() -> dict[str, Exporter]:
+    return dict(_EXPORTERS)
+
+
+def get_exporter(name: str) -> Exporter:
+    try:
+        return _EXPORTERS[name]
+    except KeyError:
+        raise KeyError(f"unknown export format {name!r}; available: {sorted(_EXPORTERS)}") from None
+
+
+def exporter_for_path(path: str | Path) -> Exporter:
+    suffix = Path(path).suffix.lower()
+    for exp in _EXPORTERS.values():
+        if suffix in exp.suffixes:
+            return exp
+    known = sorted({s for e in _EXPORTERS.values() for s in e.suffixes})
+    raise KeyError(f"no exporter for {suffix or 'a file without suffix'!r}; known suffixes: {known}")
+
+
+def check_target(path: Path, force: bool) -> None:
+    """Refuse to overwrite without ``force``; check the folder is writable."""
+    if path.exists() and not force:
+        raise ExportError(f"{path} exists; use --force to overwrite")
+    parent = path.parent if str(path.parent) else Path(".")
+    if not parent.exists():
+        raise ExportError(f"folder does not exist: {parent}")
+    if not os.access(parent, os.W_OK):
+        raise ExportError(f"folder is not writable: {parent}")
+
+
+@contextlib.contextmanager
+def atomic_path(path: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, path)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,266 @@
+"""TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
+
+    Frame -> letterbox -> PoseNet (causal stream, or bidirectional chunks)
+          -> TreeDecoder (method A steps 4-9) -> source pixels + depth -> metric xyz
+          -> PoseTracker (ids) -> smoothing -> bone lengths -> PoseFrame
+
+The CLI, the tests and the GUI worker all use this class and nothing below it.
+
+Modes:
+- ``live``: one frame in, one PoseFrame out (``step``), delayed by
+  ``lookahead`` frames; forward GRU state carried; One Euro smoothing.
+- ``offline``: whole sources (``run``) in bidirectional chunks of ``chunk``
+  frames, each seeing ``overlap`` further frames backwards in time;
+  zero-lag Savitzky-Golay smoothing per track after tracking.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+
+from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
+from posetracker.decoding.scale_depth import depth_from_scale
+from posetracker.model.network import CausalStream, PoseNet
+from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
+from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker
+from posetracker.tracking.offline import smooth_tracks
+from posetracker.types import Frame, PoseFrame, PoseSequence
+
+Mode = Literal["live", "offline"]
+Progress = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Parameters of a TrackingSession (all have working defaults)."""
+
+    mode: Mode = "live"
+    lookahead: int = 0  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
+    chunk: int = 16  # offline: frames emitted per bidirectional pass
+    overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
+    max_people: int = 6
+    score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
+    keypoint_threshold: float = 0.1
+    vector_read: Literal["centre", "parent"] = "centre"
+    fov_deg: float = 60.0  # horizontal field of view of the source camera
+    smoothing: bool = True
+    rigid_bones: bool = False
+    track: bool = True
+    threads: int = 1  # torch threads for inference
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("live", "offline"):
+            raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
+        if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
+            raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
+
+
+@dataclass
+class StageTimes:
+    """Milliseconds spent in each stage for the last frame (network includes pre-processing)."""
+
+    network_ms: float = 0.0
+    decode_ms: float = 0.0
+    track_ms: float = 0.0
+    history: deque = field(default_factory=lambda: deque(maxlen=120))
+
+    @property
+    def total_ms(self) -> float:
+        return self.network_ms + self.decode_ms + self.track_ms
+
+
+@dataclass(frozen=True)
+class _Pending:
+    index: int
+    timestamp: float
+    box: Letterbox
+
+
+class TrackingSession:
+    """Frames in, tracked PoseFrames out. See the module docstring."""
+
+    def __init__(self, net: PoseNet, config: SessionConfig | None = None):
+        self.net = net.eval()
+        self.spec = net.spec
+        self.config = config or SessionConfig()
+        self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
+        self.decoder = TreeDecoder(
+            self.spec, stride=net.stride, vector_read=self.config.vector_read,
+            score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
+            max_people=self.config.max_people,
+        )
+        self.times = StageTimes()
+        self.reset()
+
+    @classmethod
+    def from_weights(cls, weights: str | Path | None = None, config: SessionConfig | None = None) -> TrackingSession:
+        from posetracker.model.weights import load_posenet
+
+        return cls(load_posenet(weights), config)
+
+    def reset(self) -> None:
+        """Forget every track, filter and temporal state (e.g. after a seek or a new source)."""
+        mode = self.config.mode
+        self.stream = CausalStream(self.net, self.config.lookahead)
+        self._pending: deque[_Pending] = deque()
+        self.tracker = PoseTracker(self.spec)
+        self.smoother = PoseSmoother(self.spec, mode)
+        self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones)
+
+    # ------------------------------------------------------------------ frames
+
+    def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
+        img, box = letterbox(frame.image, INPUT_SIZE)
+        return to_tensor(img)[None], _Pending(frame.index, frame.timestamp, box)
+
+    def _people(self, out: dict[str, torch.Tensor], meta: _Pending) -> PoseFrame:
+        """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels."""
+        t0 = time.perf_counter()
+        arrays = {k: out[k][0, 0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
+        people = self.decoder.decode(arrays)
+        xy = meta.box.to_source(people.keypoints.astype(np.float64))
+        w, h = meta.box.source_size
+        camera = Camera(w, h, fov_deg=self.config.fov_deg)
+        if self.depth_trained:
+            depth = people.depth
+        else:
+            depth = depth_from_scale(xy, people.confidence, self.spec, camera.focal)
+        world = lift_keypoints(xy, depth, camera)
+        pose = PoseFrame(
+            index=meta.index, timestamp=meta.timestamp,
+            keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
+            confidence=people.confidence.astype(np.float32), scores=people.scores.astype(np.float32),
+            track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
+            world=world.astype(np.float32),
+        )
+        self.times.decode_ms = (time.perf_counter() - t0) * 1000
+        return pose
+
+    def _post_live(self, pose: PoseFrame) -> PoseFrame:
+        t0 = time.perf_counter()
+        if self.config.track:
+            pose = self.tracker.update(pose)
+            if self.config.smoothing:
+                pose = self.smoother.update(pose)
+            pose = self.bones.update(pose)
+        self.times.track_ms = (time.perf_counter() - t0) * 1000
+        self.times.history.append((self.times.network_ms, self.times.decode_ms, self.times.track_ms))
+        return pose
+
+    def step(self, frame: Frame) -> PoseFrame | None:
+        """Live mode: push one frame; returns the PoseFrame of the frame ``lookahead`` frames
+        ago (None while the look-ahead fills)."""
+        t0 = time.perf_counter()
+        with torch.inference_mode(), _threads(self.config.threads):
+            x, meta = self._prepare(frame)
+            self._pending.append(meta)
+            out = self.stream.push(x)
+        self.times.network_ms = (time.perf_counter() - t0) * 1000
+        if out is None:
+            return None
+        return self._post_live(self._people(out, self._pending.popleft()))
+
+    def flush(self) -> list[PoseFrame]:
+        """Live mode: the PoseFrames still held back by the look-ahead at the end of a stream."""
+        with torch.inference_mode(), _threads(self.config.threads):
+            outs = self.stream.flush()
+        return [self._post_live(self._people(o, self._pending.popleft())) for o in outs]
+
+    def process_image(self, rgb: np.ndarray) -> PoseFrame:
+        """One still image (H, W, 3) uint8 RGB -> untracked PoseFrame (no temporal context)."""
+        frame = Frame(0, 0.0, rgb)
+        with torch.inference_mode(), _threads(self.config.threads):
+            x, meta = self._prepare(frame)
+            out = self.net(x[:, None])
+        return self._people(out, meta)
+
+    # ----------------------------------------------------------------- sources
+
+    def run(self, frames: Iterable[Frame], fps: float, total: int | None = None,
+            progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+            metadata: dict | None = None) -> PoseSequence:
+        """Process a whole source; returns every frame's PoseFrame in order.
+
+        frames: the source's frames; fps: its nominal rate; total: frame count
+        for progress (or None); ``cancel()`` returning True stops early and
+        returns what was processed so far.
+        """
+        self.reset()
+        if self.config.mode == "live":
+            poses = self._run_live(frames, total, progress, cancel)
+        else:
+            poses = self._run_offline(frames, total, progress, cancel)
+        meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
+
+    def _run_live(self, frames, total, progress, cancel) -> list[PoseFrame]:
+        poses: list[PoseFrame] = []
+        for i, frame in enumerate(frames):
+            if cancel and cancel():
+                break
+            pose = self.step(frame)
+            if pose is not None:
+                poses.append(pose)
+            if progress:
+                progress(i + 1, total)
+        return poses + self.flush()
+
+    def _run_offline(self, frames, total, progress, cancel) -> list[PoseFrame]:
+        cfg = self.config
+        feats: list[torch.Tensor] = []
+        metas: list[_Pending] = []
+        raw: list[PoseFrame] = []
+        h_fwd = None
+
+        def emit(n: int) -> None:
+            nonlocal h_fwd, feats, metas
+            window = torch.stack(feats, 1)
+            target, h_fwd = self.net.temporal(window, h_fwd, emit=n)
+            out = self.net.decode_heads(target)
+            for t in range(n):
+                raw.append(self._people({k: v[:, t : t + 1] for k, v in out.items()}, metas[t]))
+            feats, metas = feats[n:], metas[n:]
+
+        with torch.inference_mode(), _threads(cfg.threads):
+            for i, frame in enumerate(frames):
+                if cancel and cancel():
+                    break
+                x, meta = self._prepare(frame)
+                feats.append(self.net.features(x[:, None])[:, 0])
+                metas.append(meta)
+                if len(feats) >= cfg.chunk + cfg.overlap:
+                    emit(cfg.chunk)
+                if progress:
+                    progress(i + 1, total)
+            while feats:
+                emit(min(cfg.chunk, len(feats)))
+        if not cfg.track:
+            return raw
+        tracked = [self.tracker.update(p) for p in raw]
+        if cfg.smoothing:
+            tracked = smooth_tracks(tracked)
+        return [self.bones.update(p) for p in tracked]
+
+
+class _threads:
+    """Context manager: run torch with ``n`` threads, then restore."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.prev = torch.get_num_threads()
+        if self.n and self.n != self.prev:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        if self.n and self.n != self.prev:
+            torch.set_num_threads(self.prev)

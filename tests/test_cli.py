@@ -1,0 +1,53 @@
+import csv
+import json
+
+import pytest
+
+from conftest import REPO
+from posetracker.cli import main
+
+SAMPLE = str(REPO / "assets" / "sample_dance.mp4")
+
+
+@pytest.fixture(scope="module")
+def processed(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "poses.csv"
+    assert main(["process", SAMPLE, "--out", str(out)]) == 0
+    return out
+
+
+def test_process_writes_tidy_csv(processed):
+    rows = list(csv.DictReader(open(processed)))
+    assert list(rows[0]) == ["frame", "time_s", "person_id", "joint", "x_px", "y_px", "x_m", "y_m", "z_m", "confidence"]
+    frames = {int(r["frame"]) for r in rows}
+    assert frames == set(range(120))
+    assert {r["joint"] for r in rows} >= {"nose", "left_ankle", "centre"}
+    assert {r["person_id"] for r in rows if int(r["frame"]) > 10} == {"0"}
+
+
+def test_existing_output_needs_force(processed, capsys):
+    assert main(["process", SAMPLE, "--out", str(processed)]) == 1
+    assert "--force" in capsys.readouterr().err
+
+
+def test_bad_inputs_exit_nonzero(tmp_path, capsys):
+    assert main(["process", str(tmp_path / "missing.mp4"), "--out", str(tmp_path / "a.csv")]) == 2
+    assert "not found" in capsys.readouterr().err
+    junk = tmp_path / "junk.mp4"
+    junk.write_text("not a video")
+    assert main(["process", str(junk), "--out", str(tmp_path / "b.csv")]) == 2
+    assert main(["process", SAMPLE, "--out", str(tmp_path / "c.xyz")]) == 1
+    assert "known suffixes" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob(".*tmp"))
+
+
+def test_json_round_trip(tmp_path):
+    from posetracker.export import get_exporter, read_sequence
+
+    out = tmp_path / "p.json"
+    assert main(["process", SAMPLE, "--out", str(out), "--mode", "live"]) == 0
+    seq = read_sequence(out)
+    again = tmp_path / "q.json"
+    get_exporter("json").write(seq, again)
+    assert json.loads(out.read_text()) == json.loads(again.read_text())
+    assert len(seq) == 120 and seq.skeleton.name == "human18"
