@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.set_defaults(func=_cmd_process)
 
+    from posetracker.cli_eval import add_eval_parser
+
+    add_eval_parser(sub)
+
     b = sub.add_parser("bench", help="frames per second of the network forward (causal and bidirectional)")
     b.add_argument("--threads", type=int, default=0, help="torch threads (default: time 1 and 2)")
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")

@@ -34,6 +34,9 @@ _HEAD_SCOPES = {
     "heatmap": ("kpt_heatmap_0", "separable_conv2d_6", "conv2d_7"),
     "regress": ("kpt_regress_0", "separable_conv2d_7", "conv2d_8"),
     "offset": ("kpt_offset_0", "separable_conv2d_8", "conv2d_9"),
+    # Person box heads: used only by the original decode (the evaluation baseline).
+    "box_scale": ("box_scale_0", "separable_conv2d_4", "conv2d_5"),
+    "box_offset": ("box_offset_0", "separable_conv2d_5", "conv2d_6"),
 }
 
 
@@ -124,6 +127,6 @@ def movenet_state_dict(json_path: str | Path, spec: SkeletonSpec) -> dict[str, n
 
 
 def movenet_raw_heads(json_path: str | Path) -> dict[str, dict[str, np.ndarray]]:
-    """The four original MoveNet heads' weights, unchanged (for parity checks)."""
+    """The six original MoveNet heads' weights, unchanged (parity checks, the evaluation baseline)."""
     g = TfjsGraph(json_path)
     return {k: _head(g, k) for k in _HEAD_SCOPES}
