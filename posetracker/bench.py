@@ -92,3 +92,66 @@ def format_table(results: list[BenchResult]) -> str:
 
 def results_json(results: list[BenchResult]) -> dict:
     return {"machine": machine_description(), "results": [asdict(r) for r in results]}
+
+
+@dataclass(frozen=True)
+class PipelineResult:
+    mode: str
+    median_fps: float
+    min_fps: float
+    max_fps: float
+    median_latency_ms: float  # live: read of a frame until its PoseFrame; offline: 1000 / fps
+    network_ms: float  # medians of the session's stage times
+    decode_ms: float
+    track_ms: float
+    runs: int
+    frames_per_run: int
+
+
+def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
+                   weights: str | None = None) -> PipelineResult:
+    """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run."""
+    from posetracker.capture import open_source
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+
+    session = TrackingSession(load_posenet(weights), SessionConfig(mode=mode, threads=threads))
+
+    def one_run() -> tuple[float, list[float]]:
+        latencies: list[float] = []
+        with open_source(path) as src:
+            t_start = time.perf_counter()
+            if mode == "live":
+                session.reset()
+                for _ in range(frames):
+                    t0 = time.perf_counter()
+                    frame = src.read()
+                    if frame is None:
+                        break
+                    session.step(frame)
+                    latencies.append((time.perf_counter() - t0) * 1000)
+                n = len(latencies)
+            else:
+                clip = (f for f in iter(src.read, None))
+                seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
+                n = len(seq)
+        return n / (time.perf_counter() - t_start), latencies
+
+    one_run()  # warm-up
+    fps, lat = [], []
+    for _ in range(runs):
+        f, l = one_run()
+        fps.append(f)
+        lat += l
+    hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
+    med = statistics.median
+    return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
+                          med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames)
+
+
+def format_pipeline_table(results: list[PipelineResult]) -> str:
+    rows = [f"{'mode':<10}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"]
+    for r in results:
+        stages = "".join(f"{v:>8.1f}" if r.mode == "live" else f"{'-':>8}" for v in (r.network_ms, r.decode_ms, r.track_ms))
+        rows.append(f"{r.mode:<10}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}")
+    return "\n".join(rows)

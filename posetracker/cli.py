@@ -59,7 +59,28 @@ def _cmd_process(args: argparse.Namespace) -> int:
 
 
 def _cmd_bench(args: argparse.Namespace) -> int:
-    from posetracker.bench import bench_network, format_table, machine_description, results_json
+    from dataclasses import asdict
+
+    from posetracker import bench
+
+    if args.input:
+        if not Path(args.input).exists() and ":" not in args.input:
+            print(f"error: input not found: {args.input}", file=sys.stderr)
+            return 2
+        results = []
+        for mode in ("live", "offline"):
+            if not args.json:
+                print(f"timing {mode} mode end to end...", file=sys.stderr, flush=True)
+            results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
+                                                threads=args.threads or 1, weights=args.weights))
+        if args.json:
+            print(json.dumps({"machine": bench.machine_description(), "input": args.input,
+                              "results": [asdict(r) for r in results]}, indent=2))
+        else:
+            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread)")
+            print(f"median (min/max) of {args.runs} runs of {args.frames * 4} frames after a warm-up run")
+            print(bench.format_pipeline_table(results))
+        return 0
     from posetracker.model.weights import load_posenet
 
     net = load_posenet(args.weights)
@@ -69,13 +90,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         for n in threads:
             if not args.json:
                 print(f"timing {mode} mode, {n} thread(s)...", file=sys.stderr, flush=True)
-            results.append(bench_network(net, n, mode, runs=args.runs, frames=args.frames))
+            results.append(bench.bench_network(net, n, mode, runs=args.runs, frames=args.frames))
     if args.json:
-        print(json.dumps(results_json(results), indent=2))
+        print(json.dumps(bench.results_json(results), indent=2))
     else:
-        print(f"PoseNet forward at 256x256 on {machine_description()}")
+        print(f"PoseNet forward at 256x256 on {bench.machine_description()}")
         print(f"median of {args.runs} runs of {args.frames} frames after a warm-up run")
-        print(format_table(results))
+        print(bench.format_table(results))
     return 0
 
 
@@ -115,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_eval_parser(sub)
 
-    b = sub.add_parser("bench", help="frames per second of the network forward (causal and bidirectional)")
+    b = sub.add_parser("bench", help="speed: network forward (no INPUT) or the whole pipeline on INPUT")
+    b.add_argument("input", nargs="?", help="video for the end-to-end benchmark (live and offline modes)")
     b.add_argument("--threads", type=int, default=0, help="torch threads (default: time 1 and 2)")
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
     b.add_argument("--frames", type=int, default=16, help="frames per run (a multiple of 8)")

@@ -30,6 +30,7 @@ from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
 from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
+from posetracker.model.runtime import accelerate
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker
 from posetracker.tracking.offline import smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
@@ -54,7 +55,8 @@ class SessionConfig:
     smoothing: bool = True
     rigid_bones: bool = False
     track: bool = True
-    threads: int = 1  # torch threads for inference
+    threads: int = 1  # threads for inference
+    runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):
@@ -91,6 +93,7 @@ class TrackingSession:
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
+        self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read,
