@@ -27,11 +27,12 @@ import numpy as np
 import torch
 
 from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
+from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
-from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker
+from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.offline import smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -47,7 +48,7 @@ class SessionConfig:
     lookahead: int = 0  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
     chunk: int = 16  # offline: frames emitted per bidirectional pass
     overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
-    max_people: int = 6
+    max_people: int = 10
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
     vector_read: Literal["centre", "parent"] = "centre"
@@ -100,6 +101,7 @@ class TrackingSession:
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
             max_people=self.config.max_people,
         )
+        self.sigmas = joint_sigmas(self.spec)
         self.times = StageTimes()
         self.reset()
 
@@ -128,7 +130,7 @@ class TrackingSession:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels."""
         t0 = time.perf_counter()
         arrays = {k: out[k][0, 0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
-        people = self.decoder.decode(arrays)
+        people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
         xy = meta.box.to_source(people.keypoints.astype(np.float64))
         w, h = meta.box.source_size
         camera = Camera(w, h, fov_deg=self.config.fov_deg)

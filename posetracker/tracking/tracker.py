@@ -173,10 +173,13 @@ class PoseTracker:
         rows = cols = np.zeros(0, np.int64)
         if n_det and self.num_tracks:
             pred = self.predict(t)
-            sim = oks_matrix(pred, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area)
-            r, c = linear_sum_assignment(np.where(sim >= self.oks_threshold, sim, 0.0), maximize=True)
-            good = sim[r, c] >= self.oks_threshold
-            rows, cols = r[good], c[good]  # rows ascending
+            # Similarity to the constant-velocity prediction or to the last position, whichever
+            # is higher: one bad match (a wrong velocity) then cannot lose the track.
+            sim = np.maximum(
+                oks_matrix(pred, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area),
+                oks_matrix(self.xy, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area),
+            )
+            rows, cols = self._match(sim)
             if rows.size:
                 self._correct(rows, det_xy[cols], det_ok[cols], pred[rows], t)
 
@@ -201,6 +204,25 @@ class PoseTracker:
         return dataclasses.replace(frame, track_ids=out)
 
     __call__ = update
+
+    def _match(self, sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Hungarian matching, confirmed tracks first: a tentative track (e.g. a duplicate
+        detection of a tracked person) can never take a detection a confirmed track wants.
+        sim: (N tracks, D detections). Returns (rows ascending, cols)."""
+        rows, cols = [], []
+        free = np.ones(sim.shape[1], bool)
+        for group in (np.flatnonzero(self.ids >= 0), np.flatnonzero(self.ids < 0)):
+            dets = np.flatnonzero(free)
+            if not group.size or not dets.size:
+                continue
+            s = sim[np.ix_(group, dets)]
+            r, c = linear_sum_assignment(np.where(s >= self.oks_threshold, s, 0.0), maximize=True)
+            good = s[r, c] >= self.oks_threshold
+            rows += group[r[good]].tolist()
+            cols += dets[c[good]].tolist()
+            free[dets[c[good]]] = False
+        order = np.argsort(rows, kind="stable")
+        return np.asarray(rows, np.int64)[order], np.asarray(cols, np.int64)[order]
 
     def _start(self, xy: np.ndarray, ok: np.ndarray, area: np.ndarray, t: float) -> None:
         m = xy.shape[0]

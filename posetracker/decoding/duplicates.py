@@ -1,0 +1,48 @@
+"""Person-level non-maximum suppression: one person found twice is kept once.
+
+Two centre peaks can fall on one body (a wide person, a person split by an
+occluder); the tree walk then lands both on the same joints. People are
+taken strongest first and one is dropped when its keypoint similarity (OKS,
+over joints confident in both) with a kept person exceeds ``threshold``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posetracker.decoding.people import DecodedPeople
+
+
+def keypoint_similarity(a: np.ndarray, b: np.ndarray, ok: np.ndarray, sigmas: np.ndarray, area: float) -> float:
+    """OKS of two (K, 2) people over the joints where ``ok`` (K,) is True."""
+    if not ok.any():
+        return 0.0
+    d2 = ((a - b) ** 2).sum(-1)
+    return float(np.mean(np.exp(-d2[ok] / (2 * max(area, 1.0) * (2 * sigmas[ok]) ** 2))))
+
+
+def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: float = 0.5,
+                        min_confidence: float = 0.1) -> DecodedPeople:
+    """Drop people that repeat a stronger one. sigmas: (K,) per-joint OKS sigmas (nan -> mean)."""
+    if people.num_people < 2:
+        return people
+    sig = np.where(np.isfinite(sigmas), sigmas, np.nanmean(sigmas))
+    order = np.argsort(-people.scores, kind="stable")
+    keep: list[int] = []
+    for i in order:
+        ok_i = people.confidence[i] >= min_confidence
+        dup = False
+        for j in keep:
+            ok = ok_i & (people.confidence[j] >= min_confidence)
+            xy = people.keypoints[j][people.confidence[j] >= min_confidence]
+            area = float(np.ptp(xy[:, 0]) * np.ptp(xy[:, 1])) if len(xy) > 1 else 1.0
+            if keypoint_similarity(people.keypoints[i], people.keypoints[j], ok, sig, area) > threshold:
+                dup = True
+                break
+        if not dup:
+            keep.append(int(i))
+    if len(keep) == people.num_people:
+        return people
+    idx = np.array(sorted(keep, key=lambda i: -people.scores[i]))
+    return DecodedPeople(people.keypoints[idx], people.confidence[idx], people.scores[idx], people.depth[idx],
+                         people.predicted[idx])
