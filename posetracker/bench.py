@@ -21,6 +21,7 @@ from posetracker.model.network import CausalStream, PoseNet
 @dataclass(frozen=True)
 class BenchResult:
     mode: str
+    runtime: str
     threads: int
     median_fps: float
     min_fps: float
@@ -37,8 +38,16 @@ def _time_run(fn, frames: int) -> float:
 
 
 def bench_network(net: PoseNet, threads: int, mode: str, runs: int = 5, frames: int = 16,
-                  window: int = 8, size: int = 256) -> BenchResult:
-    """Time one (mode, threads) configuration; mode is "causal" or "bidirectional"."""
+                  window: int = 8, size: int = 256, runtime: str = "torch") -> BenchResult:
+    """Time one (mode, threads, runtime) configuration; mode is "causal" or "bidirectional";
+    runtime "onnxruntime" runs the backbone in ONNX Runtime (``model.runtime.accelerate``)."""
+    if runtime == "onnxruntime":
+        from posetracker.model.runtime import OnnxBackbone, accelerate
+
+        if isinstance(net.backbone, OnnxBackbone):
+            net.backbone = net.backbone.fallback
+        if accelerate(net, threads) != "onnxruntime":
+            raise RuntimeError("ONNX Runtime is not available")
     previous = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -65,8 +74,10 @@ def bench_network(net: PoseNet, threads: int, mode: str, runs: int = 5, frames: 
         fps = [_time_run(run, frames) for _ in range(runs)]
     finally:
         torch.set_num_threads(previous)
+        if runtime == "onnxruntime":
+            net.backbone = net.backbone.fallback
     med = statistics.median(fps)
-    return BenchResult(mode, threads, med, min(fps), max(fps), 1000.0 / med, runs, frames)
+    return BenchResult(mode, runtime, threads, med, min(fps), max(fps), 1000.0 / med, runs, frames)
 
 
 def machine_description() -> str:
@@ -84,9 +95,9 @@ def machine_description() -> str:
 
 
 def format_table(results: list[BenchResult]) -> str:
-    rows = [f"{'mode':<14}{'threads':>8}{'median fps':>12}{'min':>8}{'max':>8}{'ms/frame':>10}"]
+    rows = [f"{'mode':<14}{'runtime':<13}{'threads':>8}{'median fps':>12}{'min':>8}{'max':>8}{'ms/frame':>10}"]
     for r in results:
-        rows.append(f"{r.mode:<14}{r.threads:>8}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_ms_per_frame:>10.1f}")
+        rows.append(f"{r.mode:<14}{r.runtime:<13}{r.threads:>8}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_ms_per_frame:>10.1f}")
     return "\n".join(rows)
 
 

@@ -86,11 +86,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     net = load_posenet(args.weights)
     threads = [args.threads] if args.threads else [1, 2]
     results = []
+    runtimes = ["torch", "onnxruntime"] if args.runtime == "both" else [args.runtime]
     for mode in ("causal", "bidirectional"):
-        for n in threads:
-            if not args.json:
-                print(f"timing {mode} mode, {n} thread(s)...", file=sys.stderr, flush=True)
-            results.append(bench.bench_network(net, n, mode, runs=args.runs, frames=args.frames))
+        for runtime in runtimes:
+            for n in threads:
+                if not args.json:
+                    print(f"timing {mode} mode, {runtime}, {n} thread(s)...", file=sys.stderr, flush=True)
+                results.append(bench.bench_network(net, n, mode, runs=args.runs, frames=args.frames, runtime=runtime))
     if args.json:
         print(json.dumps(bench.results_json(results), indent=2))
     else:
@@ -142,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
     b.add_argument("--frames", type=int, default=16, help="frames per run (a multiple of 8)")
     b.add_argument("--weights", default=None, help="weights file (default: the shipped human18 model)")
+    b.add_argument("--runtime", choices=["torch", "onnxruntime", "both"], default="both",
+                   help="network bench: run the backbone in torch, ONNX Runtime, or time both")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     b.set_defaults(func=_cmd_bench)
 

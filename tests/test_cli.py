@@ -51,3 +51,19 @@ def test_json_round_trip(tmp_path):
     get_exporter("json").write(seq, again)
     assert json.loads(out.read_text()) == json.loads(again.read_text())
     assert len(seq) == 120 and seq.skeleton.name == "human18"
+
+
+def test_bench_network_json(capsys):
+    assert main(["bench", "--runs", "1", "--frames", "8", "--threads", "1", "--runtime", "torch", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    modes = {(r["mode"], r["runtime"], r["threads"]) for r in out["results"]}
+    assert modes == {("causal", "torch", 1), ("bidirectional", "torch", 1)}
+    assert all(r["median_fps"] > 0 and r["min_fps"] <= r["median_fps"] <= r["max_fps"] for r in out["results"])
+    assert "cores" in out["machine"]
+
+
+def test_bench_pipeline_json(capsys):
+    assert main(["bench", SAMPLE, "--runs", "1", "--frames", "2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["mode"] for r in out["results"]] == ["live", "offline"]
+    assert all(r["median_fps"] > 0 for r in out["results"])
