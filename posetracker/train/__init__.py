@@ -1,0 +1,1 @@
+"""Training-time tools: teachers that make labels, never used at run time."""
