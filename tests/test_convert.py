@@ -45,7 +45,7 @@ def test_tree_vectors_start_as_regression_differences(movenet_json, converted, h
     for e, (p, c) in enumerate(human18.edges):
         expected = r_xy[:, c] - r_xy[:, p]
         # Exact linear map; only float32 rounding of the 96-term sums differs.
-        torch.testing.assert_close(v[:, 2 * e : 2 * e + 2], expected, rtol=1e-5, atol=1e-4)
+        torch.testing.assert_close(v[:, 2 * e : 2 * e + 2], expected, rtol=1e-5, atol=3e-4)
 
 
 def test_shipped_weights_are_the_conversion(converted, shipped_net):

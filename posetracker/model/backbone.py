@@ -1,10 +1,13 @@
 """Method A step 1: the per-frame CNN ("first features").
 
-A faithful PyTorch rebuild of MoveNet MultiPose Lightning's feature
-extractor: a MobileNetV2 body (width multiplier 1.5) and a three-stage FPN
-that ends at stride 4 with 24 channels. Layers are named by role; the
-converter in ``model/convert/movenet.py`` maps the original graph's weights
-onto these names.
+A faithful PyTorch rebuild of MoveNet's CenterNet feature extractor: a
+MobileNetV2 body and a three-stage FPN that ends at stride 4 with 24
+channels. ``MobileNetV2FPNConfig`` holds the numbers: ``MULTIPOSE`` (MoveNet
+MultiPose Lightning, width 1.5; the product's backbone and the default) and
+``THUNDER`` (MoveNet SinglePose Thunder, width 1.75; a training-time
+teacher). Layers are named by role; the converter in
+``model/convert/movenet.py`` maps the original graphs' weights onto these
+names.
 
 Two TensorFlow conventions are kept exactly, because they change the numbers:
 
@@ -20,6 +23,7 @@ Output: (N, 24, H/4, W/4) float features.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -47,6 +51,69 @@ TOP_CHANNELS = 1280
 TAP_BLOCKS = {"c2": 2, "c3": 5, "c4": 9}
 FEATURE_CHANNELS = 24
 STRIDE = 4
+
+
+@dataclass(frozen=True)
+class MobileNetV2FPNConfig:
+    """The numbers of one MobileNetV2 + FPN feature extractor (read from the TF.js graph).
+
+    - ``blocks``: (expand ratio, output channels, stride) per inverted-residual
+      block, in order: expanded_conv, block_1 .. block_16;
+    - ``taps``: block indices (c2, c3, c4) whose outputs feed the FPN laterals
+      at strides 4, 8, 16 (the top conv gives c5, stride 32);
+    - ``lateral``: output widths of the 1x1 laterals on (c5, c4, c3, c2);
+    - ``smooth``: output widths of the separable convs after the additions at
+      strides 16, 8, 4 (``smooth[-1]`` is the feature width).
+    """
+
+    name: str
+    stem: int
+    blocks: tuple[tuple[int, int, int], ...]
+    top: int
+    taps: tuple[int, int, int]
+    lateral: tuple[int, int, int, int]
+    smooth: tuple[int, int, int]
+
+    def __post_init__(self) -> None:
+        l5, l4, l3, l2 = self.lateral
+        s4, s3, _ = self.smooth
+        if l5 != l4 or s4 != l3 or s3 != l2:
+            raise ValueError(f"{self.name}: FPN widths do not add up: lateral {self.lateral}, smooth {self.smooth}")
+        if sorted(self.taps) != list(self.taps) or self.taps[-1] >= len(self.blocks):
+            raise ValueError(f"{self.name}: bad taps {self.taps}")
+
+    @property
+    def tap_channels(self) -> tuple[int, int, int]:
+        """Channels of (c2, c3, c4)."""
+        return tuple(self.blocks[i][1] for i in self.taps)  # type: ignore[return-value]
+
+    @property
+    def out_channels(self) -> int:
+        return self.smooth[-1]
+
+
+# MoveNet MultiPose Lightning (width 1.5): the numbers above.
+MULTIPOSE = MobileNetV2FPNConfig(
+    name="multipose", stem=STEM_CHANNELS, blocks=MOBILENET_V2_BLOCKS, top=TOP_CHANNELS,
+    taps=(TAP_BLOCKS["c2"], TAP_BLOCKS["c3"], TAP_BLOCKS["c4"]),
+    lateral=(64, 64, 32, 24), smooth=(32, 24, FEATURE_CHANNELS),
+)
+
+# MoveNet SinglePose Thunder (width 1.75), from movenet-thunder.json: same taps
+# and FPN widths, wider body.
+THUNDER = MobileNetV2FPNConfig(
+    name="thunder", stem=56,
+    blocks=(
+        (1, 32, 1),
+        (6, 40, 2), (6, 40, 1),
+        (6, 56, 2), (6, 56, 1), (6, 56, 1),
+        (6, 112, 2), (6, 112, 1), (6, 112, 1), (6, 112, 1),
+        (6, 168, 1), (6, 168, 1), (6, 168, 1),
+        (6, 280, 2), (6, 280, 1), (6, 280, 1),
+        (6, 560, 1),
+    ),
+    top=1280, taps=(2, 5, 9), lateral=(64, 64, 32, 24), smooth=(32, 24, 24),
+)
 
 
 def tf_same_pad(x: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
@@ -106,24 +173,25 @@ class InvertedResidual(nn.Module):
 
 
 class MobileNetV2(nn.Module):
-    """MobileNetV2 body; returns the stride-4, 8, 16 taps and the stride-32 top."""
+    """MobileNetV2 body: (N, 3, H, W) normalised -> {c2: stride 4, c3: 8, c4: 16, c5: 32 (the top conv)}."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: MobileNetV2FPNConfig = MULTIPOSE) -> None:
         super().__init__()
-        self.stem = Conv(3, STEM_CHANNELS, 3, 2, act="relu6")
-        blocks, cin = [], STEM_CHANNELS
-        for expand, cout, stride in MOBILENET_V2_BLOCKS:
+        self.stem = Conv(3, config.stem, 3, 2, act="relu6")
+        blocks, cin = [], config.stem
+        for expand, cout, stride in config.blocks:
             blocks.append(InvertedResidual(cin, cout, stride, expand))
             cin = cout
         self.blocks = nn.ModuleList(blocks)
-        self.top = Conv(cin, TOP_CHANNELS, act="relu6")
+        self.top = Conv(cin, config.top, act="relu6")
+        self.taps = dict(zip(("c2", "c3", "c4"), config.taps))
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
         taps: dict[str, torch.Tensor] = {}
         x = self.stem(x)
         for i, block in enumerate(self.blocks):
             x = block(x)
-            for name, idx in TAP_BLOCKS.items():
+            for name, idx in self.taps.items():
                 if idx == i:
                     taps[name] = x
         taps["c5"] = self.top(x)
@@ -143,17 +211,20 @@ class SeparableConv(nn.Module):
 
 
 class FPN(nn.Module):
-    """Top-down feature pyramid: stride 32 -> 16 -> 8 -> 4, ending with 24 channels."""
+    """Top-down feature pyramid: stride 32 -> 16 -> 8 -> 4; (N, config.out_channels, H/4, W/4) out."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: MobileNetV2FPNConfig = MULTIPOSE) -> None:
         super().__init__()
-        self.lateral5 = Conv(TOP_CHANNELS, 64)
-        self.lateral4 = Conv(96, 64)
-        self.lateral3 = Conv(48, 32)
-        self.lateral2 = Conv(40, 24)
-        self.smooth4 = SeparableConv(64, 32)
-        self.smooth3 = SeparableConv(32, 24)
-        self.smooth2 = SeparableConv(24, FEATURE_CHANNELS)
+        c2, c3, c4 = config.tap_channels
+        l5, l4, l3, l2 = config.lateral
+        s4, s3, s2 = config.smooth
+        self.lateral5 = Conv(config.top, l5)
+        self.lateral4 = Conv(c4, l4)
+        self.lateral3 = Conv(c3, l3)
+        self.lateral2 = Conv(c2, l2)
+        self.smooth4 = SeparableConv(l4, s4)
+        self.smooth3 = SeparableConv(l3, s3)
+        self.smooth2 = SeparableConv(l2, s2)
 
     def forward(self, taps: dict[str, torch.Tensor]) -> torch.Tensor:
         x = upsample2x_tf(self.lateral5(taps["c5"])) + self.lateral4(taps["c4"])
@@ -163,15 +234,21 @@ class FPN(nn.Module):
 
 
 class MoveNetBackbone(nn.Module):
-    """(N, 3, H, W) RGB 0..255 -> (N, 24, H/4, W/4) features (method A's first features)."""
+    """(N, 3, H, W) RGB 0..255 -> (N, 24, H/4, W/4) features (method A's first features).
+
+    ``config`` picks the variant (``MULTIPOSE``, the default, or ``THUNDER``);
+    parameter names are the same for both, only the shapes differ.
+    """
 
     out_channels = FEATURE_CHANNELS
     stride = STRIDE
 
-    def __init__(self) -> None:
+    def __init__(self, config: MobileNetV2FPNConfig = MULTIPOSE) -> None:
         super().__init__()
-        self.body = MobileNetV2()
-        self.fpn = FPN()
+        self.config = config
+        self.out_channels = config.out_channels
+        self.body = MobileNetV2(config)
+        self.fpn = FPN(config)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         x = images * INPUT_SCALE + INPUT_SHIFT

@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Float64 numpy interpreter for the network part of the MoveNet MultiPose
-TF.js graph (input -> FPN -> heads). Used only to measure how far the float32
+TF.js graph (input -> FPN -> heads); it also runs MoveNet SinglePose Thunder's
+network part (``THUNDER_HEAD_NODES``; its input path adds Unpack, ExpandDims and
+Squeeze). Used only to measure how far the float32
 runtimes (TF.js wasm / cpu, our PyTorch rebuild) are from the exact result,
 i.e. what parity tolerance is physically meaningful.
 
@@ -33,6 +35,15 @@ HEAD_NODES = {
     "offset": "StatefulPartitionedCall/kpt_offset_0/conv2d_9/BiasAdd",
     "box_scale": "StatefulPartitionedCall/box_scale_0/conv2d_5/BiasAdd",
     "box_offset": "StatefulPartitionedCall/box_offset_0/conv2d_6/BiasAdd",
+    "fpn": "StatefulPartitionedCall/center_net_mobile_net_v2fpn_feature_extractor/model_1/re_lu_2/Relu",
+}
+
+# MoveNet SinglePose Thunder (movenet-thunder.json): four heads, numbered differently.
+THUNDER_HEAD_NODES = {
+    "centre": "StatefulPartitionedCall/center_0/conv2d_4/BiasAdd",
+    "heatmap": "StatefulPartitionedCall/kpt_heatmap_0/conv2d_5/BiasAdd",
+    "regress": "StatefulPartitionedCall/kpt_regress_0/conv2d_6/BiasAdd",
+    "offset": "StatefulPartitionedCall/kpt_offset_0/conv2d_7/BiasAdd",
     "fpn": "StatefulPartitionedCall/center_net_mobile_net_v2fpn_feature_extractor/model_1/re_lu_2/Relu",
 }
 
@@ -100,8 +111,12 @@ def run_graph(model: dict, weights: dict, rgb_u8: np.ndarray, wanted: list[str])
     nodes = {n["name"]: n for n in model["modelTopology"]["node"]}
     cache: dict[str, np.ndarray] = {"input": rgb_u8[None].astype(np.float64)}
 
-    def val(name: str):
-        name = name.split(":")[0]
+    def val(ref: str):
+        name, _, idx = ref.partition(":")
+        r = node_value(name)
+        return r[int(idx or 0)] if isinstance(r, tuple) else r  # tuple: a multi-output op (Unpack)
+
+    def node_value(name: str):
         if name in cache:
             return cache[name]
         n = nodes[name]
@@ -116,6 +131,12 @@ def run_graph(model: dict, weights: dict, rgb_u8: np.ndarray, wanted: list[str])
             r = val(ins[0]) * val(ins[1])
         elif op == "AddV2":
             r = val(ins[0]) + val(ins[1])
+        elif op == "Unpack":
+            r = tuple(np.moveaxis(val(ins[0]), int(attr.get("axis", {}).get("i", 0)), 0))
+        elif op == "ExpandDims":
+            r = np.expand_dims(val(ins[0]), int(val(ins[1])))
+        elif op == "Squeeze":
+            r = np.squeeze(val(ins[0]), axis=tuple(int(d) for d in attr["squeeze_dims"]["list"]["i"]))
         elif op == "Shape":
             r = np.array(val(ins[0]).shape, np.int32)
         elif op == "StridedSlice":

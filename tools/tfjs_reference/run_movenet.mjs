@@ -1,8 +1,10 @@
-// Run the ORIGINAL MoveNet MultiPose TF.js graph model on raw RGB inputs and
-// dump the head outputs + the final output as raw float32 files.
+// Run the ORIGINAL MoveNet MultiPose (or SinglePose Thunder) TF.js graph model
+// on raw RGB inputs and dump the head outputs + the final output as raw float32 files.
 //
 // Usage:
-//   node run_movenet.mjs MODEL_JSON IN_DIR OUT_DIR [--backend=wasm|cpu]
+//   node run_movenet.mjs MODEL_JSON IN_DIR OUT_DIR [--backend=wasm|cpu] [--model=multipose|thunder]
+//
+// --model picks the table of graph nodes to dump (default multipose).
 //
 // IN_DIR holds `<name>.u8` files: 256*256*3 uint8, RGB, row-major (HWC).
 // For each, OUT_DIR receives `<name>.<short>.f32` (little-endian float32,
@@ -25,7 +27,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const SIZE = 256;
 
 // short name -> graph node name (checked against modelTopology.node below)
-const NODES = {
+const MULTIPOSE_NODES = {
   centre: 'StatefulPartitionedCall/center_0/conv2d_4/BiasAdd',
   heatmap: 'StatefulPartitionedCall/kpt_heatmap_0/conv2d_7/BiasAdd',
   regress: 'StatefulPartitionedCall/kpt_regress_0/conv2d_8/BiasAdd',
@@ -36,15 +38,28 @@ const NODES = {
   final: 'Identity',
 };
 
+// MoveNet SinglePose Thunder: four heads (no box heads), numbered differently.
+const THUNDER_NODES = {
+  centre: 'StatefulPartitionedCall/center_0/conv2d_4/BiasAdd',
+  heatmap: 'StatefulPartitionedCall/kpt_heatmap_0/conv2d_5/BiasAdd',
+  regress: 'StatefulPartitionedCall/kpt_regress_0/conv2d_6/BiasAdd',
+  offset: 'StatefulPartitionedCall/kpt_offset_0/conv2d_7/BiasAdd',
+  fpn: 'StatefulPartitionedCall/center_net_mobile_net_v2fpn_feature_extractor/model_1/re_lu_2/Relu',
+  final: 'Identity',
+};
+
+const MODELS = { multipose: MULTIPOSE_NODES, thunder: THUNDER_NODES };
+
 function parseArgs(argv) {
   const pos = [];
-  const opt = { backend: 'wasm' };
+  const opt = { backend: 'wasm', model: 'multipose' };
   for (const a of argv) {
     if (a.startsWith('--backend=')) opt.backend = a.slice('--backend='.length);
+    else if (a.startsWith('--model=')) opt.model = a.slice('--model='.length);
     else pos.push(a);
   }
-  if (pos.length !== 3) {
-    console.error('usage: node run_movenet.mjs MODEL_JSON IN_DIR OUT_DIR [--backend=wasm|cpu]');
+  if (pos.length !== 3 || !(opt.model in MODELS)) {
+    console.error('usage: node run_movenet.mjs MODEL_JSON IN_DIR OUT_DIR [--backend=wasm|cpu] [--model=multipose|thunder]');
     process.exit(2);
   }
   return { modelJson: pos[0], inDir: pos[1], outDir: pos[2], ...opt };
@@ -95,6 +110,7 @@ async function initBackend(name) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   const backend = await initBackend(args.backend);
+  const NODES = MODELS[args.model];
 
   const modelJson = JSON.parse(fs.readFileSync(args.modelJson, 'utf8'));
   const names = new Set(modelJson.modelTopology.node.map((n) => n.name));
@@ -118,7 +134,7 @@ async function main() {
     const input = tf.tensor4d(data, [1, SIZE, SIZE, 3], 'int32');
     const outs = model.execute(input, outNames);
     const meta = {
-      name, backend, tfjs_version: tf.version_core,
+      name, backend, model: args.model, tfjs_version: tf.version_core,
       versions: { core: tf.version_core, converter: tfconv.version_converter },
       nodes: {}, shapes: {},
     };

@@ -1,7 +1,9 @@
 """Map MoveNet MultiPose's TF.js weights onto PoseNet's parameter names (numpy only).
 
 ``movenet_state_dict(json_path, spec)`` returns {PoseNet parameter name:
-float32 array} for the backbone and the heads. Layouts are converted from
+float32 array} for the backbone and the heads. ``thunder_state_dict(json_path)``
+does the same for MoveNet SinglePose Thunder (backbone config ``THUNDER``,
+its four heads unchanged), for the training-time teacher. Layouts are converted from
 TensorFlow's (kh, kw, in, out) to PyTorch's (out, in, kh, kw); depthwise
 (kh, kw, in, 1) to (in, 1, kh, kw). The heads are re-arranged for the
 skeleton (it must be COCO-17 plus a root): the centre head becomes the
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.model.backbone import MOBILENET_V2_BLOCKS
+from posetracker.model.backbone import MOBILENET_V2_BLOCKS, THUNDER
 from posetracker.model.convert.tfjs import TfjsGraph
 from posetracker.model.heads import regression_to_vectors_matrix
 from posetracker.skeletons import SkeletonSpec
@@ -38,6 +40,13 @@ _HEAD_SCOPES = {
     "box_scale": ("box_scale_0", "separable_conv2d_4", "conv2d_5"),
     "box_offset": ("box_offset_0", "separable_conv2d_5", "conv2d_6"),
 }
+# MoveNet SinglePose Thunder: four heads, numbered differently (no box heads).
+_THUNDER_HEAD_SCOPES = {
+    "centre": ("center_0", "separable_conv2d_3", "conv2d_4"),
+    "heatmap": ("kpt_heatmap_0", "separable_conv2d_4", "conv2d_5"),
+    "regress": ("kpt_regress_0", "separable_conv2d_5", "conv2d_6"),
+    "offset": ("kpt_offset_0", "separable_conv2d_6", "conv2d_7"),
+}
 
 
 def _conv(w: np.ndarray) -> np.ndarray:
@@ -50,7 +59,7 @@ def _depthwise(w: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(w.transpose(2, 3, 0, 1), dtype=np.float32)
 
 
-def _backbone(g: TfjsGraph) -> dict[str, np.ndarray]:
+def _backbone(g: TfjsGraph, blocks: tuple[tuple[int, int, int], ...] = MOBILENET_V2_BLOCKS) -> dict[str, np.ndarray]:
     sd: dict[str, np.ndarray] = {}
 
     def folded(ours: str, tf: str, depthwise: bool = False) -> None:
@@ -59,7 +68,7 @@ def _backbone(g: TfjsGraph) -> dict[str, np.ndarray]:
         sd[f"{ours}.conv.bias"] = g.weight(_BODY + f"model/{tf}_bn_offset").astype(np.float32)
 
     folded("backbone.body.stem", "Conv1/Conv2D")
-    for i, (expand, _, _) in enumerate(MOBILENET_V2_BLOCKS):
+    for i, (expand, _, _) in enumerate(blocks):
         tf = "expanded_conv" if i == 0 else f"block_{i}"
         ours = f"backbone.body.blocks.{i}"
         if expand != 1:
@@ -79,9 +88,9 @@ def _backbone(g: TfjsGraph) -> dict[str, np.ndarray]:
     return sd
 
 
-def _head(g: TfjsGraph, which: str) -> dict[str, np.ndarray]:
+def _head(g: TfjsGraph, which: str, scopes: dict[str, tuple[str, str, str]] = _HEAD_SCOPES) -> dict[str, np.ndarray]:
     """One MoveNet head as {depthwise, pointwise, pointwise_bias, out (out, hidden), out_bias}."""
-    scope, sep, out = _HEAD_SCOPES[which]
+    scope, sep, out = scopes[which]
     p = _HEADS + f"{scope}/{sep}"
     return {
         "depthwise": _depthwise(g.weight(p + "/separable_conv2d/ReadVariableOp")),
@@ -130,3 +139,22 @@ def movenet_raw_heads(json_path: str | Path) -> dict[str, dict[str, np.ndarray]]
     """The six original MoveNet heads' weights, unchanged (parity checks, the evaluation baseline)."""
     g = TfjsGraph(json_path)
     return {k: _head(g, k) for k in _HEAD_SCOPES}
+
+
+def thunder_state_dict(json_path: str | Path) -> dict[str, np.ndarray]:
+    """MoveNet SinglePose Thunder's weights for ``ThunderNet`` (train/teachers/movenet_thunder.py).
+
+    Keys: ``backbone.*`` (``MoveNetBackbone(THUNDER)``) and
+    ``heads.{centre,heatmap,regress,offset}.*`` (``SeparableHead``s with the
+    original channel order: centre 1, heatmap 17, regress 34 and offset 34 as
+    (dy, dx) per COCO keypoint, in 64x64-grid cells). Values float32.
+    """
+    g = TfjsGraph(json_path)
+    stem = g.weights.get(_BODY + "model/Conv1/Conv2D_weights")
+    if "StatefulPartitionedCall/kpt_offset_0/conv2d_7/BiasAdd" not in g.nodes or stem is None or stem.shape[-1] != THUNDER.stem:
+        raise ValueError(f"{json_path} is not MoveNet SinglePose Thunder (need kpt_offset_0/conv2d_7 and a {THUNDER.stem}-channel stem)")
+    sd = _backbone(g, THUNDER.blocks)
+    for k in _THUNDER_HEAD_SCOPES:
+        h = _head(g, k, _THUNDER_HEAD_SCOPES)
+        _put_head(sd, k, h, h["out"], h["out_bias"])
+    return sd
