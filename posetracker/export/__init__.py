@@ -1,9 +1,15 @@
 """Exporters (registry keyed by suffix) and readers of PoseTracker's own formats.
 
 Built-ins are registered here by explicit import; see :mod:`.registry`.
+Several share the ``.csv`` suffix: a bare ``.csv`` path means the tidy CSV
+(registered first); the others are chosen by name (``wide-csv``, ``dlc``,
+``angles``).
 """
 
+from posetracker.analysis.summary import AnglesCsvExporter
+from posetracker.export.bvh import BvhExporter
 from posetracker.export.csv_tidy import TidyCsvExporter
+from posetracker.export.dlc import DlcCsvExporter
 from posetracker.export.json_io import JsonExporter, read_sequence
 from posetracker.export.registry import (
     ExportError,
@@ -14,9 +20,16 @@ from posetracker.export.registry import (
     register_exporter,
     unregister_exporter,
 )
+from posetracker.export.trc import TrcExporter
+from posetracker.export.wide_csv import WideCsvExporter
 
 register_exporter(TidyCsvExporter())
 register_exporter(JsonExporter())
+register_exporter(BvhExporter())
+register_exporter(WideCsvExporter())
+register_exporter(TrcExporter())
+register_exporter(DlcCsvExporter())
+register_exporter(AnglesCsvExporter())
 
 __all__ = [
     "ExportError",

@@ -1,0 +1,66 @@
+"""AngleHistory: a rolling window of joint angles per track, fed one PoseFrame at a time."""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from posetracker.analysis.angles import AngleDef, frame_angles
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseFrame
+
+
+class AngleHistory:
+    """Angles (degrees) of every confirmed track over the last ``seconds`` of source time.
+
+    A timestamp earlier than the previous one (a seek, a new source) clears the history.
+    """
+
+    def __init__(self, spec: SkeletonSpec, defs: tuple[AngleDef, ...], seconds: float = 60.0,
+                 min_confidence: float = 0.3):
+        self.spec, self.defs = spec, defs
+        self.seconds, self.min_confidence = seconds, min_confidence
+        self._tracks: dict[int, deque[tuple[float, np.ndarray]]] = {}
+        self.latest_time: float | None = None
+        self.latest_ids: list[int] = []  # confirmed tracks in the newest frame
+
+    def clear(self) -> None:
+        self._tracks.clear()
+        self.latest_time = None
+        self.latest_ids = []
+
+    def add(self, pose: PoseFrame) -> None:
+        t = float(pose.timestamp)
+        if self.latest_time is not None and t < self.latest_time - 1e-6:
+            self.clear()
+        self.latest_time = t
+        self.latest_ids = sorted(int(i) for i in pose.track_ids if i >= 0)
+        if pose.num_people and self.defs:
+            angles = frame_angles(pose, self.spec, self.defs, self.min_confidence)
+            for p, tid in enumerate(pose.track_ids.tolist()):
+                if tid >= 0:
+                    self._tracks.setdefault(tid, deque()).append((t, angles[p]))
+        self._prune(t)
+
+    def _prune(self, t: float) -> None:
+        for tid in list(self._tracks):
+            rows = self._tracks[tid]
+            while rows and rows[0][0] < t - self.seconds:
+                rows.popleft()
+            if not rows:
+                del self._tracks[tid]
+
+    def track_ids(self) -> list[int]:
+        return sorted(self._tracks)
+
+    def series(self, track_id: int, seconds: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(times (N,), angles (N, A))`` of one track over the last ``seconds``."""
+        rows = self._tracks.get(track_id)
+        if not rows or self.latest_time is None:
+            return np.zeros(0), np.zeros((0, len(self.defs)))
+        start = self.latest_time - (seconds if seconds is not None else self.seconds)
+        kept = [(t, a) for t, a in rows if t >= start]
+        if not kept:
+            return np.zeros(0), np.zeros((0, len(self.defs)))
+        return np.array([t for t, _ in kept]), np.stack([a for _, a in kept])

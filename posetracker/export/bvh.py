@@ -1,0 +1,250 @@
+"""BVH export: one rigid, Y-up animated skeleton per tracked person.
+
+Pipeline per person (see :mod:`.bvh_rig` for the hierarchy table and rest
+pose, :mod:`.bvh_solve` for the rotations):
+
+1. ``world`` (camera metres) -> BVH space ``X = x, Y = -y, Z = -z`` (Y up,
+   right-handed, the person facing the camera faces +Z).
+2. Frames are put on a uniform time grid whose step (the ``Frame Time``) is
+   the median step of the source timestamps; a dropped source frame is a gap.
+3. A joint is missing where its world position is nan or its confidence is
+   below ``min_confidence``. Gaps of at most ``max_gap_s`` are linearly
+   interpolated; during longer gaps the whole pose holds its last complete
+   frame. Both are listed in the sidecar report ``NAME.bvh.json``.
+4. Bone lengths: per-bone median over the complete frames -> constant OFFSETs
+   (T-pose for humans). Every joint's rotation aims its bone at its child, so
+   forward kinematics reproduces the joints that map 1:1 up to the length
+   correction, and the roll comes from neighbouring joints.
+5. Channels: the root has ``Xposition Yposition Zposition`` (centimetres by
+   default) then three rotations; every other joint three rotations, in
+   ``rotation_order`` (default ZXY, intrinsic, degrees), unwrapped so that
+   no channel jumps by 360 degrees. Numbers are locale-independent.
+
+``origin="floor"`` (default) moves the first frame's root to X = Z = 0 and
+the floor (the 2nd percentile of the lowest joint) to Y = 0; ``"camera"``
+keeps camera coordinates. The motion is trimmed to the person's first and
+last complete frame (``trim=False`` keeps the whole clip, holding the first
+pose before it); the report gives the start time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from posetracker.analysis.tracks import PersonTrack, TrackError, fill_gaps, frame_time, person_tracks, runs
+from posetracker.export.bvh_files import person_path, write_files
+from posetracker.export.bvh_rig import (
+    BVH_FROM_CAMERA,
+    HUMANOID_REQUIRED,
+    Rig,
+    humanoid_points,
+    humanoid_rig,
+    is_humanoid,
+    skeleton_rig,
+)
+from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, local_rotations, skeleton_rotations
+from posetracker.export.registry import ExportError
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseSequence
+
+UNITS = {"cm": 100.0, "m": 1.0, "mm": 1000.0}
+ORDERS = ("ZXY", "ZYX", "XYZ", "XZY", "YXZ", "YZX")
+
+
+@dataclass(frozen=True)
+class BvhOptions:
+    """rotation_order: channel order (intrinsic); units: cm, m or mm; rig: auto, humanoid or skeleton;
+    max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
+    symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span."""
+
+    rotation_order: str = "ZXY"
+    units: str = "cm"
+    rig: str = "auto"
+    max_gap_s: float = 0.5
+    min_confidence: float = 0.2
+    symmetric: bool = False
+    origin: str = "floor"
+    trim: bool = True
+
+    def __post_init__(self) -> None:
+        if self.rotation_order.upper() not in ORDERS:
+            raise ExportError(f"rotation order {self.rotation_order!r}: choose one of {list(ORDERS)}")
+        if self.units not in UNITS:
+            raise ExportError(f"units {self.units!r}: choose one of {sorted(UNITS)}")
+        if self.rig not in ("auto", "humanoid", "skeleton"):
+            raise ExportError(f"rig {self.rig!r}: choose auto, humanoid or skeleton")
+        if self.origin not in ("floor", "camera"):
+            raise ExportError(f"origin {self.origin!r}: choose floor or camera")
+
+
+@dataclass
+class BvhMotion:
+    """A rig and its animation, ready to be written.
+
+    rig:       joint tree and rest pose (metres)
+    root:      (T, 3) root positions, metres, BVH space (origin applied)
+    euler:     (T, J, 3) local rotations, degrees, in ``order``
+    frame_time: seconds per motion line
+    report:    sidecar content (gaps, lengths, conventions)
+    """
+
+    rig: Rig
+    root: np.ndarray
+    euler: np.ndarray
+    frame_time: float
+    order: str
+    report: dict[str, Any] = field(default_factory=dict)
+
+
+def _grid(times: np.ndarray, dt: float) -> np.ndarray:
+    """(T,) motion-line slot of each source frame on a uniform grid of step dt."""
+    slots = np.round((times - times[0]) / dt).astype(np.int64)
+    if np.any(np.diff(slots) <= 0) or slots[-1] > 4 * len(times):  # irregular clock: one line per frame
+        return np.arange(len(times))
+    return slots
+
+
+def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: BvhOptions = BvhOptions()) -> BvhMotion:
+    """Rig, root path and continuous local rotations of one person (raises ValueError on unusable input)."""
+    if not np.isfinite(track.world).any():
+        raise ValueError("BVH needs 3-D joints and this person has no world coordinates")
+    humanoid = options.rig == "humanoid" or (options.rig == "auto" and is_humanoid(spec))
+    if humanoid and not is_humanoid(spec):
+        raise ValueError(f"skeleton {spec.name!r} lacks the humanoid keypoints {list(HUMANOID_REQUIRED)}")
+    required = [spec.index(n) for n in HUMANOID_REQUIRED] if humanoid else list(range(spec.num_joints))
+
+    dt = frame_time(track.times, fps)
+    slots = _grid(track.times, dt)
+    n = int(slots[-1]) + 1
+    pos = np.full((n, spec.num_joints, 3), np.nan)
+    valid = np.zeros((n, spec.num_joints), bool)
+    pos[slots] = track.world @ BVH_FROM_CAMERA.T
+    valid[slots] = track.valid_world(options.min_confidence)
+    max_gap = int(round(options.max_gap_s / dt))
+    filled, ok_joint = fill_gaps(pos, valid, max_gap)
+    ok = ok_joint[:, required].all(axis=1)
+    if not ok.any():
+        counts = valid[:, required].sum(axis=0)
+        worst = [spec.joint_names[required[i]] for i in np.argsort(counts)[:3]]
+        raise ValueError(f"no frame has all the joints the rig needs (least seen: {', '.join(worst)})")
+    first, last = (int(np.flatnonzero(ok)[0]), int(np.flatnonzero(ok)[-1])) if options.trim else (0, n - 1)
+    filled, ok, valid, ok_joint = filled[first : last + 1], ok[first : last + 1], valid[first : last + 1], ok_joint[first : last + 1]
+    complete = valid[:, required].all(axis=1)
+    measure = filled[complete] if complete.sum() >= 1 else filled[ok]
+
+    if humanoid:
+        rig = humanoid_rig(humanoid_points(measure, spec), symmetric=options.symmetric)
+        pts = humanoid_points(filled[ok], spec)
+        world = humanoid_rotations(pts)
+        root = pts["mid_hip"]
+    else:
+        rig = skeleton_rig(filled, ok, spec)
+        joint_of = [spec.index(p) for p in rig.points]
+        world = skeleton_rotations(filled[ok], rig, joint_of)
+        root = filled[ok][:, spec.root]
+    # held frames: repeat the last complete pose (the first one before it)
+    src = np.maximum.accumulate(np.where(ok, np.arange(len(ok)), -1))
+    src = np.where(src < 0, int(np.flatnonzero(ok)[0]), src)
+    idx = np.cumsum(ok) - 1
+    take = idx[src]
+    world, root = world[take], root[take]
+    euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
+
+    shift = np.zeros(3)
+    if options.origin == "floor":
+        lowest = np.nanmin(filled[ok][:, required, 1], axis=1)
+        shift = np.array([-root[0, 0], -np.percentile(lowest, 2), -root[0, 2]])
+    times = track.times[0] + (first + np.arange(len(ok))) * dt
+    names = spec.joint_names
+    interpolated = [
+        {"joint": names[k], "bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
+        for k in required for a, b in runs(ok_joint[:, k] & ~valid[:, k])
+    ]
+    held = [
+        {"bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)],
+         "missing": [names[k] for k in required if not ok_joint[a:b, k].all()]}
+        for a, b in runs(~ok)
+    ]
+    scale = UNITS[options.units]
+    report = {
+        "track_id": track.track_id, "skeleton": spec.name, "rig": "humanoid" if humanoid else "skeleton",
+        "frames": len(ok), "frame_time_s": dt, "start_time_s": float(times[0]),
+        "units": options.units, "rotation_order": options.rotation_order.upper(),
+        "axes": "BVH X = camera x, Y = -camera y (up), Z = -camera z; right-handed; rest pose faces +Z",
+        "rest_pose": "T-pose: arms along +-X, legs down -Y, feet forward +Z, standing on Y=0"
+        if humanoid else "first complete frame's bone directions, median bone lengths",
+        "origin": options.origin, "origin_shift": (shift * scale).round(4).tolist(),
+        "bone_lengths": {k: round(v * scale, 4) for k, v in rig.bone_lengths().items()},
+        "interpolated_gaps": interpolated, "max_interpolated_gap_s": options.max_gap_s,
+        "held_pose": held,
+    }
+    return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report)
+
+
+def _num(v: float) -> str:
+    s = f"{v:.6f}"
+    return "0.000000" if s == "-0.000000" else s
+
+
+def bvh_text(motion: BvhMotion, units: str = "cm") -> str:
+    """The BVH file for ``motion`` (positions scaled to ``units``)."""
+    rig, scale = motion.rig, UNITS[units]
+    rot = " ".join(f"{a}rotation" for a in motion.order)
+    lines = ["HIERARCHY"]
+    order: list[int] = []
+
+    def joint(j: int, depth: int) -> None:
+        pad = "\t" * depth
+        order.append(j)
+        lines.append(f"{pad}{'ROOT' if rig.parents[j] < 0 else 'JOINT'} {rig.names[j]}")
+        lines.append(f"{pad}{{")
+        lines.append(f"{pad}\tOFFSET {' '.join(_num(v * scale) for v in rig.offsets[j])}")
+        chans = f"6 Xposition Yposition Zposition {rot}" if rig.parents[j] < 0 else f"3 {rot}"
+        lines.append(f"{pad}\tCHANNELS {chans}")
+        kids = rig.children(j)
+        for c in kids:
+            joint(c, depth + 1)
+        if not kids:
+            end = rig.end_sites.get(j, np.array([0.0, 0.1, 0.0]))
+            lines.extend([f"{pad}\tEnd Site", f"{pad}\t{{", f"{pad}\t\tOFFSET {' '.join(_num(v * scale) for v in end)}", f"{pad}\t}}"])
+        lines.append(f"{pad}}}")
+
+    joint(rig.parents.index(-1), 0)
+    values = np.concatenate([motion.root * scale, motion.euler[:, order].reshape(len(motion.root), -1)], axis=1)
+    if not np.all(np.isfinite(values)):
+        raise ValueError("internal error: non-finite motion values")
+    lines += ["MOTION", f"Frames: {len(values)}", f"Frame Time: {motion.frame_time:.10f}"]
+    lines += [" ".join(_num(v) for v in row) for row in values]
+    return "\n".join(lines) + "\n"
+
+
+class BvhExporter:
+    name = "bvh"
+    suffixes = (".bvh",)
+    description = "BVH animation (Blender, MotionBuilder), one file per person, with a .bvh.json report"
+
+    def write(self, seq: PoseSequence, path: Path, force: bool = False, person: int | None = None, **options: Any) -> list[Path]:
+        """Write ``path`` (one person) or ``STEM_person{ID}.bvh`` per person, each with ``NAME.json`` beside it."""
+        path = Path(path)
+        known = {k: v for k, v in options.items() if k in BvhOptions.__dataclass_fields__ and v is not None}
+        opts = BvhOptions(**known)
+        try:
+            tracks = person_tracks(seq, person)
+        except TrackError as exc:
+            raise ExportError(f"BVH: {exc}") from None
+        texts: dict[Path, str] = {}
+        for tid, track in tracks.items():
+            out = person_path(path, tid, len(tracks) > 1)
+            try:
+                motion = solve_person(track, seq.skeleton, seq.fps, opts)
+            except ValueError as exc:
+                raise ExportError(f"BVH: person {tid}: {exc}") from None
+            motion.report["source"] = seq.metadata.get("source", "")
+            texts[out] = bvh_text(motion, opts.units)
+            texts[out.with_name(out.name + ".json")] = json.dumps(motion.report, indent=1) + "\n"
+        return write_files(texts, force)

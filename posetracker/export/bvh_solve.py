@@ -1,0 +1,248 @@
+"""Joint rotations for a BVH rig from 3-D joint positions, and continuous Euler angles.
+
+Every joint's world rotation ``R`` (3x3, rest frame -> posed frame) is built
+from two directions: its bone axis, which must point exactly at its child
+(so forward kinematics with the rig's constant OFFSETs lands on the joints),
+and a roll reference that fixes the spin about that axis:
+
+- trunk, neck, head and clavicles: the neighbouring joints' lines (hip line,
+  shoulder line, ear line, nose), see :mod:`.bvh_rig`; where the nose is not
+  in front of the ears (no depth estimate yet) the head's up axis follows the neck;
+- upper arm / forearm: the elbow hinge axis ``upper x fore``; while the arm
+  is near straight (bend < 10 deg, fully from 30 deg) the axis of the
+  previous frame is carried over, so a straight arm never spins;
+- thigh / shin: the knee hinge axis, blended towards the pelvis' lateral
+  axis (swung onto the thigh) while the knee is near straight; a hinge axis
+  that disagrees with the pelvis (hyperextension) is flipped.
+
+Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel
+order) are unwrapped frame to frame: of the two equivalent triples and
+every 360-degree shift the one nearest the previous frame is kept.
+
+Shapes: T frames, J rig joints; positions (T, 3) metres in BVH space.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from posetracker.export.bvh_rig import HUMANOID, Rig
+
+X, Y, Z = np.eye(3)
+BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
+FACE_DEPTH_LO, FACE_DEPTH_HI = 0.02, 0.05  # metres the nose must be in front of the ears to orient the head
+#: the nose tip sits this far below the head's forward axis (about 3 cm down for 10 cm forward of the ears)
+NOSE_PITCH = np.arctan2(0.03, 0.10)
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.where(n > 1e-12, n, np.nan)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sum(a * b, axis=-1)
+
+
+def frame_from(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) rotations taking rest axis ``a0`` onto ``aim`` (T, 3) and ``n0`` towards ``roll`` (T, 3).
+
+    ``a0`` and ``n0`` are orthogonal unit vectors; ``roll`` is made orthogonal
+    to ``aim``. Where roll is parallel to aim the previous frame's roll is used.
+    """
+    u = _unit(aim)
+    v = roll - _dot(roll, u)[:, None] * u
+    bad = ~(np.linalg.norm(v, axis=-1) > 1e-9)
+    for t in np.flatnonzero(bad):  # degenerate roll: keep the previous frame's (or any normal)
+        prev = v[t - 1] if t > 0 else np.cross(u[t], X if abs(u[t, 0]) < 0.9 else Y)
+        v[t] = prev - np.dot(prev, u[t]) * u[t]
+    v = _unit(v)
+    data = np.stack([u, v, np.cross(u, v)], axis=-1)  # columns
+    rest = np.stack([a0, n0, np.cross(a0, n0)], axis=-1)
+    return data @ rest.T
+
+
+def swing(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """Apply to x (T, 3) the smallest rotation taking unit a (T, 3) onto unit b (T, 3)."""
+    v = np.cross(a, b)
+    c = _dot(a, b)
+    opposite = c < -1 + 1e-9
+    k = np.where(opposite, 1.0, 1.0 / np.maximum(1.0 + c, 1e-12))[:, None]
+    out = x + np.cross(v, x) + k * np.cross(v, np.cross(v, x))
+    if opposite.any():  # half turn about an axis normal to a
+        ax = _unit(np.cross(a[opposite], np.where(np.abs(a[opposite, :1]) < 0.9, X, Y)))
+        xo = x[opposite]
+        out[opposite] = 2 * _dot(xo, ax)[:, None] * ax - xo
+    return out
+
+
+def _bend_weight(d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(hinge axis unit (T, 3), weight (T,) in [0, 1] growing with the bend angle)."""
+    nb = np.cross(d1, d2)
+    ang = np.arctan2(np.linalg.norm(nb, axis=-1), _dot(d1, d2))
+    s = np.clip((ang - BEND_LO) / (BEND_HI - BEND_LO), 0.0, 1.0)
+    return _unit(nb), s * s * (3 - 2 * s)
+
+
+def hinge_axis_hold(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """(T, 3) hinge axis of a two-segment limb, held from frame to frame while the limb is straight.
+
+    d1, d2: (T, 3) unit directions of the upper and lower segment; ref: (T, 3)
+    fallback axis for the first frame (and where nothing else is defined).
+    """
+    nb, w = _bend_weight(d1, d2)
+    out = np.empty_like(d1)
+    prev = ref[0]
+    for t in range(d1.shape[0]):
+        p = prev - np.dot(prev, d1[t]) * d1[t]
+        if not np.linalg.norm(p) > 1e-6:
+            p = ref[t] - np.dot(ref[t], d1[t]) * d1[t]
+        p = p / np.linalg.norm(p)
+        if w[t] > 0 and np.all(np.isfinite(nb[t])):
+            n = w[t] * nb[t] + (1 - w[t]) * p
+            nn = np.linalg.norm(n)
+            n = n / nn if nn > 0.25 else (nb[t] if w[t] >= 0.5 else p)
+        else:
+            n = p
+        out[t] = prev = n
+    return out
+
+
+def hinge_axis_ref(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """(T, 3) hinge axis blended towards ``ref`` (T, 3) while straight; flipped to agree with ref."""
+    nb, w = _bend_weight(d1, d2)
+    nb = np.where(np.isfinite(nb), nb, ref)
+    nb = np.where((_dot(nb, ref) < 0)[:, None], -nb, nb)
+    return _unit(w[:, None] * nb + (1 - w[:, None]) * ref)
+
+
+def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
+    """(T, J, 3, 3) world rotations of the HUMANOID joints from named (T, 3) points (metres, all finite).
+
+    The head's up axis comes from the face (forward = nose - mid-ears, taken
+    to point NOSE_PITCH = 17 deg below the head's forward axis) when
+    the nose is at least 5 cm in front of the ears, and follows the neck when
+    it is less than 2 cm (no usable depth, e.g. before the depth head is
+    trained), blended in between.
+    """
+    hip_x = pts["left_hip"] - pts["right_hip"]
+    trunk = pts["neck"] - pts["mid_hip"]
+    sh_x = pts["left_shoulder"] - pts["right_shoulder"]
+    ear_x = pts["left_ear"] - pts["right_ear"]
+    R: dict[str, np.ndarray] = {}
+    R["Hips"] = frame_from(hip_x, trunk, X, Y)
+    R["Spine"] = frame_from(trunk, _unit(hip_x) + _unit(sh_x), Y, X)
+    R["Chest"] = frame_from(trunk, sh_x, Y, X)
+    R["Neck"] = frame_from(pts["head"] - pts["neck"], ear_x, Y, X)
+    neck_up = _unit(pts["head"] - pts["neck"])
+    face = pts["nose"] - pts["head"]
+    depth = _dot(face, _unit(np.cross(ear_x, neck_up)))  # how far the nose is in front of the ears
+    w = np.clip((np.nan_to_num(depth) - FACE_DEPTH_LO) / (FACE_DEPTH_HI - FACE_DEPTH_LO), 0.0, 1.0)[:, None]
+    face_up = _unit(np.cross(face, ear_x))  # (nose direction) x left: up, tilted forward by the nose pitch
+    face_dir = _unit(np.cross(ear_x, face_up))
+    up_from_face = np.cos(NOSE_PITCH) * face_up - np.sin(NOSE_PITCH) * face_dir
+    up = w * np.nan_to_num(up_from_face) + (1 - w) * neck_up
+    R["Head"] = frame_from(ear_x, up, X, Y)
+    chest_z = R["Chest"][:, :, 2]
+    for side, sgn in (("Left", 1.0), ("Right", -1.0)):
+        low = side.lower()
+        R[f"{side}Shoulder"] = frame_from(pts[f"{low}_shoulder"] - pts["neck"], chest_z, sgn * X, Z)
+        # arm: rest along +-X, the forearm bends towards +Z -> hinge n0 = a0 x Z
+        a0 = sgn * X
+        n0 = np.cross(a0, Z)
+        d1 = _unit(pts[f"{low}_elbow"] - pts[f"{low}_shoulder"])
+        d2 = _unit(pts[f"{low}_wrist"] - pts[f"{low}_elbow"])
+        rc = R["Chest"]
+        ref = swing(rc @ a0, d1, rc @ n0)
+        n = hinge_axis_hold(d1, d2, ref)
+        R[f"{side}Arm"] = frame_from(d1, n, a0, n0)
+        R[f"{side}ForeArm"] = frame_from(d2, n, a0, n0)
+        R[f"{side}Hand"] = R[f"{side}ForeArm"]
+        # leg: rest along -Y, the shin bends towards -Z -> hinge n0 = X
+        a0, n0 = -Y, X
+        d1 = _unit(pts[f"{low}_knee"] - pts[f"{low}_hip"])
+        d2 = _unit(pts[f"{low}_ankle"] - pts[f"{low}_knee"])
+        rh = R["Hips"]
+        n = hinge_axis_ref(d1, d2, _unit(swing(rh @ a0, d1, rh @ n0)))
+        R[f"{side}UpLeg"] = frame_from(d1, n, a0, n0)
+        R[f"{side}Leg"] = frame_from(d2, n, a0, n0)
+        R[f"{side}Foot"] = R[f"{side}Leg"]
+    return np.stack([R[name] for name, *_ in HUMANOID], axis=1)
+
+
+def _kabsch(rest: np.ndarray, obs: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) rotations best mapping rest offsets (m, 3) onto observed ones (T, m, 3)."""
+    h = np.einsum("tmi,mj->tij", obs, rest)
+    u, _, vt = np.linalg.svd(h)
+    d = np.sign(np.linalg.det(u @ vt))
+    fix = np.ones((h.shape[0], 3))
+    fix[:, 2] = np.where(d == 0, 1.0, d)
+    return (u * fix[:, None, :]) @ vt
+
+
+def skeleton_rotations(pos: np.ndarray, rig: Rig, joint_of: list[int]) -> np.ndarray:
+    """(T, J, 3, 3) world rotations of a generic rig.
+
+    pos: (T, K, 3) positions (all finite); joint_of: (J,) skeleton joint index
+    of each rig joint. A joint with one child swings its rest bone onto the
+    observed one (no twist relative to its parent); with several children
+    it is the least-squares (Kabsch) fit of its children's offsets; a leaf
+    follows its parent.
+    """
+    t, j = pos.shape[0], rig.num_joints
+    world = np.empty((t, j, 3, 3))
+    eye = np.broadcast_to(np.eye(3), (t, 3, 3))
+    for i in range(j):
+        p = rig.parents[i]
+        rp = eye if p < 0 else world[:, p]
+        kids = rig.children(i)
+        if not kids:
+            world[:, i] = rp
+            continue
+        obs = np.stack([pos[:, joint_of[c]] - pos[:, joint_of[i]] for c in kids], axis=1)  # (T, m, 3)
+        local_obs = np.einsum("tji,tmj->tmi", rp, obs)  # R_p^T obs
+        rest = rig.offsets[kids]
+        if len(kids) == 1:
+            a0 = np.broadcast_to(_unit(rest[0]), (t, 3))
+            b = _unit(local_obs[:, 0])
+            cols = np.stack([swing(a0, b, np.broadcast_to(e, (t, 3))) for e in np.eye(3)], axis=-1)
+            local = cols
+        else:
+            local = _kabsch(rest, local_obs)
+        world[:, i] = rp @ local
+    return world
+
+
+def local_rotations(world: np.ndarray, parents: list[int]) -> np.ndarray:
+    """(T, J, 3, 3) rotations relative to the parent (the root's is its world rotation)."""
+    local = world.copy()
+    for j, p in enumerate(parents):
+        if p >= 0:
+            local[:, j] = np.swapaxes(world[:, p], -1, -2) @ world[:, j]
+    return local
+
+
+def euler_continuous(local: np.ndarray, order: str = "ZXY") -> np.ndarray:
+    """(T, J, 3) intrinsic Euler angles in degrees, in ``order``, continuous over T.
+
+    local: (T, J, 3, 3). Angles may leave [-180, 180] to stay continuous.
+    """
+    t, j = local.shape[:2]
+    with warnings.catch_warnings():  # gimbal lock: scipy zeroes the third angle; continuity still holds
+        warnings.simplefilter("ignore", UserWarning)
+        e = Rotation.from_matrix(local.reshape(-1, 3, 3)).as_euler(order.upper(), degrees=True).reshape(t, j, 3)
+    alt = np.stack([e[..., 0] + 180.0, 180.0 - e[..., 1], e[..., 2] + 180.0], axis=-1)
+    out = np.empty_like(e)
+    out[0] = e[0]
+    for i in range(1, t):
+        prev = out[i - 1]
+        best = None
+        for cand in (e[i], alt[i]):
+            c = cand + 360.0 * np.round((prev - cand) / 360.0)
+            cost = np.abs(c - prev).sum(axis=-1, keepdims=True)
+            best = (c, cost) if best is None else (np.where(cost < best[1], c, best[0]), np.minimum(cost, best[1]))
+        out[i] = best[0]
+    return out

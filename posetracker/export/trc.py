@@ -1,0 +1,76 @@
+"""OpenSim marker file (.trc), one file per person.
+
+Layout (tab-separated, per the TRC format OpenSim reads)::
+
+    PathFileType  4  (X/Y/Z)  NAME.trc
+    DataRate  CameraRate  NumFrames  NumMarkers  Units  OrigDataRate  OrigDataStartFrame  OrigNumFrames
+    30.00  30.00  120  17  mm  30.00  1  120
+    Frame#  Time  nose  <tab>  <tab>  left_eye ...          (each name spans its X, Y, Z columns)
+    <tab>  <tab>  X1  Y1  Z1  X2  Y2  Z2 ...
+    <blank line>
+    1  0.000000  x  y  z ...
+
+Markers: the skeleton's labelled joints (virtual ones, e.g. human18's box
+centre, are left out), named as in the skeleton. Coordinates in millimetres,
+Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space.
+Time starts at the sequence's first timestamp; a frame where a marker is
+missing (absent person, nan, confidence below ``min_confidence``) has empty
+cells, which OpenSim reads as missing markers. Needs ``world`` (3-D).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from posetracker.analysis.tracks import TrackError, frame_time, person_tracks
+from posetracker.export.bvh_files import person_path, write_files
+from posetracker.export.bvh_rig import BVH_FROM_CAMERA
+from posetracker.export.registry import ExportError
+from posetracker.types import PoseSequence
+
+
+def trc_text(name: str, times: np.ndarray, markers: list[str], xyz_mm: np.ndarray, rate: float) -> str:
+    """TRC text; times (T,) seconds, xyz_mm (T, M, 3) with nan = missing."""
+    t, m = xyz_mm.shape[:2]
+    lines = [
+        f"PathFileType\t4\t(X/Y/Z)\t{name}",
+        "DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\tOrigDataRate\tOrigDataStartFrame\tOrigNumFrames",
+        f"{rate:.6f}\t{rate:.6f}\t{t}\t{m}\tmm\t{rate:.6f}\t1\t{t}",
+        "\t".join(["Frame#", "Time"] + [f"{n}\t\t" for n in markers]),
+        "\t".join(["", ""] + [f"X{i}\tY{i}\tZ{i}" for i in range(1, m + 1)]),
+        "",
+    ]
+    for i in range(t):
+        vals = ["" if not np.isfinite(v) else f"{v:.4f}" for v in xyz_mm[i].ravel()]
+        lines.append("\t".join([str(i + 1), f"{times[i]:.6f}"] + vals))
+    return "\n".join(lines) + "\n"
+
+
+class TrcExporter:
+    name = "trc"
+    suffixes = (".trc",)
+    description = "OpenSim TRC marker file (mm, Y up), one file per person"
+
+    def write(self, seq: PoseSequence, path: Path, force: bool = False, person: int | None = None,
+              min_confidence: float = 0.0, **_: object) -> list[Path]:
+        path = Path(path)
+        try:
+            tracks = person_tracks(seq, person)
+        except TrackError as exc:
+            raise ExportError(f"TRC: {exc}") from None
+        spec = seq.skeleton
+        joints = list(spec.labelled_joints)
+        markers = [spec.joint_names[j] for j in joints]
+        texts = {}
+        for tid, tr in tracks.items():
+            ok = tr.valid_world(min_confidence)[:, joints]
+            if not ok.any():
+                raise ExportError(f"TRC: person {tid} has no 3-D marker in any frame (world coordinates missing)")
+            xyz = tr.world[:, joints] @ BVH_FROM_CAMERA.T * 1000.0
+            xyz[~ok] = np.nan
+            out = person_path(path, tid, len(tracks) > 1)
+            rate = 1.0 / frame_time(tr.times, seq.fps)
+            texts[out] = trc_text(out.name, tr.times - tr.times[0], markers, xyz, rate)
+        return write_files(texts, force)

@@ -1,0 +1,146 @@
+"""Joint angles: known poses in 3-D and 2-D, labels, summary and the angle CSV export."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+
+from test_bvh_synthetic import make_sequence
+
+from posetracker.analysis import ANGLES, angle_names, compute_angles, summarise
+from posetracker.analysis.summary import SUMMARY_COLUMNS
+from posetracker.export import get_exporter
+from posetracker.skeletons import load_skeleton, spec_from_dict
+from posetracker.types import PoseFrame, PoseSequence
+
+C, S = np.cos, np.sin
+R = np.radians
+
+
+def body_pose(lean_deg: float = 0.0) -> dict[str, np.ndarray]:
+    """A posed person in Y-up body space (facing +Z, left = +X), metres, with known angles.
+
+    left hip flexed 90 (thigh forward), left knee 90; right leg straight; left arm abducted 90,
+    straight; right shoulder flexed 60, right elbow 45; trunk leaning forward by ``lean_deg``.
+    """
+    p = {"left_hip": np.array([0.1, 1.0, 0.0]), "right_hip": np.array([-0.1, 1.0, 0.0])}
+    mid = np.array([0.0, 1.0, 0.0])
+    up = np.array([0.0, C(R(lean_deg)), S(R(lean_deg))])
+    neck = mid + 0.5 * up
+    p["left_shoulder"], p["right_shoulder"] = neck + [0.18, 0, 0], neck - [0.18, 0, 0]
+    p["left_knee"] = p["left_hip"] + [0, 0, 0.42]
+    p["left_ankle"] = p["left_knee"] + [0, -0.41, 0]
+    p["right_knee"] = p["right_hip"] + [0, -0.42, 0]
+    p["right_ankle"] = p["right_knee"] + [0, -0.41, 0]
+    p["left_elbow"] = p["left_shoulder"] + [0.28, 0, 0]
+    p["left_wrist"] = p["left_elbow"] + [0.26, 0, 0]
+    # right arm in the trunk's sagittal plane: 60 deg forward of trunk-down, forearm 45 deg further
+    down, front = -up, np.array([0.0, -S(R(lean_deg)), C(R(lean_deg))])
+    p["right_elbow"] = p["right_shoulder"] + 0.28 * (C(R(60)) * down + S(R(60)) * front)
+    p["right_wrist"] = p["right_elbow"] + 0.26 * (C(R(105)) * down + S(R(105)) * front)
+    head = neck + 0.2 * up
+    p.update(nose=head + [0, -0.03, 0.1], left_eye=head + [0.035, 0, 0.08], right_eye=head + [-0.035, 0, 0.08],
+             left_ear=head + [0.075, 0, 0], right_ear=head - [0.075, 0, 0])
+    return p
+
+
+def pose_sequence(lean: float = 0.0, flat: bool = False, world: bool = True, frames: int = 3) -> PoseSequence:
+    spec = load_skeleton("human18")
+    body = body_pose(lean)
+    w = np.zeros((spec.num_joints, 3))
+    for name, v in body.items():
+        w[spec.index(name)] = v * [1, -1, -1] + [0, 0, 3.0]  # body space -> camera, 3 m away
+    w[spec.index("centre")] = w[:17].mean(0)
+    if flat:
+        w[:, 2] = 3.0
+    kp = w.copy()
+    kp[:, 0] = 800 * w[:, 0] / w[:, 2] + 320
+    kp[:, 1] = 800 * w[:, 1] / w[:, 2] + 240
+    fr = [PoseFrame(i, i / 30, kp[None].astype(np.float32), np.full((1, 18), 0.9, np.float32), np.ones(1, np.float32),
+                    np.zeros(1, np.int64), (640, 480), w[None].astype(np.float32) if world else None) for i in range(frames)]
+    return PoseSequence(fr, 30.0, spec)
+
+
+def value(table, angle: str, side: str) -> tuple[float, str]:
+    deg, methods = table.series(0, angle, side)
+    return float(deg[0]), methods[0]
+
+
+EXPECTED_3D = {("knee_flexion", "left"): 90, ("knee_flexion", "right"): 0, ("hip_flexion", "left"): 90,
+               ("hip_flexion", "right"): 0, ("elbow_flexion", "left"): 0, ("elbow_flexion", "right"): 45,
+               ("shoulder_abduction", "left"): 90, ("shoulder_abduction", "right"): 0,
+               ("shoulder_flexion", "right"): 60, ("trunk_lean", "centre"): 0}
+
+
+def test_known_pose_3d():
+    table = compute_angles(pose_sequence())
+    for (angle, side), want in EXPECTED_3D.items():
+        got, method = value(table, angle, side)
+        assert method == "3d"
+        assert got == pytest.approx(want, abs=0.05), (angle, side)
+
+
+def test_trunk_lean_and_angles_relative_to_the_trunk():
+    table = compute_angles(pose_sequence(lean=20.0))
+    assert value(table, "trunk_lean", "centre")[0] == pytest.approx(20.0, abs=0.05)
+    assert value(table, "shoulder_flexion", "right")[0] == pytest.approx(60.0, abs=0.05)  # measured from the trunk
+    assert value(table, "hip_flexion", "left")[0] == pytest.approx(110.0, abs=0.05)  # thigh forward, trunk leaning
+
+
+@pytest.mark.parametrize("flat, world", [(True, True), (False, False)])
+def test_2d_fallback_is_labelled(flat, world):
+    table = compute_angles(pose_sequence(flat=flat, world=world))
+    assert set(table.method) == {"2d"}
+    # a front view: abduction and a straight limb read right in the image
+    assert value(table, "shoulder_abduction", "left")[0] == pytest.approx(90.0, abs=2.0)
+    assert value(table, "knee_flexion", "right")[0] == pytest.approx(0.0, abs=1.0)
+    assert value(table, "elbow_flexion", "left")[0] == pytest.approx(0.0, abs=1.0)
+
+
+def test_modes_and_missing_joints():
+    seq = pose_sequence(flat=True)
+    t3 = compute_angles(seq, mode="3d")
+    assert np.all(np.isnan(t3.degrees)) and set(t3.method) == {""}
+    f = seq.frames[1]
+    conf = f.confidence.copy()
+    conf[0, seq.skeleton.index("left_wrist")] = 0.05
+    seq.frames[1] = PoseFrame(f.index, f.timestamp, f.keypoints, conf, f.scores, f.track_ids, f.image_size, f.world)
+    deg, methods = compute_angles(seq).series(0, "elbow_flexion", "left")
+    assert np.isnan(deg[1]) and methods[1] == "" and methods[0] == "2d"
+    with pytest.raises(ValueError, match="mode"):
+        compute_angles(seq, mode="4d")
+
+
+def test_table_and_ankle_only_with_feet():
+    human = load_skeleton("human18")
+    names = angle_names(human)
+    assert ("ankle_dorsiflexion", "left") not in names
+    assert len(names) == 11 and ("trunk_lean", "centre") in names
+    assert {d.name for d in ANGLES} >= {"knee_flexion", "hip_flexion", "elbow_flexion", "shoulder_abduction",
+                                        "shoulder_flexion", "trunk_lean", "ankle_dorsiflexion"}
+    joints = [{"name": "root", "parent": None}] + [
+        {"name": f"{s}_{j}", "parent": "root"} for s in ("left", "right") for j in ("hip", "knee", "ankle", "big_toe")]
+    feet = spec_from_dict({"name": "legs", "kind": "human", "joints": joints})
+    assert ("ankle_dorsiflexion", "left") in angle_names(feet)
+
+
+def test_summary_and_csv_export(tmp_path):
+    seq = make_sequence(60)
+    table = compute_angles(seq)
+    rows = summarise(table)
+    knee = {r.side: r for r in rows if r.angle == "knee_flexion"}
+    deg_l, _ = table.series(0, "knee_flexion", "left")
+    deg_r, _ = table.series(0, "knee_flexion", "right")
+    assert knee["left"].rom_deg == pytest.approx(deg_l.max() - deg_l.min())
+    assert knee["left"].mean_deg == pytest.approx(deg_l.mean()) and knee["left"].method == "3d"
+    assert knee["left-right"].mean_deg == pytest.approx(np.mean(deg_l - deg_r))
+    assert knee["left-right"].rom_deg == pytest.approx(knee["left"].rom_deg - knee["right"].rom_deg)
+    files = get_exporter("angles").write(seq, tmp_path / "clip.angles.csv")
+    assert [f.name for f in files] == ["clip.angles.csv", "clip.angles.summary.csv"]
+    per_frame = list(csv.DictReader(files[0].open()))
+    assert len(per_frame) == 60 * 11 and per_frame[0]["method"] == "3d"
+    assert set(per_frame[0]) == {"frame", "time_s", "person_id", "angle", "side", "degrees", "method"}
+    summary = list(csv.reader(files[1].open()))
+    assert tuple(summary[0]) == SUMMARY_COLUMNS and len(summary) == 1 + 11 + 5  # + left-right rows

@@ -1,0 +1,255 @@
+"""BVH writer: parse our files with bvhio (an independent reader), run its forward kinematics, compare."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+bvhio = pytest.importorskip("bvhio")
+
+from test_bvh_synthetic import make_sequence, synthetic_world  # noqa: E402
+
+from posetracker.export import ExportError, exporter_for_path, get_exporter  # noqa: E402
+from posetracker.export.bvh import BvhExporter, BvhOptions, solve_person  # noqa: E402
+from posetracker.export.bvh_rig import HUMANOID  # noqa: E402
+from posetracker.analysis.tracks import person_tracks  # noqa: E402
+from posetracker.skeletons import load_skeleton  # noqa: E402
+from posetracker.types import PoseFrame, PoseSequence  # noqa: E402
+
+#: our BVH joints that sit on a keypoint (or a documented virtual point)
+ONE_TO_ONE = {"Hips": "mid_hip", "LeftUpLeg": "left_hip", "LeftLeg": "left_knee", "LeftFoot": "left_ankle",
+              "RightUpLeg": "right_hip", "RightLeg": "right_knee", "RightFoot": "right_ankle",
+              "LeftArm": "left_shoulder", "LeftForeArm": "left_elbow", "LeftHand": "left_wrist",
+              "RightArm": "right_shoulder", "RightForeArm": "right_elbow", "RightHand": "right_wrist",
+              "Neck": "neck", "Head": "head"}
+
+
+def fk(path) -> tuple[dict[str, np.ndarray], list[str], dict[str, str | None]]:
+    """bvhio forward kinematics: ({joint: (T, 3) world positions}, joint names, {joint: parent})."""
+    root = bvhio.readAsHierarchy(str(path))
+    layout = [j for j, _, _ in root.layout()]
+    n = root.getKeyframeRange()[1] + 1
+    pos = {j.Name: np.empty((n, 3)) for j in layout}
+    for f in range(n):
+        root.loadPose(f)
+        for j in layout:
+            pos[j.Name][f] = list(j.PositionWorld)
+    return pos, [j.Name for j in layout], {j.Name: (j.Parent.Name if j.Parent else None) for j in layout}
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    n = 150
+    seq = make_sequence(n, fps=30.0, seed=1)
+    out = tmp_path_factory.mktemp("bvh") / "synthetic.bvh"
+    files = BvhExporter().write(seq, out)
+    report = json.loads(out.with_name("synthetic.bvh.json").read_text())
+    return seq, out, files, report, synthetic_world(n, 30.0, seed=1)
+
+
+def test_roundtrip_recovers_joints_within_1cm(synthetic):
+    seq, out, files, report, truth = synthetic
+    assert files == [out, out.with_name("synthetic.bvh.json")]
+    pos, names, _ = fk(out)
+    assert names == [name for name, *_ in HUMANOID]
+    shift = np.array(report["origin_shift"])
+    errors = {j: np.linalg.norm(pos[j] - (truth[k] * 100 + shift), axis=1).max() for j, k in ONE_TO_ONE.items()}
+    print("max error per joint (cm):", {k: round(v, 5) for k, v in errors.items()})
+    assert max(errors.values()) < 1.0  # cm
+    assert max(errors.values()) < 0.01  # in fact exact: constant lengths are reproduced to 0.1 mm
+
+
+def test_bone_lengths_constant(synthetic):
+    _, out, _, report, _ = synthetic
+    pos, names, parent = fk(out)
+    for j in names:
+        if parent[j] is None:
+            continue
+        length = np.linalg.norm(pos[j] - pos[parent[j]], axis=1)
+        assert np.ptp(length) < 0.01, j  # cm: < 0.1 mm
+        assert length[0] == pytest.approx(report["bone_lengths"][j], abs=1e-3)
+    # the synthetic person's true lengths, in cm
+    assert report["bone_lengths"]["LeftForeArm"] == pytest.approx(28.0, abs=1e-3)
+    assert report["bone_lengths"]["RightFoot"] == pytest.approx(41.0, abs=1e-3)
+
+
+def test_file_layout_is_blender_safe(synthetic):
+    _, out, _, report, _ = synthetic
+    text = out.read_text()
+    lines = text.splitlines()
+    assert lines[0] == "HIERARCHY"
+    assert not any(re.match(r"\s*(ROOT|JOINT).*\{", ln) for ln in lines)  # "{" on its own line
+    names = re.findall(r"^\s*(?:ROOT|JOINT) (\S+)$", text, re.M)
+    assert len(names) == len(set(names)) == 19
+    chans = [int(m) for m in re.findall(r"CHANNELS (\d+)", text)]
+    assert chans[0] == 6 and set(chans[1:]) == {3}
+    assert "CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation" in text
+    i = lines.index("MOTION")
+    assert lines[i + 1] == "Frames: 150" and lines[i + 2].startswith("Frame Time: 0.0333333333")
+    motion = [ln.split() for ln in lines[i + 3 :]]
+    assert len(motion) == 150 and {len(r) for r in motion} == {sum(chans)}
+    assert "nan" not in text.lower() and "," not in text
+    # the rest pose is a T-pose standing on the floor
+    offsets = {n: np.array(o.split(), float) for n, o in re.findall(r"(?:ROOT|JOINT) (\S+)\n\s*\{\n\s*OFFSET ([^\n]+)", text)}
+    assert offsets["LeftForeArm"][0] > 0 and offsets["RightForeArm"][0] < 0 and offsets["LeftLeg"][1] < 0
+    assert offsets["Hips"][1] == pytest.approx(83.0, abs=1e-3)  # thigh + shin
+
+
+def test_rotations_continuous(synthetic):
+    _, out, _, _, _ = synthetic
+    lines = out.read_text().splitlines()
+    motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
+    rot = motion[:, 3:]
+    # smooth synthetic motion at 30 fps: no channel may jump (a 360 or 180-degree flip would)
+    assert np.abs(np.diff(rot, axis=0)).max() < 30.0
+
+
+@pytest.mark.parametrize("order", ["XYZ", "YZX"])
+def test_rotation_order_and_units_options(order, tmp_path):
+    seq = make_sequence(40, seed=2)
+    out = tmp_path / "p.bvh"
+    BvhExporter().write(seq, out, rotation_order=order, units="m", origin="camera")
+    text = out.read_text()
+    axes = " ".join(f"{a}rotation" for a in order)
+    assert f"CHANNELS 3 {axes}" in text
+    pos, _, _ = fk(out)
+    truth = synthetic_world(40, seed=2)
+    assert np.abs(pos["LeftHand"] - truth["left_wrist"]).max() < 1e-4  # metres, camera origin
+    with pytest.raises(ExportError, match="rotation order"):
+        BvhExporter().write(seq, tmp_path / "q.bvh", rotation_order="XXY")
+
+
+def test_one_file_per_person_and_chosen_person(tmp_path):
+    seq = make_sequence(30, people=2)
+    files = BvhExporter().write(seq, tmp_path / "take.bvh")
+    assert [f.name for f in files] == ["take_person0.bvh", "take_person0.bvh.json", "take_person1.bvh", "take_person1.bvh.json"]
+    files = BvhExporter().write(seq, tmp_path / "one.bvh", person=1)
+    assert [f.name for f in files] == ["one.bvh", "one.bvh.json"]
+    assert json.loads((tmp_path / "one.bvh.json").read_text())["track_id"] == 1
+    with pytest.raises(ExportError, match="no person with track id 7"):
+        BvhExporter().write(seq, tmp_path / "x.bvh", person=7)
+    assert exporter_for_path("a.BVH") is get_exporter("bvh")
+
+
+def _drop(seq: PoseSequence, joint: str, frames: range) -> PoseSequence:
+    k = seq.skeleton.index(joint)
+    out = []
+    for f in seq.frames:
+        if f.index in frames:
+            w = f.world.copy()
+            w[:, k] = np.nan
+            f = PoseFrame(f.index, f.timestamp, f.keypoints, f.confidence, f.scores, f.track_ids, f.image_size, w)
+        out.append(f)
+    return PoseSequence(out, seq.fps, seq.skeleton, seq.metadata)
+
+
+def test_short_gaps_interpolated_long_gaps_held_and_reported(tmp_path):
+    seq = _drop(_drop(make_sequence(90, seed=4), "left_wrist", range(10, 14)), "right_knee", range(40, 70))
+    BvhExporter().write(seq, tmp_path / "g.bvh", max_gap_s=0.5)  # 15 frames
+    report = json.loads((tmp_path / "g.bvh.json").read_text())
+    assert report["interpolated_gaps"] == [{"joint": "left_wrist", "bvh_frames": [10, 14], "time_s": [pytest.approx(10 / 30), pytest.approx(13 / 30)]}]
+    assert len(report["held_pose"]) == 1
+    held = report["held_pose"][0]
+    assert held["bvh_frames"] == [40, 70] and held["missing"] == ["right_knee"]
+    lines = (tmp_path / "g.bvh").read_text().splitlines()
+    motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
+    assert np.all(motion[40:70] == motion[39])  # the whole pose holds the last complete frame
+    assert not np.all(motion[70] == motion[39])
+
+
+def test_frame_time_from_timestamps_and_dropped_frames(tmp_path):
+    seq = make_sequence(60, fps=25.0, seed=5)
+    frames = [f for f in seq.frames if f.index not in (20, 21)]  # two dropped frames: a gap on the time grid
+    seq2 = PoseSequence(frames, fps=30.0, skeleton=seq.skeleton)  # nominal fps is wrong; timestamps rule
+    BvhExporter().write(seq2, tmp_path / "t.bvh")
+    text = (tmp_path / "t.bvh").read_text()
+    assert "Frame Time: 0.0400000000" in text and "Frames: 60" in text
+    report = json.loads((tmp_path / "t.bvh.json").read_text())
+    assert [g["bvh_frames"] for g in report["interpolated_gaps"]][:1] == [[20, 22]]
+
+
+def test_generic_skeleton_rig(tmp_path):
+    """An animal skeleton gets its own tree: root = the skeleton's root, names from the skeleton."""
+    spec = load_skeleton("fly13")
+    rng = np.random.default_rng(0)
+    base = rng.normal(0, 0.002, (spec.num_joints, 3))
+    base[spec.root] = 0
+    t = np.arange(40) / 30
+    frames = []
+    for i, ti in enumerate(t):
+        yaw = 0.5 * np.sin(ti)
+        r = np.array([[np.cos(yaw), 0, np.sin(yaw)], [0, 1, 0], [-np.sin(yaw), 0, np.cos(yaw)]])
+        w = (base @ r.T + np.array([0.01 * ti, 0.0, 0.3]))[None].astype(np.float32)
+        frames.append(PoseFrame(i, ti, w.copy(), np.ones((1, spec.num_joints), np.float32), np.ones(1, np.float32),
+                                np.zeros(1, np.int64), (0, 0), w))
+    seq = PoseSequence(frames, 30.0, spec)
+    BvhExporter().write(seq, tmp_path / "fly.bvh", units="mm", origin="camera")
+    pos, names, _ = fk(tmp_path / "fly.bvh")
+    assert names[0] == "thorax" and set(names) == set(spec.joint_names)
+    truth = np.stack([f.world[0] for f in frames]) * np.array([1, -1, -1]) * 1000  # BVH space, mm
+    err = max(np.abs(pos[n] - truth[:, spec.index(n)]).max() for n in names)
+    assert err < 0.01  # a rigid body: exact (mm)
+
+
+def test_solve_person_rejects_2d_only_and_wrong_rig():
+    seq = make_sequence(5)
+    frames = [PoseFrame(f.index, f.timestamp, f.keypoints, f.confidence, f.scores, f.track_ids) for f in seq.frames]
+    seq2 = PoseSequence(frames, 30.0, seq.skeleton)
+    with pytest.raises(ValueError, match="world"):
+        solve_person(person_tracks(seq2)[0], seq2.skeleton, 30.0)
+    mouse = load_skeleton("mouse4")
+    with pytest.raises(ValueError, match="humanoid"):
+        solve_person(person_tracks(seq)[0], mouse, 30.0, BvhOptions(rig="humanoid"))
+
+
+def _world_rotations(motion) -> np.ndarray:
+    """(T, J, 3, 3) world rotations composed from the written Euler angles (the BVH semantics)."""
+    from scipy.spatial.transform import Rotation
+
+    t, j = motion.euler.shape[:2]
+    local = Rotation.from_euler(motion.order, motion.euler.reshape(-1, 3), degrees=True).as_matrix().reshape(t, j, 3, 3)
+    world = local.copy()
+    for i, p in enumerate(motion.rig.parents):
+        if p >= 0:
+            world[:, i] = world[:, p] @ local[:, i]
+    return world
+
+
+def test_twist_elbow_and_knee_are_hinges_and_head_follows_the_face():
+    from scipy.spatial.transform import Rotation
+
+    n = 120
+    seq = make_sequence(n, seed=6)
+    motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps)
+    names = motion.rig.names
+    truth = synthetic_world(n, seed=6)
+    loc = Rotation.from_euler(motion.order, motion.euler.reshape(-1, 3), degrees=True).as_rotvec().reshape(n, -1, 3)
+    for joint, axis, upper, mid, lower in (("LeftForeArm", 1, "left_shoulder", "left_elbow", "left_wrist"),
+                                           ("RightLeg", 0, "right_hip", "right_knee", "right_ankle")):
+        d1 = truth[mid] - truth[upper]
+        d2 = truth[lower] - truth[mid]
+        bend = np.degrees(np.arccos(np.sum(d1 * d2, 1) / np.linalg.norm(d1, axis=1) / np.linalg.norm(d2, axis=1)))
+        v = loc[bend > 31, names.index(joint)]
+        assert len(v) > 10
+        off = np.delete(v, axis, axis=1)
+        assert np.abs(off).max() < 1e-6, joint  # the lower segment turns about the hinge axis only
+    world = _world_rotations(motion)
+    head_up = world[:, names.index("Head")] @ np.array([0.0, 1.0, 0.0])
+    assert np.abs(head_up - truth["head_up"]).max() < 1e-4  # float32 input
+
+
+def test_head_follows_the_neck_without_depth():
+    seq = make_sequence(30, seed=7)
+    flat = []
+    for f in seq.frames:  # one depth for the whole person, as before the depth head is trained
+        w = f.world.copy()
+        w[..., 2] = w[..., 2].mean()
+        flat.append(PoseFrame(f.index, f.timestamp, f.keypoints, f.confidence, f.scores, f.track_ids, f.image_size, w))
+    seq = PoseSequence(flat, seq.fps, seq.skeleton)
+    motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps)
+    head = motion.rig.names.index("Head")
+    # no spurious nod or turn (ZXY: [z, x, y]); the sideways tilt of the ear line is seen in the image and kept
+    assert motion.order == "ZXY" and np.abs(motion.euler[:, head, 1:]).max() < 1e-6
