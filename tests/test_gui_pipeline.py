@@ -1,0 +1,130 @@
+"""Pipeline threads without the window: latest-wins slots, fake camera, slow model, faults, stop."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import pytest
+
+from gui_helpers import FakeSession, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
+from posetracker.capture import FakeCamera, VideoFileSource, WebcamSource
+from posetracker.model.weights import WeightsError
+from ui.packets import LatestSlot
+from ui.pipeline import PipelineController
+
+pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING")]
+
+
+def camera(**kwargs):
+    options = {"size": (96, 72), "fps": 30.0, "realtime": True, **kwargs}
+    return partial(WebcamSource, 0, opener=FakeCamera.factory(**options))
+
+
+@pytest.fixture
+def controller(qtbot):
+    c = PipelineController()
+    yield c
+    assert c.stop(), "every thread stops within 2 s"
+    assert not c.running_threads()
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return make_video(tmp_path_factory.mktemp("clip") / "clip.mp4", frames=45)
+
+
+def test_latest_slot_keeps_the_newest_and_counts_drops():
+    slot: LatestSlot[int] = LatestSlot()
+    assert slot.take() is None
+    assert slot.put(1) is False
+    assert slot.put(2) is True
+    assert slot.take(timeout=0.01) == 2 and slot.take() is None
+    assert slot.dropped == 1 and slot.delivered == 1
+
+
+def test_fake_camera_gives_poses_and_stop_ends_every_thread(qtbot, controller):
+    with qtbot.waitSignal(controller.pose_ready, timeout=5000) as blocker:
+        controller.start(camera(), FakeSession)
+    result = blocker.args[0]
+    assert result.pose.num_people == 1 and result.frame.index == result.pose.index
+    assert len(controller.running_threads()) == 2
+    t0 = time.monotonic()
+    assert controller.stop()
+    assert time.monotonic() - t0 < 2.0
+    assert not controller.running_threads()
+    assert all(t.isFinished() for t in controller.threads())
+
+
+def test_slow_model_at_200_fps_drops_frames_with_bounded_latency(qtbot, controller):
+    controller.start(camera(fps=200.0, size=(64, 48)), partial(FakeSession, delay=0.05))
+    qtbot.waitUntil(lambda: controller.inference is not None and controller.inference.latency.mean() > 0, timeout=5000)
+    qtbot.wait(1200)
+    stats = controller.snapshot()
+    assert stats.source_fps > 100, stats
+    assert 8 < stats.inference_fps < 25, stats
+    assert stats.dropped > 50, "frames the slow model could not take are dropped and counted"
+    assert 40 < stats.latency_ms < 150, "latency stays about one inference step"
+
+
+def test_file_playback_keeps_its_pace_and_drops_frames_for_a_slow_model(qtbot, controller, clip):
+    t0 = time.monotonic()
+    with qtbot.waitSignal(controller.source_ended, timeout=6000):
+        controller.start(partial(VideoFileSource, clip), partial(FakeSession, delay=0.1))
+    ready = controller.inference.ready_flag
+    elapsed = time.monotonic() - t0
+    assert ready and 1.3 < elapsed < 3.0, f"45 frames at 30 fps play in ~1.5 s, took {elapsed:.2f} s"
+    assert controller.frames.dropped > 10
+
+
+def test_seek_and_step_while_paused(qtbot, controller, clip):
+    controller.start(partial(VideoFileSource, clip), FakeSession, autoplay=False)
+    qtbot.waitUntil(lambda: controller.snapshot().position == 0, timeout=5000)
+    for command, expected in ((lambda: controller.seek(20), 20), (lambda: controller.step(1), 21),
+                              (lambda: controller.step(-1), 20)):
+        command()
+        qtbot.waitUntil(lambda e=expected: controller.snapshot().position == e, timeout=3000)
+    assert not controller.snapshot().playing
+
+
+def test_camera_unplugged_mid_session_is_reported(qtbot, controller):
+    with qtbot.waitSignal(controller.failed, timeout=5000) as blocker:
+        controller.start(camera(unplug_after=10), FakeSession)
+    assert "stopped delivering frames" in blocker.args[0]
+    qtbot.waitUntil(lambda: len(controller.running_threads()) == 1, timeout=2000)  # inference waits for frames
+
+
+def test_missing_camera_is_reported(qtbot, controller):
+    with qtbot.waitSignal(controller.failed, timeout=5000) as blocker:
+        controller.start(camera(fail_open=True), FakeSession)
+    assert "No camera found" in blocker.args[0]
+
+
+def test_missing_weights_are_reported_and_video_keeps_flowing(qtbot, controller):
+    def broken():
+        raise WeightsError("model weights not found: models/posenet-x.safetensors")
+
+    with qtbot.waitSignal(controller.failed, timeout=5000) as blocker:
+        controller.start(camera(), broken)
+    assert "Could not load the model" in blocker.args[0] and "not found" in blocker.args[0]
+    controller.preview.take()
+    qtbot.waitUntil(lambda: controller.preview.take() is not None, timeout=2000)
+
+
+def test_recording_through_the_pipeline_and_reopening(qtbot, controller, tmp_path):
+    from posetracker.recording import SessionRecorder, open_recording
+    from posetracker.skeletons import load_skeleton
+
+    with qtbot.waitSignal(controller.pose_ready, timeout=5000):
+        controller.start(camera(), FakeSession)
+    folder = tmp_path / "rec"
+    controller.start_recording(partial(SessionRecorder, folder, 30.0, (96, 72), load_skeleton("human18")))
+    qtbot.wait(700)
+    with qtbot.waitSignal(controller.recording_stopped, timeout=3000) as blocker:
+        controller.stop_recording()
+    summary = blocker.args[0]
+    assert summary.error is None and summary.frames >= 10 and summary.poses >= 5
+    video, seq = open_recording(folder)
+    assert video is not None and video.frame_count == summary.frames
+    video.close()
+    assert len(seq) == summary.poses

@@ -1,0 +1,120 @@
+"""Session recorder / replay (posetracker.recording) and joint angles (posetracker.analysis), no Qt."""
+
+from __future__ import annotations
+
+import errno
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from gui_helpers import FakeSession
+from posetracker.analysis import HUMAN_ANGLES, AngleHistory, angle_series, angles_for_spec
+from posetracker.analysis.angles import joint_angles  # the package name joint_angles is the angle-table module
+from posetracker.recording import RecordingError, ReplaySession, SessionRecorder, open_recording, replay_source
+from posetracker.skeletons import load_skeleton
+from posetracker.types import Frame, PoseSequence
+
+SPEC = load_skeleton("human18")
+
+
+def frames(n, size=(96, 72), start=0):
+    for i in range(start, start + n):
+        img = np.full((size[1], size[0], 3), (i * 7) % 255, np.uint8)
+        yield Frame(i, i / 25.0, img)
+
+
+def record(folder, n=30, every=1, close=True, **kwargs):
+    session = FakeSession()
+    rec = SessionRecorder(folder, 25.0, (96, 72), SPEC, {"source": "test"}, **kwargs)
+    for f in frames(n):
+        rec.write(f, session.pose_for(f) if f.index % every == 0 else None)
+    if close:
+        rec.close()
+    return rec
+
+
+def test_recording_round_trip(tmp_path):
+    rec = record(tmp_path / "r", n=30, every=2)
+    meta = json.loads((tmp_path / "r" / "meta.json").read_text())
+    assert meta["status"] == "complete" and meta["frames"] == 30 and meta["poses"] == 15
+    video, seq = open_recording(tmp_path / "r")
+    assert video.frame_count == 30 and video.size == (96, 72)
+    assert [f.index for f in seq.frames] == list(range(0, 30, 2))
+    replay = ReplaySession(seq)
+    held = replay.step(next(iter(video)))
+    assert held.num_people == 1 and held.index == 0
+    assert replay.step(Frame(3, 0.12, np.zeros((72, 96, 3), np.uint8))).index == 3, "holds the pose of frame 2"
+    video.close()
+    assert rec.closed
+
+
+def test_a_crash_keeps_poses_and_video_up_to_the_last_second(tmp_path):
+    record(tmp_path / "live", n=60, close=False, sync_interval=0.0)
+    shutil.copytree(tmp_path / "live", tmp_path / "crashed")  # the files as a power cut would leave them
+    video, seq = open_recording(tmp_path / "crashed")
+    assert len(seq) == 60, "every pose line was flushed"
+    assert video is not None and sum(1 for _ in video) >= 50, "fragments of one second are complete"
+    meta = json.loads((tmp_path / "crashed" / "meta.json").read_text())
+    assert meta["status"] == "recording"
+
+
+def test_a_cut_pose_line_and_a_lost_video_still_replay(tmp_path):
+    record(tmp_path / "r", n=10)
+    with open(tmp_path / "r" / "poses.jsonl", "a") as fh:
+        fh.write('{"index": 10, "time_s": 0.4, "peo')
+    (tmp_path / "r" / "video.mp4").write_bytes(b"\x00\x00\x00\x18ftypisom")
+    source, seq = replay_source(tmp_path / "r")
+    assert len(seq) == 10 and source.frame_count == 10 and source.size == (96, 72)
+
+
+def test_disk_full_stops_the_recording_and_keeps_what_was_written(tmp_path):
+    rec = record(tmp_path / "r", n=12, close=False)
+
+    def full(*_):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    rec._poses.write = full
+    with pytest.raises(RecordingError, match="No space left"):
+        f = next(frames(1, start=12))
+        rec.write(f, FakeSession().pose_for(f))
+    assert rec.closed
+    with pytest.raises(RecordingError):
+        rec.write(next(frames(1, start=13)))
+    _, seq = open_recording(tmp_path / "r")
+    assert len(seq) == 12
+    assert json.loads((tmp_path / "r" / "meta.json").read_text())["status"] == "failed"
+
+
+def test_refuses_to_overwrite_a_recording(tmp_path):
+    record(tmp_path / "r", n=2)
+    with pytest.raises(RecordingError, match="already holds"):
+        SessionRecorder(tmp_path / "r", 25.0, (96, 72), SPEC)
+
+
+def test_joint_angles_flexion_and_missing_joints():
+    defs = angles_for_spec(SPEC)
+    assert [d.name for d in defs] == [d.name for d in HUMAN_ANGLES]
+    pts = np.zeros((SPEC.num_joints, 3))
+    hip, knee, ankle = (SPEC.index(n) for n in ("left_hip", "left_knee", "left_ankle"))
+    pts[hip], pts[knee], pts[ankle] = (0, 0, 0), (0, 1, 0), (1, 1, 0)  # a right angle at the knee
+    conf = np.ones(SPEC.num_joints)
+    angles = joint_angles(pts, conf, SPEC, defs)
+    assert angles[0] == pytest.approx(90.0)
+    conf[ankle] = 0.0
+    assert np.isnan(joint_angles(pts, conf, SPEC, defs)[0])
+
+
+def test_angle_history_and_series_follow_a_track():
+    session = FakeSession()
+    poses = [session.pose_for(f) for f in frames(20)]
+    history = AngleHistory(SPEC, angles_for_spec(SPEC), seconds=0.5)
+    for p in poses:
+        history.add(p)
+    t, a = history.series(0)
+    assert history.track_ids() == [0] and len(t) == 13 and a.shape == (13, len(HUMAN_ANGLES))
+    history.add(poses[0])  # time went backwards (a seek): history restarts
+    assert len(history.series(0)[0]) == 1
+    times, values = angle_series(PoseSequence(poses, 25.0, SPEC), 0, angles_for_spec(SPEC))
+    assert len(times) == 20 and np.isfinite(values).all()

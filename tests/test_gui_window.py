@@ -1,0 +1,268 @@
+"""The main window driven like a user would, with fake models and a fake camera (offscreen)."""
+
+from __future__ import annotations
+
+import errno
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from gui_helpers import fake_services, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
+from posetracker.export import exporters
+from posetracker.model.weights import WeightsError
+
+pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
+              pytest.mark.qt_log_ignore("propagateSizeHints")]
+
+
+@pytest.fixture(scope="module")
+def clip(tmp_path_factory):
+    return make_video(tmp_path_factory.mktemp("clip") / "clip.mp4", frames=45)
+
+
+def make_window(qtbot, **services):
+    from ui.main_window import MainWindow
+
+    window = MainWindow(fake_services(**services))
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+@pytest.fixture
+def window(qtbot):
+    w = make_window(qtbot)
+    yield w
+    w.close()
+    assert not w.controller.running_threads()
+
+
+def poses_after(qtbot, window, n=3, timeout=5.0):
+    start = window.poses_received
+    qtbot.waitUntil(lambda: window.poses_received >= start + n, timeout=int(timeout * 1000))
+
+
+def test_window_opens_a_video_tracks_and_shows_it(qtbot, window, clip):
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    qtbot.waitUntil(lambda: window.video.frames_shown > 2, timeout=2000)
+    qtbot.wait(150)
+    assert window.source_info.frame_count == 45
+    status = window.status.fields
+    assert status["people"].text() == "people 1"
+    assert "fps" in status["inference"].text() and "ms" in status["latency"].text()
+    assert window.latest.pose.num_people == 1
+    assert window.plots.current_person() == 0
+    assert str(clip) in window.state.recent_files
+
+
+def test_record_then_reopen_the_session(qtbot, window, clip, tmp_path):
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    folder = window.start_recording(tmp_path / "session")
+    assert window.record_action.isChecked() and "REC" in window.status.fields["recording"].text()
+    qtbot.wait(500)
+    with qtbot.waitSignal(window.controller.recording_stopped, timeout=3000):
+        window.stop_recording()
+    summary = window.last_recording
+    assert summary.folder == folder and summary.error is None and summary.frames > 5 and summary.poses > 5
+    window.open_source(str(folder))
+    poses_after(qtbot, window)
+    assert window.sequence is not None and len(window.sequence) == summary.poses, "poses replayed from the folder"
+    assert window.source_info.frame_count == summary.frames
+
+
+def test_switch_source_camera_then_file_leaves_only_the_new_threads(qtbot, window, clip):
+    window.open_source("camera:0")
+    poses_after(qtbot, window)
+    assert window.source_info.is_live
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    assert len(window.controller.running_threads()) == 2
+    assert not window.source_info.is_live
+
+
+def test_close_stops_every_thread_within_two_seconds(qtbot, clip):
+    window = make_window(qtbot)
+    window.open_source("camera:0")
+    poses_after(qtbot, window)
+    window.start_recording()
+    qtbot.wait(200)
+    threads = window.controller.threads()
+    t0 = time.monotonic()
+    window.close()
+    assert time.monotonic() - t0 < 2.0
+    assert threads and all(t.isFinished() for t in threads)
+    assert not window.controller.running_threads()
+
+
+def test_bad_inputs_give_messages_and_the_app_keeps_working(qtbot, window, clip, tmp_path):
+    window.open_source(str(tmp_path / "missing.mp4"))
+    qtbot.waitUntil(lambda: any("not found" in m for m in window.banner.messages()), timeout=3000)
+    junk = tmp_path / "junk.mp4"
+    junk.write_bytes(np.random.default_rng(0).integers(0, 255, 5000, dtype=np.uint8).tobytes())
+    window.open_source(str(junk))
+    qtbot.waitUntil(lambda: len(window.banner.messages()) >= 2, timeout=3000)
+    window.open_source("camera:7x")
+    assert "bad camera source" in window.banner.messages()[-1]
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+
+
+def test_a_truncated_file_plays_up_to_the_damage_then_says_so(qtbot, window, tmp_path):
+    whole = make_video(tmp_path / "cut.mkv", frames=60).read_bytes()
+    (tmp_path / "cut.mkv").write_bytes(whole[: len(whole) // 2])
+    window.state.speed = 4.0  # applied when the source opens
+    window.open_source(str(tmp_path / "cut.mkv"))
+    qtbot.waitUntil(lambda: any("ends early" in m or "damaged" in m for m in window.banner.messages()), timeout=6000)
+    assert window.poses_received > 0, "the frames before the damage were tracked"
+
+
+def test_camera_unplugged_mid_session(qtbot):
+    window = make_window(qtbot, camera={"unplug_after": 15})
+    window.open_source("camera:0")
+    qtbot.waitUntil(lambda: any("stopped delivering" in m for m in window.banner.messages()), timeout=5000)
+    assert window.poses_received > 0
+    window.close()
+
+
+def test_missing_weights_show_a_message_and_the_video_still_plays(qtbot, clip):
+    window = make_window(qtbot, session_error=WeightsError("model weights not found: models/posenet-human18.safetensors"))
+    window.open_source(str(clip))
+    qtbot.waitUntil(lambda: any("Could not load the model" in m for m in window.banner.messages()), timeout=5000)
+    qtbot.waitUntil(lambda: window.video.frames_shown > 5, timeout=3000)
+    assert window.poses_received == 0
+    window.close()
+
+
+def test_disk_full_while_recording_keeps_what_was_written(qtbot, window, clip, tmp_path, monkeypatch):
+    from posetracker.recording import SessionRecorder, open_recording
+
+    original = SessionRecorder._write_pose
+    calls = []
+
+    def failing(self, pose, n):
+        calls.append(n)
+        if len(calls) > 4:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        original(self, pose, n)
+
+    monkeypatch.setattr(SessionRecorder, "_write_pose", failing)
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    folder = window.start_recording(tmp_path / "full")
+    qtbot.waitUntil(lambda: any("No space left" in m for m in window.banner.messages()), timeout=5000)
+    qtbot.waitUntil(lambda: not window.record_action.isChecked(), timeout=3000)
+    _, seq = open_recording(folder)
+    assert len(seq) == 4
+    poses_after(qtbot, window)  # tracking goes on
+
+
+def test_tiny_window_gets_a_message_and_keeps_running(qtbot, window, clip):
+    window.open_source(str(clip))
+    window.resize(200, 150)
+    qtbot.wait(100)
+    assert window.width() < 520 and window.height() < 360
+    assert any("too small" in m for m in window.banner.messages())
+    poses_after(qtbot, window)
+    window.resize(1100, 750)
+    qtbot.wait(50)
+    assert not any("too small" in m for m in window.banner.messages())
+
+
+def test_export_with_every_registered_exporter(qtbot, window, clip, tmp_path):
+    window.open_source(str(clip))
+    poses_after(qtbot, window, n=5)
+    for name, exporter in exporters().items():
+        target = tmp_path / f"poses{exporter.suffixes[0]}"
+        assert window.export_to(target, name) is not None
+        qtbot.waitUntil(lambda: not window._jobs, timeout=5000)
+        assert target.exists() and target.stat().st_size > 0, name
+    assert set(exporters()) <= {a.text().split(" ")[0].lower() for a in window.export_menu.actions()}
+
+
+def test_offline_mode_processes_the_whole_file_then_plays_it(qtbot, window, clip):
+    window.open_source(str(clip), mode="offline")
+    with qtbot.waitSignal(window.controller.processing_done, timeout=8000) as blocker:
+        pass
+    assert len(blocker.args[0]) == 45
+    poses_after(qtbot, window)
+    assert window.sequence is blocker.args[0] and window.state.mode == "offline"
+
+
+def test_cancelling_offline_processing_returns_to_live_tracking(qtbot, clip):
+    window = make_window(qtbot, delay=0.05)
+    window.open_source(str(clip), mode="offline")
+    qtbot.waitUntil(lambda: window.controller.offline is not None, timeout=3000)
+    with qtbot.waitSignal(window.controller.processing_finished, timeout=3000):
+        window.source_panel.cancel.click()
+    poses_after(qtbot, window)
+    assert window.state.mode == "live" and window.sequence is None
+    assert window.model_panel.mode.currentData() == "live"
+    window.close()
+
+
+def test_lookahead_restarts_inference_and_shows_its_cost(qtbot, window, clip):
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    window.model_panel.lookahead.setValue(3)
+    poses_after(qtbot, window)
+    assert window.services.choices[-1].lookahead == 3 and window.services.choices[-1].mode == "live"
+    assert window.model_panel.cost.text() == "+100 ms latency at 30 fps"
+
+
+def test_drop_a_file_opens_it(qtbot, window, clip):
+    mime = QMimeData()
+    mime.setUrls([QUrl.fromLocalFile(str(clip))])
+    event = QDropEvent(QPointF(10, 10), Qt.DropAction.CopyAction, mime, Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier)
+    window.dropEvent(event)
+    poses_after(qtbot, window)
+    assert window.state.source == str(clip)
+
+
+def test_settings_persist_between_runs(qtbot, clip):
+    window = make_window(qtbot)
+    window.labels_action.setChecked(False)
+    window.model_panel.lookahead.setValue(2)
+    window.open_source(str(clip))
+    window.close()
+    again = make_window(qtbot)
+    assert not again.state.show_labels and not again.labels_action.isChecked()
+    assert again.state.lookahead == 2 and again.state.recent_files[0] == str(clip)
+    again.close()
+
+
+def test_panels_offer_the_right_choices(qtbot, window):
+    from ui.skeleton_view import gl_available, to_scene
+
+    assert (window.skeleton_view.gl is None) == (not gl_available()), "without GL: a placeholder"
+    assert to_scene(np.array([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, -2.0]
+    skeletons = window.model_panel.skeleton
+    enabled = [skeletons.itemData(i) for i in range(skeletons.count()) if skeletons.model().item(i).isEnabled()]
+    assert enabled == ["human18"]
+    assert not window.model_panel.refiners.isEnabled()
+    assert window.source_panel.cameras.item(0).text() == "0: Fake camera"
+
+
+def test_skeleton_view_draws_with_opengl(qtbot):
+    """Runs where a GL context exists (QT_QPA_PLATFORM=xcb under xvfb-run); skipped offscreen."""
+    from gui_helpers import FakeSession
+    from posetracker.types import Frame
+    from ui.skeleton_view import SkeletonView, gl_available
+
+    if not gl_available():
+        pytest.skip("no OpenGL context on this platform (offscreen)")
+    view = SkeletonView()
+    qtbot.addWidget(view)
+    session = FakeSession(people=2)
+    view.set_spec(session.spec)
+    view.show()
+    view.set_pose(session.pose_for(Frame(0, 0.0, np.zeros((120, 160, 3), np.uint8))))
+    qtbot.wait(200)
+    image = view.grab_image()
+    assert image is not None and not image.isNull()
+    pixels = np.array([image.pixelColor(x, y).red() for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)])
+    assert (pixels > 150).any(), "coloured skeleton pixels were rendered"

@@ -1,0 +1,1 @@
+"""PoseTracker desktop application (PySide6 + pyqtgraph). The library lives in ``posetracker``."""

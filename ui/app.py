@@ -1,0 +1,86 @@
+"""Application entry: argument parsing and the QApplication (``python main.py``, ``posetracker-gui``).
+
+    python main.py [--source PATH|camera:N] [--mode live|offline]
+                   [--screenshot OUT.png --quit-after SECONDS]
+
+Without --source the bundled sample clip opens (no camera needed). --screenshot saves
+OUT.png (window), OUT-3d.png (3-D scene) and OUT-plots.png after --quit-after seconds, then quits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="posetracker-gui", description="PoseTracker desktop application")
+    parser.add_argument("--source", help="video file, recording folder or camera:N (default: the bundled sample clip)")
+    parser.add_argument("--mode", choices=("live", "offline"), default="live",
+                        help="live: causal tracking while playing; offline: process the whole file first (bidirectional)")
+    parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="save screenshots, then quit (needs --quit-after)")
+    parser.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
+    args = parser.parse_args(argv)
+    if args.screenshot is not None and args.quit_after is None:
+        parser.error("--screenshot needs --quit-after SECONDS")
+    return args
+
+
+def _make_app():
+    from PySide6.QtCore import QCoreApplication, Qt
+    from PySide6.QtWidgets import QApplication
+
+    QCoreApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setOrganizationName("PoseTracker")
+    app.setApplicationName("PoseTracker")
+    return app
+
+
+def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
+    from PySide6.QtCore import QTimer
+
+    def finish() -> None:
+        if screenshot is not None:
+            saved = window.save_screenshots(screenshot)
+            stats = window.controller.snapshot()
+            print(f"saved {', '.join(map(str, saved))}")
+            print(f"source {stats.source_fps:.1f} fps, inference {stats.inference_fps:.1f} fps, "
+                  f"latency {stats.latency_ms:.0f} ms, dropped {stats.dropped}, poses {window.poses_received}")
+        window.close()
+
+    QTimer.singleShot(int(seconds * 1000), finish)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    import torch
+
+    torch.set_num_threads(1)  # inference gets one core; the GUI and decoding keep the other
+    import posetracker.session  # noqa: F401 - import here once, so the worker only loads weights
+
+    app = _make_app()
+    from ui.main_window import MainWindow
+    from ui.services import SAMPLE_CLIP
+
+    settings = None
+    if args.screenshot is not None:  # reproducible screenshots: default layout and options, nothing saved
+        from PySide6.QtCore import QSettings
+
+        scratch = tempfile.mkdtemp(prefix="posetracker-shot-")
+        settings = QSettings(str(Path(scratch) / "settings.ini"), QSettings.Format.IniFormat)
+    window = MainWindow(settings=settings)
+    window.show()
+    window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
+    if args.quit_after is not None:
+        _schedule_quit(window, args.quit_after, args.screenshot)
+    return app.exec()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,57 @@
+"""One-shot jobs run on a QThreadPool (exports), plus source/session builders used by the window."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, QRunnable, Signal
+
+from posetracker.capture import FrameSource
+from posetracker.export import Exporter
+from posetracker.recording import ReplaySession, replay_source
+from posetracker.recording.replay import read_meta, read_poses
+from posetracker.types import PoseSequence
+from ui.packets import describe_error
+
+
+class JobSignals(QObject):
+    done = Signal(object)  # list[Path]
+    failed = Signal(str)
+
+
+class ExportJob(QRunnable):
+    """Write ``seq`` with ``exporter`` off the GUI thread; results arrive as signals."""
+
+    def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path):
+        super().__init__()
+        self.exporter, self.seq, self.path = exporter, seq, path
+        self.signals = JobSignals()
+
+    def run(self) -> None:
+        try:
+            files = self.exporter.write(self.seq, self.path, force=True)
+        except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised
+            self.signals.failed.emit(f"Export to {self.path} failed: {describe_error(exc)}")
+        else:
+            self.signals.done.emit(files)
+
+
+def new_recording_folder(base: Path) -> Path:
+    """A fresh ``session-YYYYmmdd-HHMMSS[-n]`` folder name under ``base`` (not created)."""
+    stem = time.strftime("session-%Y%m%d-%H%M%S")
+    folder, n = base / stem, 2
+    while folder.exists():
+        folder, n = base / f"{stem}-{n}", n + 1
+    return folder
+
+
+def recording_video(folder: str) -> FrameSource:
+    """The recording's video, or blank frames if it was lost (runs in the capture thread)."""
+    return replay_source(folder)[0]
+
+
+def recording_session(folder: str) -> ReplaySession:
+    """A session that replays the recording's poses (runs in the inference thread)."""
+    path = Path(folder)
+    return ReplaySession(read_poses(path, read_meta(path)))

@@ -1,0 +1,376 @@
+"""MainWindow: video view in the centre; source, model, 3-D and plot docks; a 30 Hz display timer.
+
+It only wires widgets to the PipelineController and the library; sessions come from
+``Services.make_session``; the state is one AppState persisted with QSettings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, QThreadPool, QTimer
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QFileDialog, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
+
+from posetracker.export import exporter_for_path, exporters, get_exporter
+from posetracker.recording import SessionRecorder
+from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
+from posetracker.types import PoseFrame, PoseSequence
+from ui.menus import build_menus
+from ui.jobs import ExportJob, new_recording_folder, recording_session, recording_video
+from ui.packets import PoseResult, RecordingSummary, SourceInfo
+from ui.panels import ModelPanel, SourcePanel
+from ui.pipeline import PipelineController
+from ui.plots import AnglePlot
+from ui.services import ModelChoice, Services, camera_index, classify, model_options, refiner_names
+from ui.skeleton_view import SkeletonView
+from ui.state import AppState, load_layout, load_state, open_settings
+from ui.video_view import VideoView
+from ui.widgets import MessageBanner, PipelineStatusBar
+from ui.window_events import WindowEvents
+
+DISPLAY_HZ = 30
+
+
+class MainWindow(WindowEvents, QMainWindow):
+    """The application window; event handlers and slots live in :class:`ui.window_events.WindowEvents`."""
+
+    def __init__(self, services: Services | None = None, settings: QSettings | None = None):
+        super().__init__()
+        self.setWindowTitle("PoseTracker")
+        self.setObjectName("mainWindow")
+        self.setAcceptDrops(True)
+        self.services = services or Services()
+        self.settings = settings or open_settings()
+        self.state: AppState = load_state(self.settings)
+        self.controller = PipelineController(self)
+        self.pool = QThreadPool(self)
+        self._jobs: set[ExportJob] = set()
+        self.spec: SkeletonSpec = self._load_spec(self.state.skeleton)
+        self.source_info: SourceInfo | None = None
+        self.model_ok = False
+        self.latest: PoseResult | None = None
+        self.history: dict[int, PoseFrame] = {}
+        self.sequence: PoseSequence | None = None  # offline result or replayed recording
+        self.last_recording: RecordingSummary | None = None
+        self.poses_received = 0
+        self._pending_offline = False
+        self._ticks = 0
+        self._build()
+        self._connect()
+        self._apply_state()
+        self.timer = QTimer(self)
+        self.timer.setInterval(1000 // DISPLAY_HZ)
+        self.timer.timeout.connect(self._on_timer_tick)
+        self.timer.start()
+
+    # ------------------------------------------------------------------ construction
+
+    def _build(self) -> None:
+        self.banner = MessageBanner()
+        self.video = VideoView()
+        central = QWidget()
+        layout = QVBoxLayout(central)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.banner)
+        layout.addWidget(self.video, 1)
+        self.setCentralWidget(central)
+        self.source_panel = SourcePanel()
+        names, note = refiner_names()
+        self.model_panel = ModelPanel(model_options(self.services.weights_path), names, note)
+        self.skeleton_view = SkeletonView()
+        self.plots = AnglePlot()
+        self.source_dock = self._dock("Source", self.source_panel, Qt.DockWidgetArea.LeftDockWidgetArea, scroll=True)
+        self.view3d_dock = self._dock("3-D view", self.skeleton_view, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.model_dock = self._dock("Mode and model", self.model_panel, Qt.DockWidgetArea.RightDockWidgetArea, scroll=True)
+        self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
+        self.plots_dock = self._dock("Joint angles", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.status = PipelineStatusBar()
+        self.setStatusBar(self.status)
+        self._build_toolbar()
+        build_menus(self)
+        self.source_panel.set_cameras(self.services.list_cameras())
+
+    def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
+        """A dock; ``scroll`` wraps forms in a scroll area so a small window can still shrink."""
+        dock = QDockWidget(title, self)
+        dock.setObjectName(title.replace(" ", "_").lower() + "_dock")
+        if scroll:
+            area_widget = QScrollArea()
+            area_widget.setWidgetResizable(True)
+            area_widget.setFrameShape(QScrollArea.Shape.NoFrame)
+            area_widget.setWidget(widget)
+            widget = area_widget
+        dock.setWidget(widget)
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Main")
+        bar.setObjectName("main_toolbar")
+        self.addToolBar(bar)
+        self.record_action = QAction("● Record", self, checkable=True)
+        self.record_action.setToolTip("Record the source video, poses and metadata into a session folder")
+        bar.addAction(self.record_action)
+        bar.addSeparator()
+        self.labels_action = QAction("Labels", self, checkable=True)
+        self.low_conf_action = QAction("Low-confidence joints", self, checkable=True)
+        self.boxes_action = QAction("Boxes", self, checkable=True)
+        for action in (self.labels_action, self.low_conf_action, self.boxes_action):
+            bar.addAction(action)
+        self.threshold = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, prefix="joint conf ≥ ")
+        bar.addWidget(self.threshold)
+
+    def _connect(self) -> None:
+        c, sp, mp = self.controller, self.source_panel, self.model_panel
+        c.source_opened.connect(self._on_source_opened)
+        c.source_ended.connect(self._on_source_ended)
+        c.model_ready.connect(self._on_model_ready)
+        c.pose_ready.connect(self._on_pose_ready)
+        c.failed.connect(self.show_error)
+        c.recording_stopped.connect(self._on_recording_stopped)
+        c.processing_progress.connect(sp.set_progress)
+        c.processing_done.connect(self._on_processing_done)
+        c.processing_finished.connect(self._on_processing_finished)
+        sp.camera_chosen.connect(lambda i: self.open_source(f"camera:{i}"))
+        sp.refresh_cameras.connect(lambda: sp.set_cameras(self.services.list_cameras()))
+        sp.open_file_clicked.connect(self._ask_open_file)
+        sp.open_recording_clicked.connect(self._ask_open_recording)
+        sp.recent_chosen.connect(self.open_source)
+        sp.play_toggled.connect(self.toggle_play)
+        sp.step_requested.connect(c.step)
+        sp.seek_requested.connect(c.seek)
+        sp.speed_changed.connect(self._on_speed_changed)
+        sp.loop_toggled.connect(self._on_loop_toggled)
+        sp.process_clicked.connect(self.process_whole_file)
+        sp.cancel_clicked.connect(c.cancel_processing)
+        mp.skeleton_chosen.connect(self._on_skeleton_chosen)
+        mp.mode_chosen.connect(self.set_mode)
+        mp.lookahead_changed.connect(self._on_lookahead_changed)
+        mp.sync_toggled.connect(self._on_sync_toggled)
+        self.plots.person_changed.connect(self._on_person_changed)
+        self.plots.angles_changed.connect(self._on_angles_changed)
+        self.plots.window_spin.valueChanged.connect(self._on_plot_window_changed)
+        self.skeleton_view.follow.toggled.connect(self._on_follow_toggled)
+        self.record_action.toggled.connect(self._on_record_toggled)
+        for action in (self.labels_action, self.low_conf_action, self.boxes_action):
+            action.toggled.connect(self._on_overlay_changed)
+        self.threshold.valueChanged.connect(self._on_overlay_changed)
+
+    def _apply_state(self) -> None:
+        s = replace(self.state)  # widgets echo changes back into self.state while being set
+        geometry, window_state = load_layout(self.settings)
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            self.resize(1280, 800)
+        if window_state is None or not self.restoreState(window_state):
+            self.resizeDocks([self.source_dock, self.view3d_dock], [270, 400], Qt.Orientation.Horizontal)
+            self.resizeDocks([self.plots_dock, self.view3d_dock], [210, 430], Qt.Orientation.Vertical)
+        self.labels_action.setChecked(s.show_labels)
+        self.low_conf_action.setChecked(s.show_low_confidence)
+        self.boxes_action.setChecked(s.show_boxes)
+        self.threshold.setValue(s.confidence_threshold)
+        self.skeleton_view.follow.setChecked(s.follow_person)
+        self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay)
+        self.model_panel.show_cost(s.lookahead, 30.0)
+        self.source_panel.set_recent(s.recent_files)
+        self.source_panel.loop.setChecked(s.loop)
+        self.source_panel.speed.setCurrentIndex(max(0, self.source_panel.speed.findData(s.speed)))
+        self.plots.set_person(s.person)
+        self.plots.set_window(s.plot_seconds)
+        self.state = s
+        self._set_spec(self.spec)
+        self._on_overlay_changed()
+
+    def _load_spec(self, name: str) -> SkeletonSpec:
+        try:
+            return load_skeleton(name)
+        except SkeletonError:
+            self.state.skeleton = "human18"
+            return load_skeleton("human18")
+
+    def _set_spec(self, spec: SkeletonSpec) -> None:
+        self.spec = spec
+        self.video.set_spec(spec)
+        self.skeleton_view.set_spec(spec)
+        self.plots.set_spec(spec, self.state.plot_angles)
+
+    # ------------------------------------------------------------------ sources
+
+    def open_source(self, spec: str, mode: str | None = None) -> None:
+        """Open ``camera:N``, a video file or a recording folder; stops the previous source first."""
+        spec = str(spec)
+        kind = classify(spec)
+        try:
+            opener, factory = self._source_builders(spec, kind)
+        except ValueError as exc:
+            self.show_error(str(exc))
+            return
+        self._reset_source()
+        self.state.source = spec
+        if kind != "camera":
+            self.state.add_recent(spec)
+            self.source_panel.set_recent(self.state.recent_files)
+        mode = (mode or self.state.mode) if kind == "file" else "live"
+        self._pending_offline = mode == "offline"
+        self._show_mode(mode)
+        self.controller.start(opener, factory)
+
+    def _source_builders(self, spec: str, kind: str):
+        if kind == "camera":
+            return partial(self.services.open_camera, camera_index(spec)), self.live_factory()
+        if kind == "recording":
+            return partial(recording_video, spec), partial(recording_session, spec)
+        return partial(self.services.open_file, spec), self.live_factory()
+
+    def live_factory(self):
+        choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead)
+        return partial(self.services.make_session, choice)
+
+    def _reset_source(self) -> None:
+        self.source_info = None
+        self.model_ok = False
+        self.latest = None
+        self.sequence = None
+        self.history.clear()
+        self.plots.clear()
+        self.video.clear()
+        self.source_panel.set_source(None)
+        self.source_panel.set_processing(False)
+        self.record_action.blockSignals(True)
+        self.record_action.setChecked(False)
+        self.record_action.blockSignals(False)
+        self.banner.withdraw("source")
+
+    def _ask_open_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)")
+        if path:
+            self.open_source(path)
+
+    def _ask_open_recording(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open recording", self.state.recordings_dir)
+        if folder:
+            self.open_source(folder)
+
+    def toggle_play(self) -> None:
+        if self.controller.snapshot().playing:
+            self.controller.pause()
+        else:
+            self.controller.play()
+
+    # ------------------------------------------------------------------ mode, model
+
+    def set_mode(self, mode: str) -> None:
+        if mode == "offline":
+            self.process_whole_file()
+        elif self.state.mode != "live" or self.sequence is not None:
+            self._show_mode("live")
+            self._restart_live()
+
+    def _show_mode(self, mode: str) -> None:
+        self.state.mode = mode
+        self.model_panel.set_values(self.state.skeleton, mode, self.state.lookahead, self.state.sync_overlay)
+
+    def _restart_live(self) -> None:
+        if self.source_info is None or classify(self.state.source) == "recording":
+            return
+        self.sequence = None
+        self.model_ok = False
+        self.history.clear()
+        self.plots.clear()
+        self.controller.start_inference(self.live_factory())
+
+    def process_whole_file(self) -> None:
+        """Offline mode: bidirectional pass over the whole file, then play the result."""
+        if classify(self.state.source) != "file" or self.source_info is None or self.source_info.is_live:
+            self.show_error("Offline processing needs a video file: open one first.")
+            self._show_mode("live")
+            return
+        self._show_mode("offline")
+        self.model_panel.model_label.setText("Model: processing the whole file (bidirectional)…")
+        self.controller.pause()
+        self.controller.stop_inference()
+        self.model_ok = False
+        self.source_panel.set_processing(True)
+        choice = ModelChoice(self.state.skeleton, "offline", 0)
+        self.controller.process_file(partial(self.services.open_file, self.state.source),
+                                     partial(self.services.make_session, choice))
+
+    # ------------------------------------------------------------------ recording, export
+
+    def start_recording(self, folder: str | Path | None = None) -> Path | None:
+        info = self.source_info
+        if info is None:
+            self.show_error("Open a source before recording.")
+            self._uncheck_record()
+            return None
+        folder = Path(folder) if folder else new_recording_folder(Path(self.state.recordings_dir))
+        meta = {"source": self.state.source, "mode": self.state.mode, "source_fps": info.fps}
+        self.controller.start_recording(partial(SessionRecorder, folder, info.fps, info.size, self.spec, meta))
+        self.status.set_recording(f"● REC {folder.name}")
+        self.record_action.blockSignals(True)
+        self.record_action.setChecked(True)
+        self.record_action.blockSignals(False)
+        return folder
+
+    def stop_recording(self) -> None:
+        self.controller.stop_recording()
+        self._uncheck_record()
+
+    def _uncheck_record(self) -> None:
+        self.record_action.blockSignals(True)
+        self.record_action.setChecked(False)
+        self.record_action.blockSignals(False)
+        self.status.set_recording("")
+
+    def current_sequence(self) -> PoseSequence | None:
+        """What Export writes: the offline result or replayed recording, else every pose received."""
+        if self.sequence is not None:
+            return self.sequence
+        if not self.history:
+            return None
+        frames = [self.history[i] for i in sorted(self.history)]
+        fps = self.source_info.fps if self.source_info and self.source_info.fps > 0 else 30.0
+        return PoseSequence(frames, fps, self.spec, {"source": self.state.source, "mode": self.state.mode})
+
+    def export_to(self, path: str | Path, name: str | None = None) -> ExportJob | None:
+        seq = self.current_sequence()
+        if seq is None or len(seq) == 0:
+            self.show_error("Nothing to export yet: no poses have been tracked.")
+            return None
+        try:
+            exporter = get_exporter(name) if name else exporter_for_path(path)
+        except KeyError as exc:
+            self.show_error(str(exc.args[0]))
+            return None
+        job = ExportJob(exporter, seq, Path(path))
+        job.setAutoDelete(False)
+        job.signals.done.connect(lambda files: self._on_export_done(job, files))
+        job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))
+        self._jobs.add(job)
+        self.pool.start(job)
+        return job
+
+    def ask_export(self, name: str) -> None:
+        exporter = exporters()[name]
+        pattern = " ".join(f"*{s}" for s in exporter.suffixes)
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {name.upper()}", "", f"{exporter.description} ({pattern})")
+        if path:
+            self.export_to(path, name)
+
+    def _on_export_done(self, job: ExportJob, files: list) -> None:
+        self._jobs.discard(job)
+        self.statusBar().showMessage("Exported " + ", ".join(str(f) for f in files), 8000)
+
+    def _on_export_failed(self, job: ExportJob, message: str) -> None:
+        self._jobs.discard(job)
+        self.show_error(message)
+
+    def show_error(self, message: str) -> None:
+        """Non-modal: a dismissable banner above the video; the app stays usable."""
+        self.banner.show_message(message)
+        self.statusBar().showMessage(message, 10000)

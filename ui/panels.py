@@ -1,0 +1,236 @@
+"""Side panels: source (cameras, files, transport, whole-file processing) and mode & model."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox, QComboBox, QFormLayout, QGroupBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem,
+    QProgressBar, QPushButton, QSlider, QSpinBox, QStyle, QToolButton, QVBoxLayout, QWidget,
+)
+
+from posetracker.capture import CameraInfo
+from ui.packets import SourceInfo
+from ui.services import ModelOption
+
+SPEEDS = (0.25, 0.5, 1.0, 2.0)
+
+
+def format_time(seconds: float) -> str:
+    m, s = divmod(max(0.0, seconds), 60.0)
+    return f"{int(m):02d}:{s:05.2f}"
+
+
+class SourcePanel(QWidget):
+    camera_chosen = Signal(int)
+    refresh_cameras = Signal()
+    open_file_clicked = Signal()
+    open_recording_clicked = Signal()
+    recent_chosen = Signal(str)
+    play_toggled = Signal()
+    step_requested = Signal(int)
+    seek_requested = Signal(int)
+    speed_changed = Signal(float)
+    loop_toggled = Signal(bool)
+    process_clicked = Signal()
+    cancel_clicked = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.cameras = QListWidget()
+        self.cameras.setMaximumHeight(64)
+        self.refresh = QPushButton("Refresh")
+        self.open_file = QPushButton("Open video…")
+        self.open_recording = QPushButton("Open recording…")
+        self.recent = QComboBox()
+        self.recent.setPlaceholderText("Recent files")
+        self.source_label = QLabel("No source")
+        self.source_label.setWordWrap(True)
+        self.play = QToolButton()
+        self.back = QToolButton()
+        self.forward = QToolButton()
+        self.back.setIcon(self._icon("SP_MediaSkipBackward"))
+        self.back.setToolTip("Previous frame")
+        self.forward.setIcon(self._icon("SP_MediaSkipForward"))
+        self.forward.setToolTip("Next frame")
+        self.slider = QSlider(Qt.Orientation.Horizontal)
+        self.time_label = QLabel("--:-- / --:--")
+        self.speed = QComboBox()
+        for s in SPEEDS:
+            self.speed.addItem(f"{s:g}×", s)
+        self.loop = QCheckBox("Loop")
+        self.process = QPushButton("Process whole file")
+        self.progress = QProgressBar()
+        self.cancel = QPushButton("Cancel")
+        self._fps = 30.0
+        self._count = 0
+        self._playing = True
+        self._layout()
+        self._connect()
+        self.set_source(None)
+        self.set_processing(False)
+
+    def _layout(self) -> None:
+        cams = QGroupBox("Cameras")
+        cl = QVBoxLayout(cams)
+        cl.addWidget(self.cameras)
+        cl.addWidget(self.refresh)
+        files = QGroupBox("Files")
+        fl = QVBoxLayout(files)
+        for w in (self.open_file, self.open_recording, self.recent, self.source_label):
+            fl.addWidget(w)
+        transport = QHBoxLayout()
+        for w in (self.back, self.play, self.forward, self.speed, self.loop):
+            transport.addWidget(w)
+        fl.addLayout(transport)
+        fl.addWidget(self.slider)
+        fl.addWidget(self.time_label)
+        fl.addWidget(self.process)
+        prog = QHBoxLayout()
+        prog.addWidget(self.progress, 1)
+        prog.addWidget(self.cancel)
+        fl.addLayout(prog)
+        layout = QVBoxLayout(self)
+        layout.addWidget(cams)
+        layout.addWidget(files)
+        layout.addStretch(1)
+
+    def _connect(self) -> None:
+        self.cameras.itemActivated.connect(self._on_camera_activated)
+        self.refresh.clicked.connect(self.refresh_cameras)
+        self.open_file.clicked.connect(self.open_file_clicked)
+        self.open_recording.clicked.connect(self.open_recording_clicked)
+        self.recent.activated.connect(lambda i: self.recent_chosen.emit(self.recent.itemData(i)))
+        self.play.clicked.connect(self.play_toggled)
+        self.back.clicked.connect(lambda: self.step_requested.emit(-1))
+        self.forward.clicked.connect(lambda: self.step_requested.emit(1))
+        self.slider.sliderReleased.connect(lambda: self.seek_requested.emit(self.slider.value()))
+        self.slider.actionTriggered.connect(self._on_slider_action)
+        self.speed.activated.connect(lambda i: self.speed_changed.emit(float(self.speed.itemData(i))))
+        self.loop.toggled.connect(self.loop_toggled)
+        self.process.clicked.connect(self.process_clicked)
+        self.cancel.clicked.connect(self.cancel_clicked)
+
+    def _on_slider_action(self, action: int) -> None:
+        """Clicks on the groove and keyboard steps seek at once (drags seek on release)."""
+        if action != QSlider.SliderAction.SliderMove.value:
+            self.seek_requested.emit(self.slider.sliderPosition())
+
+    def set_cameras(self, cameras: list[CameraInfo]) -> None:
+        self.cameras.clear()
+        for cam in cameras:
+            item = QListWidgetItem(f"{cam.index}: {cam.name}")
+            item.setData(Qt.ItemDataRole.UserRole, cam.index)
+            self.cameras.addItem(item)
+        if not cameras:
+            item = QListWidgetItem("No camera found")
+            item.setFlags(Qt.ItemFlag.NoItemFlags)
+            self.cameras.addItem(item)
+
+    def _on_camera_activated(self, item: QListWidgetItem) -> None:
+        index = item.data(Qt.ItemDataRole.UserRole)
+        if index is not None:
+            self.camera_chosen.emit(int(index))
+
+    def set_recent(self, recent: list[str]) -> None:
+        self.recent.clear()
+        for spec in recent:
+            self.recent.addItem(spec.rsplit("/", 1)[-1] or spec, spec)
+            self.recent.setItemData(self.recent.count() - 1, spec, Qt.ItemDataRole.ToolTipRole)
+        self.recent.setCurrentIndex(-1)
+
+    def set_source(self, info: SourceInfo | None) -> None:
+        self.source_label.setText(info.name if info else "No source")
+        file_like = info is not None and not info.is_live and info.seekable
+        for w in (self.play, self.back, self.forward, self.slider, self.speed, self.loop, self.process):
+            w.setEnabled(file_like)
+        self._fps = info.fps if info and info.fps > 0 else 30.0
+        self._count = (info.frame_count or 0) if info else 0
+        self.slider.setRange(0, max(0, self._count - 1))
+        self.set_position(-1, False)
+
+    def _icon(self, name: str):
+        return self.style().standardIcon(getattr(QStyle.StandardPixmap, name))
+
+    def set_position(self, index: int, playing: bool) -> None:
+        if playing != self._playing:
+            self._playing = playing
+            self.play.setIcon(self._icon("SP_MediaPause" if playing else "SP_MediaPlay"))
+            self.play.setToolTip("Pause" if playing else "Play")
+        if not self.slider.isSliderDown() and index >= 0:
+            self.slider.setValue(index)
+        total = format_time(self._count / self._fps) if self._count else "--:--"
+        self.time_label.setText(f"{format_time(max(index, 0) / self._fps)} / {total}")
+
+    def set_processing(self, busy: bool) -> None:
+        self.progress.setVisible(busy)
+        self.cancel.setVisible(busy)
+        self.progress.setValue(0)
+        self.process.setVisible(not busy)
+
+    def set_progress(self, done: int, total: int) -> None:
+        self.progress.setRange(0, total if total > 0 else 0)
+        self.progress.setValue(min(done, total) if total > 0 else 0)
+        self.progress.setFormat(f"{done} / {total} frames" if total else f"{done} frames")
+
+
+class ModelPanel(QWidget):
+    """Skeleton/mode selector, live look-ahead with its latency cost, overlay options, refiners."""
+
+    skeleton_chosen = Signal(str)
+    mode_chosen = Signal(str)
+    lookahead_changed = Signal(int)
+    sync_toggled = Signal(bool)
+
+    def __init__(self, options: list[ModelOption], refiners: list[str], refiner_note: str | None,
+                 parent: QWidget | None = None):
+        super().__init__(parent)
+        self.skeleton = QComboBox()
+        for opt in options:
+            label = ("Human" if opt.kind == "human" else opt.kind.capitalize()) + f" ({opt.skeleton})"
+            self.skeleton.addItem(label if opt.has_weights else f"{label}: no weights", opt.skeleton)
+            if not opt.has_weights:
+                self.skeleton.model().item(self.skeleton.count() - 1).setEnabled(False)
+        self.mode = QComboBox()
+        self.mode.addItem("Live (causal, low latency)", "live")
+        self.mode.addItem("Offline (whole file, bidirectional)", "offline")
+        self.lookahead = QSpinBox(minimum=0, maximum=15, suffix=" frames")
+        self.cost = QLabel("")
+        self.sync = QCheckBox("Draw poses on the frame they came from")
+        self.model_label = QLabel("Model: loading…")
+        self.model_label.setWordWrap(True)
+        self.refiners = QGroupBox("Refiners")
+        rl = QVBoxLayout(self.refiners)
+        for name in refiners:
+            rl.addWidget(QCheckBox(name))
+        if not refiners:
+            rl.addWidget(QLabel(refiner_note or "No refiners are installed."))
+            self.refiners.setEnabled(False)
+        form = QFormLayout()
+        form.addRow("Skeleton", self.skeleton)
+        form.addRow("Mode", self.mode)
+        form.addRow("Look-ahead", self.lookahead)
+        form.addRow("", self.cost)
+        layout = QVBoxLayout(self)
+        layout.addLayout(form)
+        layout.addWidget(self.sync)
+        layout.addWidget(self.model_label)
+        layout.addWidget(self.refiners)
+        layout.addStretch(1)
+        self.skeleton.activated.connect(lambda i: self.skeleton_chosen.emit(self.skeleton.itemData(i)))
+        self.mode.activated.connect(lambda i: self.mode_chosen.emit(self.mode.itemData(i)))
+        self.lookahead.valueChanged.connect(self.lookahead_changed)
+        self.sync.toggled.connect(self.sync_toggled)
+
+    def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool) -> None:
+        for combo, value in ((self.skeleton, skeleton), (self.mode, mode)):
+            combo.setCurrentIndex(max(0, combo.findData(value)))
+        self.lookahead.blockSignals(True)
+        self.lookahead.setValue(lookahead)
+        self.lookahead.blockSignals(False)
+        self.sync.blockSignals(True)
+        self.sync.setChecked(sync)
+        self.sync.blockSignals(False)
+
+    def show_cost(self, lookahead: int, fps: float) -> None:
+        ms = 1000.0 * lookahead / fps if fps > 0 else 0.0
+        self.cost.setText("lowest latency" if lookahead == 0 else f"+{ms:.0f} ms latency at {fps:g} fps")

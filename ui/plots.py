@@ -1,0 +1,160 @@
+"""Plots panel: chosen joint angles of the selected person over the last N seconds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget,
+)
+
+from posetracker.analysis import AngleHistory, angles_for_spec
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseFrame
+
+CURVE_COLOURS = ((66, 135, 245), (245, 96, 66), (80, 200, 120), (240, 200, 40),
+                 (180, 100, 240), (60, 210, 220), (250, 140, 200), (200, 200, 200))
+AUTO = -1
+
+
+class AnglePlot(QWidget):
+    """Feed poses with :meth:`add_pose`; :meth:`refresh` redraws (called by the display timer)."""
+
+    person_changed = Signal(int)  # track id, -1 = automatic
+    angles_changed = Signal(list)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.history: AngleHistory | None = None
+        self.seconds = 10.0
+        self.person = AUTO
+        self.plot = pg.PlotWidget()
+        self.plot.setMinimumHeight(60)
+        self.plot.setLabel("left", "angle", units="deg")
+        self.plot.setLabel("bottom", "time before now", units="s")
+        self.plot.showGrid(x=True, y=True, alpha=0.3)
+        self.plot.setYRange(0, 180)
+        self.plot.addLegend(offset=(5, 5))
+        self.people = QComboBox()
+        self.window_spin = QDoubleSpinBox(minimum=2.0, maximum=60.0, value=10.0, suffix=" s", singleStep=1.0)
+        self.angle_list = QListWidget()
+        self.angle_list.setMaximumWidth(150)
+        self.empty = QLabel("")
+        self._curves: dict[str, pg.PlotDataItem] = {}
+        self._layout()
+        self.people.activated.connect(self._on_people_activated)
+        self.window_spin.valueChanged.connect(self._on_window_changed)
+        self.angle_list.itemChanged.connect(self._on_angle_toggled)
+
+    def _layout(self) -> None:
+        bar = QHBoxLayout()
+        bar.addWidget(QLabel("Person"))
+        bar.addWidget(self.people)
+        bar.addWidget(QLabel("Window"))
+        bar.addWidget(self.window_spin)
+        bar.addWidget(self.empty, 1)
+        body = QHBoxLayout()
+        body.addWidget(self.plot, 1)
+        body.addWidget(self.angle_list)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(bar)
+        layout.addLayout(body, 1)
+        self._fill_people([])
+
+    def set_spec(self, spec: SkeletonSpec, chosen: list[str]) -> None:
+        defs = angles_for_spec(spec)
+        self.history = AngleHistory(spec, defs, seconds=60.0)
+        self.angle_list.blockSignals(True)
+        self.angle_list.clear()
+        for d in defs:
+            item = QListWidgetItem(d.name)
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked if d.name in chosen else Qt.CheckState.Unchecked)
+            self.angle_list.addItem(item)
+        self.angle_list.blockSignals(False)
+        self.empty.setText("" if defs else f"No joint angles defined for {spec.name}")
+        self._rebuild_curves()
+
+    def chosen(self) -> list[str]:
+        items = (self.angle_list.item(i) for i in range(self.angle_list.count()))
+        return [it.text() for it in items if it.checkState() == Qt.CheckState.Checked]
+
+    def set_person(self, track_id: int) -> None:
+        self.person = track_id
+
+    def set_window(self, seconds: float) -> None:
+        self.window_spin.setValue(seconds)
+
+    def clear(self) -> None:
+        if self.history is not None:
+            self.history.clear()
+        for curve in self._curves.values():
+            curve.setData([], [])
+
+    def add_pose(self, pose: PoseFrame) -> None:
+        if self.history is not None:
+            self.history.add(pose)
+
+    def current_person(self) -> int | None:
+        """The plotted track: the chosen one, else the lowest id in view, else the lowest id recorded."""
+        if self.history is None:
+            return None
+        if self.person != AUTO:
+            return self.person
+        ids = self.history.latest_ids or self.history.track_ids()
+        return ids[0] if ids else None
+
+    def refresh(self) -> None:
+        if self.history is None:
+            return
+        self._fill_people(self.history.track_ids())
+        tid = self.current_person()
+        times, values = self.history.series(tid, self.seconds) if tid is not None else (np.zeros(0), None)
+        names = [d.name for d in self.history.defs]
+        for name, curve in self._curves.items():
+            if len(times) == 0:
+                curve.setData([], [])
+                continue
+            col = values[:, names.index(name)]
+            curve.setData(times - self.history.latest_time, col, connect="finite")
+        self.plot.setXRange(-self.seconds, 0, padding=0.02)
+
+    def _rebuild_curves(self) -> None:
+        for curve in self._curves.values():
+            self.plot.removeItem(curve)
+        self._curves.clear()
+        if self.history is None:
+            return
+        chosen = set(self.chosen())
+        for i, d in enumerate(self.history.defs):
+            if d.name in chosen:
+                pen = pg.mkPen(CURVE_COLOURS[i % len(CURVE_COLOURS)], width=2)
+                self._curves[d.name] = self.plot.plot([], [], pen=pen, name=d.name)
+
+    def _fill_people(self, ids: list[int]) -> None:
+        wanted = ["Auto"] + [f"#{i}" for i in ids]
+        current = [self.people.itemText(i) for i in range(self.people.count())]
+        if wanted == current:
+            return
+        self.people.blockSignals(True)
+        self.people.clear()
+        self.people.addItem("Auto", AUTO)
+        for i in ids:
+            self.people.addItem(f"#{i}", i)
+        index = self.people.findData(self.person)
+        self.people.setCurrentIndex(max(index, 0))
+        self.people.blockSignals(False)
+
+    def _on_people_activated(self, index: int) -> None:
+        self.person = int(self.people.itemData(index))
+        self.person_changed.emit(self.person)
+
+    def _on_window_changed(self, value: float) -> None:
+        self.seconds = float(value)
+
+    def _on_angle_toggled(self, _item: QListWidgetItem) -> None:
+        self._rebuild_curves()
+        self.refresh()
+        self.angles_changed.emit(self.chosen())

@@ -1,0 +1,107 @@
+"""What the window needs from the outside world, injectable for tests:
+sessions (model loading), cameras, files. Plus source classification and model discovery."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
+from posetracker.recording import is_recording_folder
+from posetracker.skeletons import available_skeletons, load_skeleton
+from ui.packets import PoseSession
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLE_CLIP = REPO / "assets" / "sample_dance.mp4"
+SourceKind = Literal["camera", "recording", "file"]
+CAMERA_PREFIX = "camera:"
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    """Which session to build: skeleton, mode and look-ahead (weights: None = shipped file)."""
+
+    skeleton: str = "human18"
+    mode: Literal["live", "offline"] = "live"
+    lookahead: int = 0
+    weights: Path | None = None
+
+
+def real_session(choice: ModelChoice) -> PoseSession:
+    """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread)."""
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+
+    net = load_posenet(choice.weights, load_skeleton(choice.skeleton))
+    return TrackingSession(net, SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1))
+
+
+def open_camera(index: int) -> FrameSource:
+    return WebcamSource(index)
+
+
+def _default_weights(skeleton: str) -> Path:
+    from posetracker.model.weights import default_weights_path
+
+    return default_weights_path(skeleton)
+
+
+@dataclass
+class Services:
+    """Factories the window calls; tests replace them with fakes."""
+
+    make_session: Callable[[ModelChoice], PoseSession] = real_session
+    open_camera: Callable[[int], FrameSource] = open_camera
+    list_cameras: Callable[[], list[CameraInfo]] = list_cameras
+    open_file: Callable[[str], FrameSource] = open_source
+    weights_path: Callable[[str], Path] = _default_weights
+
+
+def classify(spec: str) -> SourceKind:
+    if spec.startswith(CAMERA_PREFIX):
+        return "camera"
+    if is_recording_folder(spec):
+        return "recording"
+    return "file"
+
+
+def camera_index(spec: str) -> int:
+    rest = spec[len(CAMERA_PREFIX):].strip()
+    if not rest.isdigit():
+        raise ValueError(f"bad camera source {spec!r}: expected camera:N")
+    return int(rest)
+
+
+@dataclass(frozen=True)
+class ModelOption:
+    skeleton: str
+    kind: str  # "human" | "animal"
+    has_weights: bool
+
+
+def model_options(weights_path: Callable[[str], Path] = _default_weights) -> list[ModelOption]:
+    """Every shipped skeleton, human first, with whether weights exist for it."""
+    options = []
+    for name in available_skeletons():
+        try:
+            kind = load_skeleton(name).kind
+        except ValueError:
+            continue
+        options.append(ModelOption(name, kind, weights_path(name).is_file()))
+    return sorted(options, key=lambda o: (o.kind != "human", o.skeleton))
+
+
+def refiner_names() -> tuple[list[str], str | None]:
+    """Names from the refiner registry, or ([], reason) while there is none."""
+    try:
+        module = importlib.import_module("posetracker.refiners")
+    except ImportError:
+        return [], "No refiners are installed."
+    except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
+        return [], f"Refiners could not be loaded: {exc}"
+    lister = getattr(module, "refiners", None) or getattr(module, "available_refiners", None)
+    names = sorted(lister()) if callable(lister) else []
+    return names, None if names else "No refiners are installed."

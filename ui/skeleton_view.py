@@ -1,0 +1,187 @@
+"""3-D view (pyqtgraph.opengl GLViewWidget): every tracked skeleton in camera space above a ground grid.
+
+Camera space (x right, y down, z forward, metres) maps to a z-up scene: X = x, Y = z, Z = -y.
+Without an OpenGL context (QT_QPA_PLATFORM=offscreen, no GL driver) a placeholder is shown instead.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication, QImage, QOpenGLContext
+from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseFrame
+from ui.overlay import drawn_edges, edge_segments, track_colour, visible_joints
+
+DEFAULT_CAMERA = {"distance": 9.0, "elevation": 15.0, "azimuth": -90.0}  # behind the real camera
+
+
+def to_scene(world: np.ndarray) -> np.ndarray:
+    """(..., 3) camera space (x right, y down, z forward) -> z-up scene (X = x, Y = z, Z = -y)."""
+    w = np.asarray(world, np.float64)
+    return np.stack([w[..., 0], w[..., 2], -w[..., 1]], axis=-1)
+
+
+def floor_level(scene: np.ndarray, visible: np.ndarray) -> float | None:
+    """Scene Z of the floor under the people: the lowest visible joint, or None if none."""
+    if not visible.any():
+        return None
+    return float(scene[visible][:, 2].min())
+
+
+def gl_available() -> bool:
+    """True if an OpenGL context can be made here (False offscreen or without a driver)."""
+    if os.environ.get("POSETRACKER_NO_GL") or QGuiApplication.platformName() in ("offscreen", "minimal"):
+        return False
+    try:
+        import pyqtgraph.opengl  # noqa: F401
+    except Exception:  # noqa: BLE001 - PyOpenGL missing or no libGL
+        return False
+    return QOpenGLContext().create()
+
+
+class SkeletonView(QWidget):
+    """Call :meth:`set_pose` from the display timer; ``has_gl`` tells whether it renders."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.has_gl = gl_available()
+        self._spec: SkeletonSpec | None = None
+        self._edges = np.zeros((0, 2), np.int64)
+        self._floor: float | None = None
+        self._middle: np.ndarray | None = None  # scene X, Y of the people (smoothed)
+        self._framed = False  # camera framed on the first people seen
+        self._extent = 4.0  # metres spanned by the people on the floor plane
+        self._people: list[tuple[object, object]] = []
+        self.follow = QCheckBox("Follow person")
+        self.reset_button = QPushButton("Reset view")
+        bar = QHBoxLayout()
+        bar.addWidget(self.reset_button)
+        bar.addWidget(self.follow)
+        bar.addStretch(1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addLayout(bar)
+        self.gl = self._make_gl() if self.has_gl else None
+        if self.gl is None:
+            note = QLabel("3-D view unavailable: no OpenGL context on this display.")
+            note.setAlignment(Qt.AlignmentFlag.AlignCenter)
+            note.setWordWrap(True)
+            layout.addWidget(note, 1)
+        else:
+            layout.addWidget(self.gl, 1)
+        self.reset_button.clicked.connect(self.reset_view)
+
+    def _make_gl(self):
+        import pyqtgraph.opengl as gl
+
+        view = gl.GLViewWidget()
+        view.setBackgroundColor((18, 18, 24))
+        view.setMinimumSize(80, 60)
+        self._grid = gl.GLGridItem()
+        self._grid.setSize(12, 12)
+        self._grid.setSpacing(0.5, 0.5)
+        self._grid.setColor((120, 120, 140, 160))
+        view.addItem(self._grid)
+        view.setCameraPosition(**DEFAULT_CAMERA)
+        view.opts["center"] = _vec(0.0, 4.0, 0.0)
+        return view
+
+    def set_spec(self, spec: SkeletonSpec) -> None:
+        self._spec = spec
+        self._edges = drawn_edges(spec)
+
+    def reset_view(self) -> None:
+        """Look at the people from behind the camera, slightly above."""
+        if self.gl is None:
+            return
+        x, y = self._middle if self._middle is not None else (0.0, 4.0)
+        z = self._floor + 0.9 if self._floor is not None else 0.0
+        distance = float(np.clip(1.3 * self._extent + 3.0, 4.0, 25.0))
+        self.gl.setCameraPosition(**{**DEFAULT_CAMERA, "distance": distance})
+        self.gl.opts["center"] = _vec(x, y, z)
+        self.gl.update()
+
+    def set_pose(self, pose: PoseFrame | None, selected: int | None = None) -> None:
+        """Draw everyone in ``pose`` (needs ``pose.world``); ``selected`` is followed if asked."""
+        if self.gl is None or self._spec is None:
+            return
+        n = pose.num_people if pose is not None and pose.world is not None else 0
+        while len(self._people) < n:
+            self._people.append(self._add_person())
+        placed: list[np.ndarray] = []
+        for p, (lines, dots) in enumerate(self._people):
+            if p >= n:
+                lines.setVisible(False)
+                dots.setVisible(False)
+                continue
+            shown = self._draw_person(pose, p, lines, dots)
+            if shown is not None:
+                placed.append(shown)
+        self._update_ground(placed)
+        if self.follow.isChecked() and n:
+            self._follow(pose, selected)
+        elif placed and not self._framed:
+            self._framed = True
+            self.reset_view()
+
+    def _add_person(self) -> tuple[object, object]:
+        import pyqtgraph.opengl as gl
+
+        lines = gl.GLLinePlotItem(mode="lines", width=3, antialias=True)
+        dots = gl.GLScatterPlotItem(size=8, pxMode=True)
+        self.gl.addItem(lines)
+        self.gl.addItem(dots)
+        return lines, dots
+
+    def _draw_person(self, pose: PoseFrame, p: int, lines, dots) -> np.ndarray | None:
+        """Draws one person; returns their visible scene points (None if none)."""
+        scene = to_scene(pose.world[p]).astype(np.float32)  # GL buffers are float32
+        shown = visible_joints(pose.confidence[p], scene, self._spec, 0.3)
+        colour = tuple(c / 255.0 for c in track_colour(int(pose.track_ids[p]))) + (1.0,)  # a tuple: one colour
+        seg = edge_segments(scene, shown, self._edges)
+        lines.setVisible(len(seg) > 0)
+        if len(seg):
+            lines.setData(pos=seg, color=colour)
+        dots.setVisible(bool(shown.any()))
+        if shown.any():
+            dots.setData(pos=scene[shown], color=colour)
+            return scene[shown]
+        return None
+
+    def _update_ground(self, placed: list[np.ndarray]) -> None:
+        """Move the grid under the people: floor at their lowest joints, centred on them (smoothed)."""
+        if not placed:
+            return
+        pts = np.concatenate(placed)
+        floor = floor_level(pts, np.ones(len(pts), bool))
+        middle = np.median(pts[:, :2], axis=0)
+        self._extent = float(np.ptp(pts[:, :2], axis=0).max())
+        first = self._floor is None
+        self._floor = floor if first else 0.9 * self._floor + 0.1 * floor
+        self._middle = middle if first else 0.9 * self._middle + 0.1 * middle
+        gx, gy = np.round(self._middle / 0.5) * 0.5
+        self._grid.resetTransform()
+        self._grid.translate(float(gx), float(gy), float(self._floor))
+
+    def _follow(self, pose: PoseFrame, selected: int | None) -> None:
+        ids = pose.track_ids.tolist()
+        p = ids.index(selected) if selected in ids else 0
+        centre = to_scene(np.nanmean(pose.world[p], axis=0))
+        if np.all(np.isfinite(centre)):
+            self.gl.opts["center"] = _vec(*centre)
+            self.gl.update()
+
+    def grab_image(self) -> QImage | None:
+        """The rendered 3-D scene (None without OpenGL)."""
+        return self.gl.grabFramebuffer() if self.gl is not None else None
+
+
+def _vec(x: float, y: float, z: float):
+    from pyqtgraph import Vector
+
+    return Vector(float(x), float(y), float(z))

@@ -1,0 +1,86 @@
+"""AppState: the window's typed state, persisted with QSettings (as JSON) in ui/ only."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
+
+ORGANISATION = "PoseTracker"
+APPLICATION = "PoseTracker"
+MAX_RECENT = 8
+DEFAULT_ANGLES = ("left knee", "right knee", "left elbow", "right elbow")
+
+
+def default_recordings_dir() -> str:
+    docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
+    return str(Path(docs) / "PoseTracker" / "recordings")
+
+
+@dataclass
+class AppState:
+    """Everything the user chooses; MainWindow owns one."""
+
+    source: str = ""
+    skeleton: str = "human18"
+    mode: str = "live"  # live | offline
+    lookahead: int = 0
+    speed: float = 1.0
+    loop: bool = False
+    sync_overlay: bool = True  # draw poses on the frame they were computed from
+    show_labels: bool = True
+    show_low_confidence: bool = False
+    show_boxes: bool = False
+    confidence_threshold: float = 0.3
+    follow_person: bool = False
+    person: int = -1  # selected track id, -1 = automatic
+    plot_seconds: float = 10.0
+    plot_angles: list[str] = field(default_factory=lambda: list(DEFAULT_ANGLES))
+    recent_files: list[str] = field(default_factory=list)
+    recordings_dir: str = field(default_factory=lambda: default_recordings_dir())
+
+    def add_recent(self, spec: str) -> None:
+        self.recent_files = [spec] + [r for r in self.recent_files if r != spec]
+        del self.recent_files[MAX_RECENT:]
+
+
+def open_settings() -> QSettings:
+    """INI settings in the user scope (tests redirect them with QSettings.setPath)."""
+    return QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope, ORGANISATION, APPLICATION)
+
+
+def load_state(settings: QSettings) -> AppState:
+    """The saved state; unknown or mistyped entries fall back to defaults."""
+    state = AppState()
+    try:
+        saved = json.loads(str(settings.value("state", "{}")))
+    except ValueError:
+        return state
+    if not isinstance(saved, dict):
+        return state
+    for f in dataclasses.fields(AppState):
+        value = saved.get(f.name)
+        default = getattr(state, f.name)
+        if value is not None and isinstance(value, type(default)):
+            setattr(state, f.name, value)
+        elif isinstance(default, float) and isinstance(value, int):
+            setattr(state, f.name, float(value))
+    return state
+
+
+def save_state(settings: QSettings, state: AppState) -> None:
+    settings.setValue("state", json.dumps(dataclasses.asdict(state)))
+
+
+def save_layout(settings: QSettings, geometry: QByteArray, window_state: QByteArray) -> None:
+    settings.setValue("geometry", geometry)
+    settings.setValue("windowState", window_state)
+
+
+def load_layout(settings: QSettings) -> tuple[QByteArray | None, QByteArray | None]:
+    geometry, window_state = settings.value("geometry"), settings.value("windowState")
+    return (geometry if isinstance(geometry, QByteArray) else None,
+            window_state if isinstance(window_state, QByteArray) else None)

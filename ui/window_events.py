@@ -1,0 +1,209 @@
+"""MainWindow's slots and Qt event handlers (a mixin, to keep each module short)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent
+
+from posetracker.recording import ReplaySession
+from posetracker.skeletons import SkeletonError, load_skeleton
+from ui.overlay import OverlayOptions
+from ui.packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
+from ui.state import save_layout, save_state
+
+if TYPE_CHECKING:
+    from ui.main_window import MainWindow
+
+TOO_SMALL = (520, 360)
+MAX_HISTORY = 200_000
+
+
+class WindowEvents:
+    """Mixed into MainWindow (first base): reacts to the controller, panels and Qt events."""
+
+    # ------------------------------------------------------------------ controller
+
+    def _on_source_opened(self: MainWindow, info: SourceInfo) -> None:
+        self.source_info = info
+        self.setWindowTitle(f"PoseTracker - {info.name}")
+        self.source_panel.set_source(info)
+        self.model_panel.show_cost(self.state.lookahead, info.fps)
+        self.controller.set_speed(self.state.speed)
+        self.controller.set_loop(self.state.loop)
+        self.statusBar().showMessage(f"Opened {info.name}: {info.size[0]}x{info.size[1]} at {info.fps:g} fps", 5000)
+        if self._pending_offline:
+            self._pending_offline = False
+            self.process_whole_file()
+
+    def _on_source_ended(self: MainWindow) -> None:
+        if self.source_info is not None and self.source_info.is_live:
+            self.show_error(f"{self.source_info.name} ended.")
+
+    def _on_model_ready(self: MainWindow, info: ModelInfo) -> None:
+        self.model_ok = True
+        if info.skeleton != self.spec.name:
+            try:
+                self._set_spec(load_skeleton(info.skeleton))
+            except SkeletonError as exc:
+                self.show_error(str(exc))
+        if info.sequence is not None:
+            self.sequence = info.sequence
+        self.model_panel.model_label.setText(f"Model: {info.description} ({info.skeleton}), ready in {info.load_s:.1f} s")
+
+    def _on_pose_ready(self: MainWindow, result: PoseResult) -> None:
+        pose = result.pose
+        self.poses_received += 1
+        if len(self.history) < MAX_HISTORY:
+            self.history[pose.index] = pose
+        self.plots.add_pose(pose)
+
+    def _on_processing_done(self: MainWindow, seq) -> None:
+        self.sequence = seq
+        self.history.clear()
+        self.plots.clear()
+        self.controller.start_inference(lambda: ReplaySession(seq))
+        self.controller.seek(0)
+        self.controller.play()
+        self.statusBar().showMessage(f"Processed {len(seq)} frames (offline, bidirectional); playing the result", 8000)
+
+    def _on_processing_finished(self: MainWindow) -> None:
+        self.source_panel.set_processing(False)
+        if self.sequence is None and self.controller.inference is None and self.source_info is not None:
+            self._show_mode("live")  # cancelled or failed: back to live tracking
+            self._restart_live()
+
+    def _on_recording_stopped(self: MainWindow, summary: RecordingSummary) -> None:
+        self.last_recording = summary
+        self._uncheck_record()
+        note = f" ({summary.dropped} frames dropped)" if summary.dropped else ""
+        self.statusBar().showMessage(
+            f"Recording saved in {summary.folder}: {summary.frames} frames, {summary.poses} poses{note}", 10000)
+
+    # ------------------------------------------------------------------ panels
+
+    def _on_record_toggled(self: MainWindow, checked: bool) -> None:
+        if checked:
+            self.start_recording()
+        else:
+            self.stop_recording()
+
+    def _on_skeleton_chosen(self: MainWindow, name: str) -> None:
+        if name != self.state.skeleton:
+            self.state.skeleton = name
+            self._set_spec(self._load_spec(name))
+            self._restart_live()
+
+    def _on_lookahead_changed(self: MainWindow, value: int) -> None:
+        self.state.lookahead = int(value)
+        fps = self.source_info.fps if self.source_info else 30.0
+        self.model_panel.show_cost(self.state.lookahead, fps)
+        if self.state.mode == "live" and self.sequence is None:
+            self._restart_live()
+
+    def _on_sync_toggled(self: MainWindow, checked: bool) -> None:
+        self.state.sync_overlay = checked
+
+    def _on_speed_changed(self: MainWindow, speed: float) -> None:
+        self.state.speed = speed
+        self.controller.set_speed(speed)
+
+    def _on_loop_toggled(self: MainWindow, loop: bool) -> None:
+        self.state.loop = loop
+        self.controller.set_loop(loop)
+
+    def _on_person_changed(self: MainWindow, track_id: int) -> None:
+        self.state.person = track_id
+
+    def _on_angles_changed(self: MainWindow, names: list) -> None:
+        self.state.plot_angles = list(names)
+
+    def _on_plot_window_changed(self: MainWindow, seconds: float) -> None:
+        self.state.plot_seconds = float(seconds)
+
+    def _on_follow_toggled(self: MainWindow, checked: bool) -> None:
+        self.state.follow_person = checked
+
+    def _on_overlay_changed(self: MainWindow, *_: object) -> None:
+        s = self.state
+        s.show_labels, s.show_low_confidence = self.labels_action.isChecked(), self.low_conf_action.isChecked()
+        s.show_boxes, s.confidence_threshold = self.boxes_action.isChecked(), float(self.threshold.value())
+        self.video.options = OverlayOptions(s.show_labels, s.show_low_confidence, s.show_boxes, s.confidence_threshold)
+        if self.latest is not None:
+            self.video.draw_pose(self.latest.pose)
+
+    # ------------------------------------------------------------------ display timer
+
+    def _on_timer_tick(self: MainWindow) -> None:
+        """~30 Hz: paint the newest result (or preview frame); slower panels every third tick."""
+        result = self.controller.display.take()
+        if result is not None:
+            self.latest = result
+        if self.state.sync_overlay and self.model_ok:
+            if result is not None:
+                self.video.show_frame(result.frame.image, result.pose)
+        else:
+            preview = self.controller.preview.take()
+            if preview is not None or result is not None:
+                pose = self.latest.pose if self.latest is not None else None
+                self.video.show_frame(preview.frame.image if preview is not None else None, pose)
+        if result is not None:
+            self.skeleton_view.set_pose(result.pose, self.plots.current_person())
+        self._ticks += 1
+        if self._ticks % 3 == 0:
+            self._refresh_panels()
+
+    def _refresh_panels(self: MainWindow) -> None:
+        stats = self.controller.snapshot()
+        people = 0
+        if self.latest is not None:
+            people = int((self.latest.pose.track_ids >= 0).sum())
+        self.status.update_stats(stats, people)
+        self.source_panel.set_position(stats.position, stats.playing)
+        self.plots.refresh()
+
+    # ------------------------------------------------------------------ Qt events
+
+    def resizeEvent(self: MainWindow, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        size = event.size()
+        if size.width() < TOO_SMALL[0] or size.height() < TOO_SMALL[1]:
+            self.banner.show_message("The window is too small to show the video and panels: please enlarge it.",
+                                     key="size", error=False)
+        else:
+            self.banner.withdraw("size")
+
+    def dragEnterEvent(self: MainWindow, event: QDragEnterEvent) -> None:  # noqa: N802
+        if any(url.isLocalFile() for url in event.mimeData().urls()):
+            event.acceptProposedAction()
+
+    def dropEvent(self: MainWindow, event: QDropEvent) -> None:  # noqa: N802
+        paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
+        if paths:
+            event.acceptProposedAction()
+            self.open_source(paths[0])
+
+    def closeEvent(self: MainWindow, event: QCloseEvent) -> None:  # noqa: N802
+        """Save settings, then stop every thread (2 s budget) before the window goes."""
+        self.timer.stop()
+        save_state(self.settings, self.state)
+        save_layout(self.settings, self.saveGeometry(), self.saveState())
+        self.settings.sync()
+        if not self.controller.stop():  # a weights load cannot be interrupted: never leave a thread behind
+            self.controller.wait_all(5.0)
+        self.pool.waitForDone(2000)
+        super().closeEvent(event)
+
+    def save_screenshots(self: MainWindow, path: str | Path) -> list[Path]:
+        """``path`` (whole window), ``<stem>-3d.png`` (3-D scene) and ``<stem>-plots.png``."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        saved = [path] if self.grab().save(str(path)) else []
+        scene = self.skeleton_view.grab_image()
+        extra = [(scene, path.with_name(f"{path.stem}-3d.png")),
+                 (self.plots_dock.grab(), path.with_name(f"{path.stem}-plots.png"))]
+        for image, target in extra:
+            if image is not None and image.save(str(target)):
+                saved.append(target)
+        return saved

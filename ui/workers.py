@@ -1,0 +1,353 @@
+"""Worker QObjects, each run in its own QThread by PipelineController.
+
+- CaptureWorker: reads a FrameSource, paces files at fps x speed, publishes
+  frames into latest-wins slots (and to the recorder tap).
+- InferenceWorker: builds the session (weights load + warm-up here, off the GUI
+  thread), takes the newest frame, emits PoseResult.
+- RecorderWorker: drains a bounded queue of frames and poses into a SessionRecorder.
+- OfflineWorker: one-shot whole-file processing with progress and cancel.
+
+Every worker has ``stop()`` (thread-safe) and emits ``finished`` when ``run`` returns;
+errors go out as ``failed(str)``.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import QObject, Signal, Slot
+
+from posetracker.capture import CaptureError, FrameSource
+from posetracker.recording import RecordingError, SessionRecorder
+from posetracker.types import Frame, PoseFrame, PoseSequence
+from ui.packets import (
+    Captured, LatestSlot, MeanMeter, ModelInfo, PoseResult, PoseSession, RateMeter,
+    RecordingSummary, SourceInfo, describe_error,
+)
+
+SourceOpener = Callable[[], FrameSource]
+SessionFactory = Callable[[], PoseSession]
+
+
+def source_info(src: FrameSource) -> SourceInfo:
+    return SourceInfo(src.name, float(src.fps), src.frame_count, src.size, src.is_live, src.seekable)
+
+
+class CaptureWorker(QObject):
+    opened = Signal(object)  # SourceInfo
+    ended = Signal()
+    failed = Signal(str)
+    finished = Signal()
+
+    def __init__(self, opener: SourceOpener, slots: Sequence[LatestSlot[Captured]], paused: bool = False):
+        super().__init__()
+        self._opener, self._slots = opener, tuple(slots)
+        self._stop, self._wake = threading.Event(), threading.Event()
+        self._commands: queue.SimpleQueue[tuple[str, float]] = queue.SimpleQueue()
+        self.paused, self.speed, self.loop, self.at_end = paused, 1.0, False, False
+        self._single = paused  # read one frame even when paused (first frame, seek, step)
+        self._epoch = 0
+        self._anchor: tuple[float, float] | None = None  # (monotonic, frame timestamp)
+        self.tap: Callable[[Frame], None] | None = None
+        self.meter = RateMeter()
+        self.position = -1
+
+    def command(self, kind: str, value: float = 0.0) -> None:
+        """Thread-safe: 'play', 'pause', 'seek' (index), 'step' (+-n), 'speed', 'loop'."""
+        self._commands.put((kind, value))
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            try:
+                source = self._opener()
+            except Exception as exc:  # noqa: BLE001 - any opener failure is reported, never raised
+                self.failed.emit(describe_error(exc))
+                return
+            try:
+                self.opened.emit(source_info(source))
+                self._serve(source)
+            finally:
+                source.close()
+        finally:
+            self.finished.emit()
+
+    def _serve(self, source: FrameSource) -> None:
+        while not self._stop.is_set():
+            self._handle_commands(source)
+            if self.paused and not self._single:
+                self._wake.wait(0.05)
+                self._wake.clear()
+                continue
+            single, self._single = self._single, False
+            try:
+                frame = source.read()
+            except CaptureError as exc:
+                self.failed.emit(describe_error(exc))
+                if source.is_live:
+                    return
+                frame = None
+            if frame is None:
+                if source.is_live:
+                    self.ended.emit()
+                    return
+                self._at_end(source)
+                continue
+            if not single:
+                self._pace(frame, source)
+            self._publish(frame)
+
+    def _at_end(self, source: FrameSource) -> None:
+        if self.loop and source.seekable and self.position > 0:
+            self._seek(source, 0, single=False)
+            return
+        self.paused, self.at_end, self._anchor = True, True, None
+        self.ended.emit()
+
+    def _pace(self, frame: Frame, source: FrameSource) -> None:
+        """Files: wait until the frame is due at fps x speed (live-like playback)."""
+        if source.is_live:
+            return
+        t = time.monotonic()
+        if self._anchor is None:
+            self._anchor = (t, frame.timestamp)
+        delay = self._anchor[0] + (frame.timestamp - self._anchor[1]) / self.speed - t
+        if delay > 0:
+            self._stop.wait(delay)
+        elif delay < -0.5:  # far behind (slow decode): re-anchor instead of racing
+            self._anchor = None
+
+    def _publish(self, frame: Frame) -> None:
+        item = Captured(frame, time.monotonic(), self._epoch)
+        for slot in self._slots:
+            slot.put(item)
+        self.position = frame.index
+        self.meter.tick()
+        tap = self.tap
+        if tap is not None:
+            tap(frame)
+
+    def _handle_commands(self, source: FrameSource) -> None:
+        while True:
+            try:
+                kind, value = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "play":
+                if self.at_end and source.seekable:
+                    self._seek(source, 0, single=False)
+                self.paused, self._anchor = False, None
+            elif kind == "pause":
+                self.paused, self._anchor = True, None
+            elif kind == "speed":
+                self.speed, self._anchor = max(0.05, float(value)), None
+            elif kind == "loop":
+                self.loop = bool(value)
+            elif kind == "seek":
+                self._seek(source, int(value))
+            elif kind == "step":
+                self._step(source, int(value))
+
+    def _step(self, source: FrameSource, n: int) -> None:
+        if n > 0 and not self.at_end:
+            self.paused, self._single = True, True
+        elif n < 0:
+            self.paused = True
+            self._seek(source, max(0, self.position + n))
+
+    def _seek(self, source: FrameSource, index: int, single: bool = True) -> None:
+        if not source.seekable:
+            return
+        try:
+            source.seek(index)
+        except (IndexError, CaptureError) as exc:
+            self.failed.emit(f"Cannot seek to frame {index}: {describe_error(exc)}")
+            return
+        self._epoch += 1
+        self.at_end, self._anchor = False, None
+        self._single = self._single or single
+
+
+class InferenceWorker(QObject):
+    ready = Signal(object)  # ModelInfo
+    pose_ready = Signal(object)  # PoseResult
+    failed = Signal(str)
+    finished = Signal()
+
+    def __init__(self, frames: LatestSlot[Captured], display: LatestSlot[PoseResult], factory: SessionFactory):
+        super().__init__()
+        self._frames, self._display, self._factory = frames, display, factory
+        self._stop = threading.Event()
+        self.tap: Callable[[PoseFrame], None] | None = None
+        self.meter = RateMeter()
+        self.latency = MeanMeter()
+        self.ready_flag = False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            session = self._load()
+            if session is not None and not self._stop.is_set():
+                self._serve(session)
+        finally:
+            self.finished.emit()
+
+    def _load(self) -> PoseSession | None:
+        t0 = time.perf_counter()
+        try:
+            session = self._factory()
+            session.step(Frame(0, 0.0, np.zeros((64, 64, 3), np.uint8)))  # warm-up
+            session.reset()
+        except Exception as exc:  # noqa: BLE001 - missing/corrupt weights etc. must not kill the app
+            self.failed.emit(f"Could not load the model: {describe_error(exc)}")
+            return None
+        name = getattr(session.spec, "name", "?")
+        self.ready_flag = True
+        self.ready.emit(ModelInfo(name, type(session).__name__, time.perf_counter() - t0, getattr(session, "seq", None)))
+        return session
+
+    def _serve(self, session: PoseSession) -> None:
+        recent: deque[Captured] = deque(maxlen=64)
+        epoch: int | None = None
+        while not self._stop.is_set():
+            item = self._frames.take(timeout=0.05)
+            if item is None:
+                continue
+            if item.epoch != epoch:
+                session.reset()
+                recent.clear()
+                epoch = item.epoch
+            recent.append(item)
+            try:
+                pose = session.step(item.frame)
+            except Exception as exc:  # noqa: BLE001
+                self.failed.emit(f"Inference stopped: {describe_error(exc)}")
+                return
+            self.meter.tick()
+            if pose is not None:
+                self._emit(pose, recent)
+
+    def _emit(self, pose: PoseFrame, recent: deque[Captured]) -> None:
+        cap = next((c for c in reversed(recent) if c.frame.index == pose.index), recent[-1])
+        latency = (time.monotonic() - cap.t_read) * 1000.0
+        self.latency.add(latency)
+        result = PoseResult(cap.frame, pose, latency, cap.epoch)
+        self._display.put(result)
+        self.pose_ready.emit(result)
+        tap = self.tap
+        if tap is not None:
+            tap(pose)
+
+
+class RecorderWorker(QObject):
+    failed = Signal(str)
+    stopped = Signal(object)  # RecordingSummary
+    finished = Signal()
+
+    def __init__(self, make_recorder: Callable[[], SessionRecorder], capacity: int = 96):
+        super().__init__()
+        self._make = make_recorder
+        self._queue: queue.Queue[Frame | PoseFrame] = queue.Queue(maxsize=capacity)
+        self._stop = threading.Event()
+        self._accepting = True
+        self.dropped = 0
+
+    def offer(self, item: Frame | PoseFrame) -> None:
+        """Any thread: queue a frame or a pose (dropped and counted if the queue is full)."""
+        if not self._accepting:
+            return
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.dropped += 1
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @Slot()
+    def run(self) -> None:
+        rec: SessionRecorder | None = None
+        error: str | None = None
+        try:
+            rec = self._make()
+            self._drain(rec)
+            rec.close()
+        except RecordingError as exc:
+            error = describe_error(exc)
+            self.failed.emit(error)
+        finally:
+            self._accepting = False
+            if rec is not None:
+                self.stopped.emit(RecordingSummary(rec.folder, rec.frames_written, rec.poses_written, self.dropped, error))
+            self.finished.emit()
+
+    def _drain(self, rec: SessionRecorder) -> None:
+        deadline: float | None = None
+        while True:
+            if self._stop.is_set() and deadline is None:
+                self._accepting = False
+                deadline = time.monotonic() + 1.2  # finish queued frames, but stop within the 2 s budget
+            if deadline is not None and (self._queue.empty() or time.monotonic() > deadline):
+                return
+            try:
+                item = self._queue.get(timeout=0.05)
+            except queue.Empty:
+                continue
+            if isinstance(item, Frame):
+                rec.write(item)
+            else:
+                rec.write_pose(item)
+
+
+class OfflineWorker(QObject):
+    progress = Signal(int, int)  # frames done, total (0 = unknown)
+    done = Signal(object)  # PoseSequence
+    failed = Signal(str)
+    finished = Signal()
+
+    def __init__(self, opener: SourceOpener, factory: Callable[[], Any]):
+        super().__init__()
+        self._opener, self._factory = opener, factory
+        self._stop = threading.Event()
+        self._last = 0.0
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @Slot()
+    def run(self) -> None:
+        try:
+            seq = self._process()
+            if seq is not None and not self._stop.is_set():
+                self.done.emit(seq)
+        except Exception as exc:  # noqa: BLE001 - reported, the app stays usable
+            self.failed.emit(f"Processing the file failed: {describe_error(exc)}")
+        finally:
+            self.finished.emit()
+
+    def _process(self) -> PoseSequence | None:
+        session = self._factory()
+        with self._opener() as source:
+            total = source.frame_count
+            return session.run(source, fps=source.fps, total=total, progress=self._report,
+                               cancel=self._stop.is_set, metadata={"source": source.name, "size": list(source.size)})
+
+    def _report(self, done: int, total: int | None) -> None:
+        t = time.monotonic()
+        if t - self._last >= 0.1 or (total and done >= total):
+            self._last = t
+            self.progress.emit(done, total or 0)
