@@ -46,13 +46,13 @@ def _cmd_process(args: argparse.Namespace) -> int:
         with source:
             seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
                               metadata={"source": str(args.input), "size": list(source.size), "model": str(net.meta.get("source", ""))})
-    except CaptureError as exc:  # e.g. a file corrupt in the middle: keep what was read
-        bar.close()
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     finally:
         bar.close()
     files = exporter.write(seq, out, force=args.force)
+    if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped
+        print(f"error: {seq.metadata['incomplete']}", file=sys.stderr)
+        print(f"wrote the {len(seq)} frames read before the failure to {', '.join(map(str, files))}", file=sys.stderr)
+        return 1
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
     return 0

@@ -196,14 +196,29 @@ class TrackingSession:
 
         frames: the source's frames; fps: its nominal rate; total: frame count
         for progress (or None); ``cancel()`` returning True stops early and
-        returns what was processed so far.
+        returns what was processed so far. If the source fails part-way (a
+        file corrupt in the middle, a camera unplugged), the frames read
+        before the failure are still processed and returned, and
+        ``metadata["incomplete"]`` says where and why it stopped.
         """
         self.reset()
+        failure: list[str] = []
+
+        def guarded() -> Iterable[Frame]:
+            from posetracker.capture import CaptureError
+
+            try:
+                yield from frames
+            except CaptureError as exc:
+                failure.append(str(exc))
+
         if self.config.mode == "live":
-            poses = self._run_live(frames, total, progress, cancel)
+            poses = self._run_live(guarded(), total, progress, cancel)
         else:
-            poses = self._run_offline(frames, total, progress, cancel)
+            poses = self._run_offline(guarded(), total, progress, cancel)
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        if failure:
+            meta["incomplete"] = failure[0]
         return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
 
     def _run_live(self, frames, total, progress, cancel) -> list[PoseFrame]:

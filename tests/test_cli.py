@@ -67,3 +67,19 @@ def test_bench_pipeline_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert [r["mode"] for r in out["results"]] == ["live", "offline"]
     assert all(r["median_fps"] > 0 for r in out["results"])
+
+
+def test_a_file_corrupt_in_the_middle_keeps_the_frames_read(tmp_path, capsys):
+    from posetracker.export import read_sequence
+    from test_capture_video import N, make_video
+
+    clip = make_video(tmp_path / "clip.mkv")
+    data = clip.read_bytes()
+    clip.write_bytes(data[: int(len(data) * 0.6)])  # cut: the recording stopped mid-way
+    out = tmp_path / "p.json"
+    assert main(["process", str(clip), "--out", str(out)]) == 1
+    assert "before the failure" in capsys.readouterr().err
+    seq = read_sequence(out)
+    assert 0 < len(seq) < N
+    assert [f.index for f in seq.frames] == list(range(len(seq)))
+    assert "incomplete" in seq.metadata
