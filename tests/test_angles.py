@@ -1,4 +1,4 @@
-"""Joint angles: known poses in 3-D and 2-D, labels, summary and the angle CSV export."""
+"""Joint angles (the one table): known poses in 3-D and 2-D, labels, per-frame angles, summary and the CSV export."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from test_bvh_synthetic import make_sequence
 
-from posetracker.analysis import ANGLES, angle_names, compute_angles, summarise
+from posetracker.analysis import ANGLES, angle_names, check_angle_names, compute_angles, frame_angles, summarise
 from posetracker.analysis.summary import SUMMARY_COLUMNS
 from posetracker.export import get_exporter
 from posetracker.skeletons import load_skeleton, spec_from_dict
@@ -144,3 +144,64 @@ def test_summary_and_csv_export(tmp_path):
     assert set(per_frame[0]) == {"frame", "time_s", "person_id", "angle", "side", "degrees", "method"}
     summary = list(csv.reader(files[1].open()))
     assert tuple(summary[0]) == SUMMARY_COLUMNS and len(summary) == 1 + 11 + 5  # + left-right rows
+
+
+def two_people(a: PoseFrame, b: PoseFrame) -> PoseFrame:
+    """One frame holding person ``a`` (track 0) and person ``b`` (track 1)."""
+    cat = lambda x, y: None if x is None else np.concatenate([x, y])  # noqa: E731
+    return PoseFrame(a.index, a.timestamp, cat(a.keypoints, b.keypoints), cat(a.confidence, b.confidence),
+                     cat(a.scores, b.scores), np.array([0, 1], np.int64), a.image_size, cat(a.world, b.world))
+
+
+@pytest.mark.parametrize("flat", [False, True])
+def test_frame_angles_are_the_sequence_table_frame_by_frame(flat):
+    seq = pose_sequence(flat=flat)
+    table = compute_angles(seq)
+    got = frame_angles(seq.frames[0], seq.skeleton)
+    assert list(got) == angle_names(seq.skeleton)
+    for (angle, side), deg in got.items():
+        assert deg.shape == (1,)
+        assert deg[0] == pytest.approx(value(table, angle, side)[0], abs=1e-6), (angle, side)
+    if not flat:
+        for key, want in EXPECTED_3D.items():
+            assert got[key][0] == pytest.approx(want, abs=0.05), key
+
+
+def test_frame_angles_judge_depth_per_person():
+    deep, flat = pose_sequence().frames[0], pose_sequence(flat=True).frames[0]
+    spec = load_skeleton("human18")
+    got = frame_angles(two_people(deep, flat), spec)
+    t3, t2 = compute_angles(pose_sequence()), compute_angles(pose_sequence(flat=True))
+    for angle, side in angle_names(spec):
+        assert got[(angle, side)][0] == pytest.approx(value(t3, angle, side)[0], abs=1e-6)
+        assert got[(angle, side)][1] == pytest.approx(value(t2, angle, side)[0], abs=1e-6)
+    # the thigh points at the camera: 90 deg in 3-D, far less in the image
+    assert got[("hip_flexion", "left")][0] == pytest.approx(90.0, abs=0.05)
+    assert abs(got[("hip_flexion", "left")][1] - 90.0) > 20.0
+    only_2d = frame_angles(two_people(deep, flat), spec, mode="2d")[("hip_flexion", "left")]
+    assert only_2d[0] == pytest.approx(value(compute_angles(pose_sequence(), mode="2d"), "hip_flexion", "left")[0])
+    assert abs(only_2d[0] - 90.0) > 20.0
+    assert np.isnan(frame_angles(flat, spec, mode="3d")[("knee_flexion", "left")]).all()
+
+
+def test_frame_angles_flexion_missing_joints_and_names():
+    spec = load_skeleton("human18")
+    kp = np.zeros((1, spec.num_joints, 3), np.float32)
+    hip, knee, ankle = (spec.index(n) for n in ("left_hip", "left_knee", "left_ankle"))
+    kp[0, hip, :2], kp[0, knee, :2], kp[0, ankle, :2] = (0, 0), (0, 100), (100, 100)  # a right angle at the knee
+    conf = np.ones((1, spec.num_joints), np.float32)
+    pose = lambda c: PoseFrame(0, 0.0, kp, c, np.ones(1, np.float32), np.zeros(1, np.int64), (640, 480))  # noqa: E731
+    names = [("knee_flexion", "left"), ("trunk_lean", "centre")]
+    got = frame_angles(pose(conf), spec, names)
+    assert list(got) == names and got[("knee_flexion", "left")][0] == pytest.approx(90.0)
+    conf[0, ankle] = 0.05
+    assert np.isnan(frame_angles(pose(conf), spec, names)[("knee_flexion", "left")][0])
+    conf[0, ankle] = np.nan  # an unknown confidence is no confidence
+    assert np.isnan(frame_angles(pose(conf), spec, names)[("knee_flexion", "left")][0])
+    assert all(v.shape == (0,) for v in frame_angles(PoseFrame.empty(0, 0.0, spec.num_joints), spec).values())
+    with pytest.raises(ValueError, match="ankle_dorsiflexion"):
+        frame_angles(pose(conf), spec, [("ankle_dorsiflexion", "left")])  # human18 has no feet
+    with pytest.raises(ValueError, match="knee"):
+        check_angle_names(spec, [("knee", "left")])
+    with pytest.raises(ValueError, match="mode"):
+        frame_angles(pose(conf), spec, mode="4d")

@@ -1,4 +1,4 @@
-"""Session recorder / replay (posetracker.recording) and joint angles (posetracker.analysis), no Qt."""
+"""Session recorder / replay (posetracker.recording), no Qt; the live angle history and the angle plot's choices."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from gui_helpers import FakeSession
-from posetracker.analysis import HUMAN_ANGLES, AngleHistory, angle_series, angles_for_spec
-from posetracker.analysis.angles import joint_angles  # the package name joint_angles is the angle-table module
+from posetracker.analysis import AngleHistory, angle_names, compute_angles, frame_angles
 from posetracker.recording import RecordingError, ReplaySession, SessionRecorder, open_recording, replay_source
 from posetracker.skeletons import load_skeleton
 from posetracker.types import Frame, PoseSequence
@@ -93,28 +92,58 @@ def test_refuses_to_overwrite_a_recording(tmp_path):
         SessionRecorder(tmp_path / "r", 25.0, (96, 72), SPEC)
 
 
-def test_joint_angles_flexion_and_missing_joints():
-    defs = angles_for_spec(SPEC)
-    assert [d.name for d in defs] == [d.name for d in HUMAN_ANGLES]
-    pts = np.zeros((SPEC.num_joints, 3))
-    hip, knee, ankle = (SPEC.index(n) for n in ("left_hip", "left_knee", "left_ankle"))
-    pts[hip], pts[knee], pts[ankle] = (0, 0, 0), (0, 1, 0), (1, 1, 0)  # a right angle at the knee
-    conf = np.ones(SPEC.num_joints)
-    angles = joint_angles(pts, conf, SPEC, defs)
-    assert angles[0] == pytest.approx(90.0)
-    conf[ankle] = 0.0
-    assert np.isnan(joint_angles(pts, conf, SPEC, defs)[0])
-
-
 def test_angle_history_and_series_follow_a_track():
     session = FakeSession()
     poses = [session.pose_for(f) for f in frames(20)]
-    history = AngleHistory(SPEC, angles_for_spec(SPEC), seconds=0.5)
+    history = AngleHistory(SPEC, seconds=0.5)
+    assert history.names == tuple(angle_names(SPEC))
     for p in poses:
         history.add(p)
     t, a = history.series(0)
-    assert history.track_ids() == [0] and len(t) == 13 and a.shape == (13, len(HUMAN_ANGLES))
+    assert history.track_ids() == [0] and len(t) == 13 and a.shape == (13, len(angle_names(SPEC)))
+    last = frame_angles(poses[-1], SPEC)
+    assert t[-1] == poses[-1].timestamp
+    np.testing.assert_allclose(a[-1], [last[k][0] for k in history.names])
     history.add(poses[0])  # time went backwards (a seek): history restarts
     assert len(history.series(0)[0]) == 1
-    times, values = angle_series(PoseSequence(poses, 25.0, SPEC), 0, angles_for_spec(SPEC))
-    assert len(times) == 20 and np.isfinite(values).all()
+    table = compute_angles(PoseSequence(poses, 25.0, SPEC))  # the same angles over the whole sequence
+    for name, side in history.names:
+        deg, methods = table.series(0, name, side)
+        assert len(deg) == 20 and np.isfinite(deg).all() and set(methods) == {"2d"}  # FakeSession has no depth
+
+
+def test_angle_history_keeps_the_chosen_angles_in_order():
+    names = [("elbow_flexion", "right"), ("knee_flexion", "left")]
+    history = AngleHistory(SPEC, names)
+    pose = FakeSession().pose_for(next(frames(1)))
+    history.add(pose)
+    _, a = history.series(0)
+    want = frame_angles(pose, SPEC, names)
+    assert history.column("knee_flexion", "left") == 1
+    np.testing.assert_allclose(a[0], [want[names[0]][0], want[names[1]][0]])
+    assert a[0, 0] != pytest.approx(a[0, 1])  # two different angles, not one column twice
+    with pytest.raises(ValueError, match="left knee"):
+        AngleHistory(SPEC, [("left knee", "left")])
+
+
+@pytest.mark.gui
+def test_angle_plot_offers_the_angle_table(qtbot):
+    from ui.plots import AnglePlot, angle_label
+
+    plot = AnglePlot()
+    qtbot.addWidget(plot)
+    plot.set_spec(SPEC, ["left knee", "right elbow", "trunk lean", "no such angle"])  # old names still load
+    labels = [plot.angle_list.item(i).text() for i in range(plot.angle_list.count())]
+    assert labels == [angle_label(*k) for k in angle_names(SPEC)]
+    assert {"left knee flexion", "right knee flexion", "left elbow flexion", "left hip flexion",
+            "right shoulder abduction", "left shoulder flexion", "trunk lean"} <= set(labels)
+    assert plot.chosen() == ["left knee flexion", "right elbow flexion", "trunk lean"]
+    session = FakeSession()
+    for f in frames(10):
+        plot.add_pose(session.pose_for(f))
+    plot.refresh()
+    assert set(plot._curves) == {("knee_flexion", "left"), ("elbow_flexion", "right"), ("trunk_lean", "centre")}
+    knee = plot._curves[("knee_flexion", "left")].getData()[1]
+    _, a = plot.history.series(0, plot.seconds)
+    np.testing.assert_allclose(knee, a[:, plot.history.column("knee_flexion", "left")])
+    assert len(knee) == 10 and np.isfinite(knee).all()

@@ -1,4 +1,9 @@
-"""Plots panel: chosen joint angles of the selected person over the last N seconds."""
+"""Plots panel: chosen joint angles of the selected person over the last N seconds.
+
+The angles offered are those of the one angle table
+(:func:`posetracker.analysis.angle_names` for the skeleton), labelled
+"left knee flexion", "trunk lean", ...; the chosen ones are saved by label.
+"""
 
 from __future__ import annotations
 
@@ -9,13 +14,33 @@ from PySide6.QtWidgets import (
     QComboBox, QDoubleSpinBox, QHBoxLayout, QLabel, QListWidget, QListWidgetItem, QVBoxLayout, QWidget,
 )
 
-from posetracker.analysis import AngleHistory, angles_for_spec
+from posetracker.analysis import AngleHistory, AngleKey, angle_names
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 
 CURVE_COLOURS = ((66, 135, 245), (245, 96, 66), (80, 200, 120), (240, 200, 40),
                  (180, 100, 240), (60, 210, 220), (250, 140, 200), (200, 200, 200))
 AUTO = -1
+KEY_ROLE = Qt.ItemDataRole.UserRole
+#: names saved before the one angle table ("left knee", ...): joint -> table angle
+LEGACY_JOINTS = {"knee": "knee_flexion", "elbow": "elbow_flexion", "hip": "hip_flexion",
+                 "shoulder": "shoulder_abduction"}
+
+
+def angle_label(name: str, side: str) -> str:
+    """``("knee_flexion", "left")`` -> "left knee flexion"; a centre angle has no side: "trunk lean"."""
+    words = name.replace("_", " ")
+    return words if side == "centre" else f"{side} {words}"
+
+
+def _chosen_keys(keys: list[AngleKey], chosen: list[str]) -> set[AngleKey]:
+    """The keys whose label is in ``chosen``, or whose old name ("left knee") maps to them."""
+    wanted = set(chosen)
+    for label in chosen:
+        side, _, joint = label.partition(" ")
+        if joint in LEGACY_JOINTS:
+            wanted.add(angle_label(LEGACY_JOINTS[joint], side))
+    return {k for k in keys if angle_label(*k) in wanted}
 
 
 class AnglePlot(QWidget):
@@ -34,14 +59,14 @@ class AnglePlot(QWidget):
         self.plot.setLabel("left", "angle", units="deg")
         self.plot.setLabel("bottom", "time before now", units="s")
         self.plot.showGrid(x=True, y=True, alpha=0.3)
-        self.plot.setYRange(0, 180)
+        self.plot.setYRange(-30, 180)
         self.plot.addLegend(offset=(5, 5))
         self.people = QComboBox()
         self.window_spin = QDoubleSpinBox(minimum=2.0, maximum=60.0, value=10.0, suffix=" s", singleStep=1.0)
         self.angle_list = QListWidget()
         self.angle_list.setMaximumWidth(150)
         self.empty = QLabel("")
-        self._curves: dict[str, pg.PlotDataItem] = {}
+        self._curves: dict[AngleKey, pg.PlotDataItem] = {}
         self._layout()
         self.people.activated.connect(self._on_people_activated)
         self.window_spin.valueChanged.connect(self._on_window_changed)
@@ -64,22 +89,30 @@ class AnglePlot(QWidget):
         self._fill_people([])
 
     def set_spec(self, spec: SkeletonSpec, chosen: list[str]) -> None:
-        defs = angles_for_spec(spec)
-        self.history = AngleHistory(spec, defs, seconds=60.0)
+        """Offer every angle ``spec`` can measure; check those labelled in ``chosen``."""
+        keys = angle_names(spec)
+        self.history = AngleHistory(spec, keys, seconds=60.0)
+        checked = _chosen_keys(keys, chosen)
         self.angle_list.blockSignals(True)
         self.angle_list.clear()
-        for d in defs:
-            item = QListWidgetItem(d.name)
+        for key in keys:
+            item = QListWidgetItem(angle_label(*key))
+            item.setData(KEY_ROLE, key)
             item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
-            item.setCheckState(Qt.CheckState.Checked if d.name in chosen else Qt.CheckState.Unchecked)
+            item.setCheckState(Qt.CheckState.Checked if key in checked else Qt.CheckState.Unchecked)
             self.angle_list.addItem(item)
         self.angle_list.blockSignals(False)
-        self.empty.setText("" if defs else f"No joint angles defined for {spec.name}")
+        self.empty.setText("" if keys else f"No joint angles defined for {spec.name}")
         self._rebuild_curves()
 
-    def chosen(self) -> list[str]:
+    def chosen_keys(self) -> list[AngleKey]:
+        """The checked (angle, side) pairs, in table order."""
         items = (self.angle_list.item(i) for i in range(self.angle_list.count()))
-        return [it.text() for it in items if it.checkState() == Qt.CheckState.Checked]
+        return [tuple(it.data(KEY_ROLE)) for it in items if it.checkState() == Qt.CheckState.Checked]
+
+    def chosen(self) -> list[str]:
+        """Labels of the checked angles (what the settings keep)."""
+        return [angle_label(*k) for k in self.chosen_keys()]
 
     def set_person(self, track_id: int) -> None:
         self.person = track_id
@@ -112,12 +145,11 @@ class AnglePlot(QWidget):
         self._fill_people(self.history.track_ids())
         tid = self.current_person()
         times, values = self.history.series(tid, self.seconds) if tid is not None else (np.zeros(0), None)
-        names = [d.name for d in self.history.defs]
-        for name, curve in self._curves.items():
+        for key, curve in self._curves.items():
             if len(times) == 0:
                 curve.setData([], [])
                 continue
-            col = values[:, names.index(name)]
+            col = values[:, self.history.column(*key)]
             curve.setData(times - self.history.latest_time, col, connect="finite")
         self.plot.setXRange(-self.seconds, 0, padding=0.02)
 
@@ -127,11 +159,11 @@ class AnglePlot(QWidget):
         self._curves.clear()
         if self.history is None:
             return
-        chosen = set(self.chosen())
-        for i, d in enumerate(self.history.defs):
-            if d.name in chosen:
+        chosen = set(self.chosen_keys())
+        for i, key in enumerate(self.history.names):
+            if key in chosen:
                 pen = pg.mkPen(CURVE_COLOURS[i % len(CURVE_COLOURS)], width=2)
-                self._curves[d.name] = self.plot.plot([], [], pen=pen, name=d.name)
+                self._curves[key] = self.plot.plot([], [], pen=pen, name=angle_label(*key))
 
     def _fill_people(self, ids: list[int]) -> None:
         wanted = ["Auto"] + [f"#{i}" for i in ids]

@@ -12,7 +12,7 @@ from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 ORGANISATION = "PoseTracker"
 APPLICATION = "PoseTracker"
 MAX_RECENT = 8
-DEFAULT_ANGLES = ("left knee", "right knee", "left elbow", "right elbow")
+DEFAULT_ANGLES = ("left knee flexion", "right knee flexion", "left elbow flexion", "right elbow flexion")
 
 
 def default_recordings_dir() -> str:

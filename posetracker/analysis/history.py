@@ -1,12 +1,17 @@
-"""AngleHistory: a rolling window of joint angles per track, fed one PoseFrame at a time."""
+"""AngleHistory: a rolling window of joint angles per track, fed one PoseFrame at a time.
+
+The angles are those of the one angle table (:mod:`posetracker.analysis.joint_angles`),
+measured per frame with :func:`~posetracker.analysis.joint_angles.frame_angles`.
+"""
 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 import numpy as np
 
-from posetracker.analysis.angles import AngleDef, frame_angles
+from posetracker.analysis.joint_angles import AngleKey, check_angle_names, frame_angles
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 
@@ -14,12 +19,16 @@ from posetracker.types import PoseFrame
 class AngleHistory:
     """Angles (degrees) of every confirmed track over the last ``seconds`` of source time.
 
-    A timestamp earlier than the previous one (a seek, a new source) clears the history.
+    names: the (angle, side) pairs kept, in column order (default: all that ``spec``
+    can measure, :func:`~posetracker.analysis.joint_angles.angle_names`;
+    one it cannot measure raises ValueError). A timestamp earlier than the previous one
+    (a seek, a new source) clears the history.
     """
 
-    def __init__(self, spec: SkeletonSpec, defs: tuple[AngleDef, ...], seconds: float = 60.0,
-                 min_confidence: float = 0.3):
-        self.spec, self.defs = spec, defs
+    def __init__(self, spec: SkeletonSpec, names: Iterable[AngleKey] | None = None, seconds: float = 60.0,
+                 min_confidence: float = 0.2):
+        self.spec = spec
+        self.names: tuple[AngleKey, ...] = tuple(check_angle_names(spec, names))
         self.seconds, self.min_confidence = seconds, min_confidence
         self._tracks: dict[int, deque[tuple[float, np.ndarray]]] = {}
         self.latest_time: float | None = None
@@ -30,14 +39,19 @@ class AngleHistory:
         self.latest_time = None
         self.latest_ids = []
 
+    def column(self, name: str, side: str) -> int:
+        """Column of ``(name, side)`` in :meth:`series`' angles."""
+        return self.names.index((name, side))
+
     def add(self, pose: PoseFrame) -> None:
         t = float(pose.timestamp)
         if self.latest_time is not None and t < self.latest_time - 1e-6:
             self.clear()
         self.latest_time = t
         self.latest_ids = sorted(int(i) for i in pose.track_ids if i >= 0)
-        if pose.num_people and self.defs:
-            angles = frame_angles(pose, self.spec, self.defs, self.min_confidence)
+        if pose.num_people and self.names:
+            measured = frame_angles(pose, self.spec, self.names, self.min_confidence)
+            angles = np.stack([measured[k] for k in self.names], axis=1)  # (P, A)
             for p, tid in enumerate(pose.track_ids.tolist()):
                 if tid >= 0:
                     self._tracks.setdefault(tid, deque()).append((t, angles[p]))
@@ -55,12 +69,13 @@ class AngleHistory:
         return sorted(self._tracks)
 
     def series(self, track_id: int, seconds: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(times (N,), angles (N, A))`` of one track over the last ``seconds``."""
+        """``(times (N,), angles (N, A))`` of one track over the last ``seconds``; columns follow :attr:`names`."""
         rows = self._tracks.get(track_id)
+        empty = np.zeros(0), np.zeros((0, len(self.names)))
         if not rows or self.latest_time is None:
-            return np.zeros(0), np.zeros((0, len(self.defs)))
+            return empty
         start = self.latest_time - (seconds if seconds is not None else self.seconds)
         kept = [(t, a) for t, a in rows if t >= start]
         if not kept:
-            return np.zeros(0), np.zeros((0, len(self.defs)))
+            return empty
         return np.array([t for t, _ in kept]), np.stack([a for _, a in kept])

@@ -26,17 +26,28 @@ keypoints, and is nan when neither has the joints. 0 deg = standing
 straight with the arms hanging for every angle but knee/elbow (0 = straight).
 Angles whose joints the skeleton lacks (the ankle, unless the skeleton has
 toe joints) are skipped.
+
+This table is the only angle definition in PoseTracker. Two entry points
+share the measuring code (rows = frames of one person, or people of one frame):
+
+- :func:`compute_angles`: a whole sequence -> :class:`AngleTable` (exports);
+- :func:`frame_angles`: one :class:`~posetracker.types.PoseFrame` ->
+  ``{(angle, side): (P,) degrees}`` (live plots, see :mod:`.history`); there
+  each person's depth spread is judged in that frame alone.
+
+Rows (N) below: the frames of one person, or the people of one frame.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from posetracker.analysis.tracks import PersonTrack, person_tracks
+from posetracker.analysis.tracks import person_tracks, valid_points
 from posetracker.skeletons import SkeletonSpec
-from posetracker.types import PoseSequence
+from posetracker.types import PoseFrame, PoseSequence
 
 Point = tuple[str, ...]  # joint names averaged into one point; "{s}" = side
 
@@ -75,6 +86,9 @@ ANGLES: tuple[AngleDef, ...] = (
     AngleDef("ankle_dorsiflexion", "segments", (("{s}_ankle",), ("{s}_knee",)), (("{s}_ankle",), TOES),
              offset=90.0, sign=-1.0, description="foot against the shank, 0 = right angle, toes up +"),
 )
+
+#: {angle name: its definition}
+DEFINITIONS: dict[str, AngleDef] = {d.name: d for d in ANGLES}
 
 
 @dataclass
@@ -118,14 +132,14 @@ def _resolve(point: Point, side: str, spec: SkeletonSpec) -> list[int] | None:
 
 
 def _vec(pts: np.ndarray, ok: np.ndarray, ends: tuple[list[int], list[int]]) -> tuple[np.ndarray, np.ndarray]:
-    """(T, D) vector between two points of pts (T, K, D) and its (T,) validity."""
+    """(N, D) vector between two points of pts (N, K, D) and its (N,) validity."""
     a, b = ends
     v = pts[:, b].mean(axis=1) - pts[:, a].mean(axis=1)
     return v, ok[:, a + b].all(axis=1)
 
 
 def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Unsigned angle in degrees between (T, D) vectors."""
+    """Unsigned angle in degrees between (N, D) vectors."""
     cross = np.cross(a, b) if a.shape[-1] == 3 else a[:, 0] * b[:, 1] - a[:, 1] * b[:, 0]
     cross = np.linalg.norm(cross, axis=-1) if a.shape[-1] == 3 else np.abs(cross)
     return np.degrees(np.arctan2(cross, np.sum(a * b, axis=-1)))
@@ -136,7 +150,7 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 def _body_frame(w: np.ndarray, spec: SkeletonSpec, line: Point) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(left, up, front) unit axes (T, 3) in camera space from a left-right joint pair and the trunk."""
+    """(left, up, front) unit axes (N, 3) in camera space from a left-right joint pair and the trunk."""
     left = _unit(w[:, spec.index(line[0])] - w[:, spec.index(line[1])])
     hips = w[:, [spec.index(n) for n in HIPS]].mean(axis=1)
     neck = w[:, [spec.index(n) for n in SHOULDERS]].mean(axis=1)
@@ -146,14 +160,14 @@ def _body_frame(w: np.ndarray, spec: SkeletonSpec, line: Point) -> tuple[np.ndar
 
 
 def _planar(a: np.ndarray, b: np.ndarray, down: np.ndarray, across: np.ndarray) -> np.ndarray:
-    """Signed angle (deg) from a to b in the plane spanned by ``down`` and ``across`` (T, 3)."""
+    """Signed angle (deg) from a to b in the plane spanned by ``down`` and ``across`` (N, 3)."""
     ang = lambda v: np.arctan2(np.sum(v * across, -1), np.sum(v * down, -1))  # noqa: E731
     d = np.degrees(ang(b) - ang(a))
     return (d + 180.0) % 360.0 - 180.0
 
 
 def _measure(d: AngleDef, side: str, spec: SkeletonSpec, pts: np.ndarray, ok: np.ndarray, three_d: bool) -> np.ndarray | None:
-    """(T,) degrees (nan where the joints are missing); None if the skeleton lacks the joints."""
+    """(N,) degrees (nan where the joints are missing); None if the skeleton lacks the joints."""
     ends_a = [_resolve(p, side, spec) for p in d.a]
     ends_b = [_resolve(p, side, spec) for p in d.b] if d.b else []
     if any(e is None for e in ends_a + ends_b):
@@ -182,19 +196,60 @@ def _measure(d: AngleDef, side: str, spec: SkeletonSpec, pts: np.ndarray, ok: np
 #: a person whose joints spread over less depth than this (median over frames) has no depth estimate
 MIN_DEPTH_SPREAD_M = 0.02
 
+MODES = ("auto", "3d", "2d")
 
-def _depth_ok(track: PersonTrack, min_confidence: float) -> np.ndarray:
-    """(T, K) world usable: finite, confident, and the person has real depth (not one depth for all joints)."""
-    ok = track.valid_world(min_confidence)
-    z = track.world[..., 2]
+AngleKey = tuple[str, str]  # (angle name, side): ("knee_flexion", "left"), ("trunk_lean", "centre")
+
+
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"mode {mode!r}: choose auto, 3d or 2d")
+
+
+def _depth_ok(world: np.ndarray, ok: np.ndarray, per_row: bool) -> np.ndarray:
+    """``ok`` (N, K), kept only where the person has real depth (not one depth for all joints).
+
+    The depth spread of a row is max - min z over its usable joints (>= 2 of them).
+    per_row False: the rows are the frames of one person, judged by the median
+    spread over their frames (all rows kept or none); True: the rows are the
+    people of one frame, each judged by their own spread.
+    """
+    z = world[..., 2]
     spread = np.max(np.where(ok, z, -np.inf), axis=1) - np.min(np.where(ok, z, np.inf), axis=1)
     seen = ok.sum(axis=1) >= 2
+    if per_row:
+        return ok & (seen & (spread >= MIN_DEPTH_SPREAD_M))[:, None]
     if not seen.any() or not np.median(spread[seen]) >= MIN_DEPTH_SPREAD_M:
         return np.zeros_like(ok)
     return ok
 
 
-def angle_names(spec: SkeletonSpec) -> list[tuple[str, str]]:
+def _measure_rows(spec: SkeletonSpec, keys: list[AngleKey], world: np.ndarray | None, image: np.ndarray,
+                  confidence: np.ndarray, min_confidence: float, mode: str,
+                  per_row: bool) -> dict[AngleKey, tuple[np.ndarray, np.ndarray]]:
+    """{(angle, side): ((N,) degrees, (N,) method "3d" / "2d" / "")} for N rows of joints.
+
+    world: (N, K, 3) metres or None; image: (N, K, >=2) pixels; confidence: (N, K).
+    3-D where the row's joints have usable depth (see :func:`_depth_ok`), else 2-D.
+    """
+    _check_mode(mode)
+    none = np.zeros(confidence.shape, bool)
+    if world is None:
+        world = np.full(confidence.shape + (3,), np.nan)
+    ok3 = _depth_ok(world, valid_points(world, confidence, min_confidence), per_row) if mode != "2d" else none
+    ok2 = valid_points(image[..., :2], confidence, min_confidence) if mode != "3d" else none
+    out: dict[AngleKey, tuple[np.ndarray, np.ndarray]] = {}
+    for name, side in keys:
+        d = DEFINITIONS[name]
+        v3 = _measure(d, side, spec, world, ok3, True)
+        v2 = _measure(d, side, spec, image[..., :2], ok2, False)
+        use3 = np.isfinite(v3)
+        method = np.where(use3, "3d", np.where(np.isfinite(v2), "2d", ""))
+        out[(name, side)] = (np.where(use3, v3, v2), method)
+    return out
+
+
+def angle_names(spec: SkeletonSpec) -> list[AngleKey]:
     """(angle, side) pairs this skeleton can measure, in table order."""
     out = []
     for d in ANGLES:
@@ -205,27 +260,52 @@ def angle_names(spec: SkeletonSpec) -> list[tuple[str, str]]:
     return out
 
 
+def check_angle_names(spec: SkeletonSpec, names: Iterable[AngleKey] | None = None) -> list[AngleKey]:
+    """``names`` as a list of (angle, side) pairs, or every pair of :func:`angle_names` when None.
+
+    Raises ValueError for a pair the skeleton cannot measure (an unknown angle or side, missing joints).
+    """
+    available = angle_names(spec)
+    if names is None:
+        return available
+    keys = [(str(n), str(s)) for n, s in names]
+    unknown = [k for k in keys if k not in available]
+    if unknown:
+        raise ValueError(f"skeleton {spec.name!r} cannot measure {unknown}; it measures {available}")
+    return keys
+
+
+def frame_angles(pose: PoseFrame, spec: SkeletonSpec, names: Iterable[AngleKey] | None = None,
+                 min_confidence: float = 0.2, mode: str = "auto") -> dict[AngleKey, np.ndarray]:
+    """Angles of everyone in one frame: {(angle, side): (P,) degrees}, nan where not measurable.
+
+    The live counterpart of :func:`compute_angles`, with the same table and rule:
+    3-D from ``pose.world`` when the person's joints have real depth spread
+    (judged per person, in this frame), else 2-D from the image keypoints.
+    names: the (angle, side) pairs wanted, in that order (default: every pair of
+    :func:`angle_names`); a pair the skeleton cannot measure raises ValueError.
+    """
+    keys = check_angle_names(spec, names)
+    conf = np.nan_to_num(np.asarray(pose.confidence, np.float64), nan=0.0)
+    world = None if pose.world is None else np.asarray(pose.world, np.float64)
+    image = np.asarray(pose.keypoints, np.float64)
+    measured = _measure_rows(spec, keys, world, image, conf, min_confidence, mode, per_row=True)
+    return {k: deg for k, (deg, _) in measured.items()}
+
+
 def compute_angles(seq: PoseSequence, person: int | None = None, min_confidence: float = 0.2, mode: str = "auto") -> AngleTable:
     """Angles of every tracked person (or ``person``) in every frame.
 
     mode: "auto" (3-D where depth is available, else 2-D), "3d" (nan without
     depth) or "2d" (image plane only). Raises TrackError when there is no person.
     """
-    if mode not in ("auto", "3d", "2d"):
-        raise ValueError(f"mode {mode!r}: choose auto, 3d or 2d")
+    _check_mode(mode)
     spec = seq.skeleton
-    defs = {d.name: d for d in ANGLES}
+    keys = angle_names(spec)
     cols: dict[str, list] = {k: [] for k in ("frame", "time", "pid", "angle", "side", "deg", "method")}
     for tid, tr in person_tracks(seq, person).items():
-        ok3 = _depth_ok(tr, min_confidence) if mode != "2d" else np.zeros(tr.confidence.shape, bool)
-        ok2 = tr.valid_image(min_confidence) if mode != "3d" else np.zeros(tr.confidence.shape, bool)
-        for name, side in angle_names(spec):
-            d = defs[name]
-            v3 = _measure(d, side, spec, tr.world, ok3, True)
-            v2 = _measure(d, side, spec, tr.keypoints[..., :2], ok2, False)
-            use3 = np.isfinite(v3)
-            deg = np.where(use3, v3, v2)
-            method = np.where(use3, "3d", np.where(np.isfinite(v2), "2d", ""))
+        measured = _measure_rows(spec, keys, tr.world, tr.keypoints, tr.confidence, min_confidence, mode, per_row=False)
+        for (name, side), (deg, method) in measured.items():
             n = tr.num_frames
             cols["frame"].append(tr.frames)
             cols["time"].append(tr.times)
@@ -234,6 +314,7 @@ def compute_angles(seq: PoseSequence, person: int | None = None, min_confidence:
             cols["side"] += [side] * n
             cols["deg"].append(deg)
             cols["method"] += method.tolist()
+    defs = dict(DEFINITIONS)
     cat = lambda k, dt: np.concatenate(cols[k]).astype(dt) if cols[k] else np.zeros(0, dt)  # noqa: E731
     table = AngleTable(cat("frame", np.int64), cat("time", np.float64), cat("pid", np.int64), cols["angle"],
                        cols["side"], cat("deg", np.float64), cols["method"], defs)

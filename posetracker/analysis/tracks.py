@@ -46,17 +46,19 @@ class PersonTrack:
 
     def valid_world(self, min_confidence: float = 0.0) -> np.ndarray:
         """(T, K) bool: world position finite and confidence >= min_confidence."""
-        ok = np.isfinite(self.world).all(axis=-1)
-        if min_confidence > 0:
-            ok &= self.confidence >= min_confidence
-        return ok
+        return valid_points(self.world, self.confidence, min_confidence)
 
     def valid_image(self, min_confidence: float = 0.0) -> np.ndarray:
         """(T, K) bool: image x, y finite and confidence >= min_confidence."""
-        ok = np.isfinite(self.keypoints[..., :2]).all(axis=-1)
-        if min_confidence > 0:
-            ok &= self.confidence >= min_confidence
-        return ok
+        return valid_points(self.keypoints[..., :2], self.confidence, min_confidence)
+
+
+def valid_points(points: np.ndarray, confidence: np.ndarray, min_confidence: float = 0.0) -> np.ndarray:
+    """(..., K) bool: the (..., K, D) points are finite and their (..., K) confidence >= min_confidence."""
+    ok = np.isfinite(points).all(axis=-1)
+    if min_confidence > 0:
+        ok &= confidence >= min_confidence
+    return ok
 
 
 def person_tracks(seq: PoseSequence, person: int | None = None) -> dict[int, PersonTrack]:
