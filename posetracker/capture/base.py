@@ -23,6 +23,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
+from typing import ClassVar
 
 from posetracker.types import Frame
 
@@ -127,35 +128,45 @@ class FrameSource(ABC):
     def close(self) -> None:
         """Release the file / device. Idempotent."""
 
+    # Set by subclasses (``_fps``, ``_size`` and ``_name`` in ``__init__``; the
+    # others where the class default does not fit) and served by the read-only
+    # properties below, so that each source only says what differs.
+    _fps: float
+    _size: tuple[int, int]
+    _name: str
+    _frame_count: int | None = None
+    _is_live: ClassVar[bool] = False
+    _seekable: ClassVar[bool] = False
+
     @property
-    @abstractmethod
     def fps(self) -> float:
         """Nominal frames per second (timestamps are authoritative)."""
+        return self._fps
 
     @property
-    @abstractmethod
     def frame_count(self) -> int | None:
         """Number of frames, or ``None`` for a live / unbounded source."""
+        return self._frame_count
 
     @property
-    @abstractmethod
     def size(self) -> tuple[int, int]:
         """``(width, height)`` in pixels of the frames (of the first frame)."""
+        return self._size
 
     @property
-    @abstractmethod
     def is_live(self) -> bool:
         """True for cameras and generators that cannot seek or end on their own."""
+        return self._is_live
 
     @property
-    @abstractmethod
     def name(self) -> str:
         """Human-readable description, e.g. ``"walk.mp4"`` or ``"Camera 0"``."""
+        return self._name
 
     @property
     def seekable(self) -> bool:
         """Whether :meth:`seek` is supported."""
-        return False
+        return self._seekable
 
     def seek(self, index: int) -> None:
         """Position the source so that the next ``read()`` returns frame ``index``."""

@@ -60,8 +60,11 @@ class ImageFolderSource(FrameSource):
     holds no image file. One thread at a time (calls are serialised).
     """
 
+    _seekable = True
+
     def __init__(self, folder: str | os.PathLike[str], fps: float = 30.0) -> None:
         self._folder = Path(folder)
+        self._name = self._folder.name or str(self._folder)
         if not fps > 0:
             raise ValueError(f"fps must be positive, got {fps}")
         self._fps = float(fps)
@@ -86,6 +89,7 @@ class ImageFolderSource(FrameSource):
         if not self._files:
             exts = " ".join(sorted(IMAGE_EXTENSIONS))
             raise SourceNotFoundError(f"No images ({exts}) found in {self._folder}")
+        self._frame_count = len(self._files)
         self._lock = threading.Lock()
         self._pos = 0
         self._closed = False
@@ -132,27 +136,3 @@ class ImageFolderSource(FrameSource):
     def files(self) -> list[Path]:
         """The image files, in frame order."""
         return list(self._files)
-
-    @property
-    def seekable(self) -> bool:
-        return True
-
-    @property
-    def fps(self) -> float:
-        return self._fps
-
-    @property
-    def frame_count(self) -> int | None:
-        return len(self._files)
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._size
-
-    @property
-    def is_live(self) -> bool:
-        return False
-
-    @property
-    def name(self) -> str:
-        return self._folder.name or str(self._folder)

@@ -42,6 +42,8 @@ class LavfiSource(FrameSource):
     invalid. One thread at a time (calls are serialised by a lock).
     """
 
+    _is_live = True
+
     def __init__(
         self,
         graph: str = "testsrc2=size=320x240:rate=30",
@@ -54,6 +56,7 @@ class LavfiSource(FrameSource):
                 "This PyAV/FFmpeg build has no 'lavfi' input device: synthetic (lavfi:) sources are unavailable"
             )
         self._graph = graph
+        self._name = f"lavfi:{graph}"
         self._duration = duration
         self._realtime = realtime
         self._lock = threading.Lock()
@@ -120,23 +123,3 @@ class LavfiSource(FrameSource):
     def graph(self) -> str:
         """The filter graph string."""
         return self._graph
-
-    @property
-    def fps(self) -> float:
-        return self._fps
-
-    @property
-    def frame_count(self) -> int | None:
-        return None
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._size
-
-    @property
-    def is_live(self) -> bool:
-        return True
-
-    @property
-    def name(self) -> str:
-        return f"lavfi:{self._graph}"

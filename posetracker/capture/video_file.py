@@ -63,8 +63,11 @@ class VideoFileSource(FrameSource):
     the same file in parallel.
     """
 
+    _seekable = True
+
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self._path = Path(path)
+        self._name = self._path.name
         self._lock = threading.RLock()
         self._closed = False
         self._failed = False
@@ -86,7 +89,7 @@ class VideoFileSource(FrameSource):
         self._fps = stream_fps(stream)
         self._size = (int(stream.codec_context.width), int(stream.codec_context.height))
         self._expect = expectation(self._container, stream, self._fps)
-        self._count, self._count_exact = self._expect.count, self._expect.exact
+        self._frame_count, self._count_exact = self._expect.count, self._expect.exact
         self._decoder = PacketDecoder(self._container, stream)
         self._tb = self._decoder.time_base
         self._covered = 0.0  # end time (s) of the last decoded frame
@@ -96,7 +99,7 @@ class VideoFileSource(FrameSource):
         if first is None:
             raise CorruptVideoError(
                 f"{p} contains no decodable video frame", last_good_index=-1,
-                expected_count=self._count, path=p,
+                expected_count=self._frame_count, path=p,
             )
         self._first_pts = first.pts
         if self._size[0] <= 0 or self._size[1] <= 0:
@@ -107,11 +110,11 @@ class VideoFileSource(FrameSource):
         last = self._next_index - 1
         self._failed = True
         where = f"after frame {last}" if last >= 0 else "before the first frame"
-        total = f" ({self._count} frames expected)" if self._count is not None else ""
+        total = f" ({self._frame_count} frames expected)" if self._frame_count is not None else ""
         detail = f" [{cause}]" if cause is not None else ""
         return CorruptVideoError(
             f"{self._path}: {what}; decoding stopped {where}{total}{detail}",
-            last_good_index=last, expected_count=self._count, path=self._path,
+            last_good_index=last, expected_count=self._frame_count, path=self._path,
         )
 
     def _decode(self) -> av.VideoFrame | None:
@@ -185,8 +188,8 @@ class VideoFileSource(FrameSource):
         with self._lock:
             self._check_open()
             index = int(index)
-            if index < 0 or (self._count_exact and self._count is not None and index >= self._count):
-                raise IndexError(f"{self.name}: frame {index} out of range (video has {self._count} frames)")
+            if index < 0 or (self._count_exact and self._frame_count is not None and index >= self._frame_count):
+                raise IndexError(f"{self.name}: frame {index} out of range (video has {self._frame_count} frames)")
             self._failed = False
             if self._first_pts is None:  # no timestamps (raw stream): count from the start
                 self._reopen()
@@ -195,7 +198,7 @@ class VideoFileSource(FrameSource):
                     self._next_index += 1
                     frame = self._decode()
             else:
-                in_range = self._count is None or index < self._count
+                in_range = self._frame_count is None or index < self._frame_count
                 frame = self._seek_pts(self._first_pts + round(index / self._fps / self._tb), in_range)
             if frame is None:
                 self._next_index = index
@@ -251,10 +254,6 @@ class VideoFileSource(FrameSource):
                 self._container.close()
 
     @property
-    def seekable(self) -> bool:
-        return True
-
-    @property
     def path(self) -> Path:
         """The video file."""
         return self._path
@@ -265,26 +264,6 @@ class VideoFileSource(FrameSource):
         return self._codec
 
     @property
-    def fps(self) -> float:
-        return self._fps
-
-    @property
-    def frame_count(self) -> int | None:
-        return self._count
-
-    @property
     def frame_count_exact(self) -> bool:
         """True if ``frame_count`` comes from the header, False if estimated."""
         return self._count_exact
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._size
-
-    @property
-    def is_live(self) -> bool:
-        return False
-
-    @property
-    def name(self) -> str:
-        return self._path.name

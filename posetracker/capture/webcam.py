@@ -165,6 +165,8 @@ class WebcamSource(FrameSource):
     the source is finished (``read()`` returns ``None``). One thread at a time.
     """
 
+    _is_live = True
+
     def __init__(
         self,
         device: int | str = 0,
@@ -269,23 +271,3 @@ class WebcamSource(FrameSource):
     @property
     def requested_fps(self) -> float | None:
         return self._requested_fps
-
-    @property
-    def fps(self) -> float:
-        return self._fps
-
-    @property
-    def frame_count(self) -> int | None:
-        return None
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._size
-
-    @property
-    def is_live(self) -> bool:
-        return True
-
-    @property
-    def name(self) -> str:
-        return self._name

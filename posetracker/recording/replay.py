@@ -86,15 +86,18 @@ def replay_source(folder: str | os.PathLike[str]) -> tuple[FrameSource, PoseSequ
 class BlankSource(FrameSource):
     """``count`` grey frames of ``size`` at ``fps``: a stand-in for a lost video."""
 
+    _seekable = True
+    _frame_count: int
+
     def __init__(self, size: tuple[int, int], fps: float, count: int, name: str = "blank"):
-        self._size, self._fps, self._count, self._name = size, fps, max(0, count), name
+        self._size, self._fps, self._frame_count, self._name = size, fps, max(0, count), name
         self._next = 0
         self._lock = threading.Lock()
         self._image = np.full((size[1], size[0], 3), 48, np.uint8)
 
     def read(self) -> Frame | None:
         with self._lock:
-            if self._next >= self._count:
+            if self._next >= self._frame_count:
                 return None
             i, self._next = self._next, self._next + 1
         return Frame(i, i / self._fps, self._image.copy())
@@ -103,33 +106,9 @@ class BlankSource(FrameSource):
         pass
 
     def seek(self, index: int) -> None:
-        if not 0 <= index < max(self._count, 1):
+        if not 0 <= index < max(self._frame_count, 1):
             raise IndexError(f"{self._name}: frame {index} out of range")
         self._next = int(index)
-
-    @property
-    def seekable(self) -> bool:
-        return True
-
-    @property
-    def fps(self) -> float:
-        return self._fps
-
-    @property
-    def frame_count(self) -> int | None:
-        return self._count
-
-    @property
-    def size(self) -> tuple[int, int]:
-        return self._size
-
-    @property
-    def is_live(self) -> bool:
-        return False
-
-    @property
-    def name(self) -> str:
-        return self._name
 
 
 class ReplaySession:
