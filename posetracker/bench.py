@@ -42,10 +42,9 @@ def bench_network(net: PoseNet, threads: int, mode: str, runs: int = 5, frames: 
     """Time one (mode, threads, runtime) configuration; mode is "causal" or "bidirectional";
     runtime "onnxruntime" runs the backbone in ONNX Runtime (``model.runtime.accelerate``)."""
     if runtime == "onnxruntime":
-        from posetracker.model.runtime import OnnxBackbone, accelerate
+        from posetracker.model.runtime import accelerate, plain
 
-        if isinstance(net.backbone, OnnxBackbone):
-            net.backbone = net.backbone.fallback
+        plain(net)
         if accelerate(net, threads) != "onnxruntime":
             raise RuntimeError("ONNX Runtime is not available")
     previous = torch.get_num_threads()
@@ -75,7 +74,7 @@ def bench_network(net: PoseNet, threads: int, mode: str, runs: int = 5, frames: 
     finally:
         torch.set_num_threads(previous)
         if runtime == "onnxruntime":
-            net.backbone = net.backbone.fallback
+            plain(net)
     med = statistics.median(fps)
     return BenchResult(mode, runtime, threads, med, min(fps), max(fps), 1000.0 / med, runs, frames)
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from posetracker.model.network import PoseNet
-from posetracker.model.runtime import OnnxBackbone, accelerate
+from posetracker.model.runtime import OnnxBackbone, OnnxHeads, accelerate, plain
 
 
 def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
@@ -22,3 +22,9 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
         torch.testing.assert_close(fast[key], ref[key], rtol=0, atol=1e-4)
     assert other.shape == (1, 1, 24, 16, 16)
     assert accelerate(net) == "onnxruntime"  # idempotent
+    assert isinstance(net.heads, OnnxHeads)
+    with torch.enable_grad():  # training sees the torch modules, so gradients flow
+        loss = net(x)["depth"].sum()
+    loss.backward()
+    assert net.heads.fallback.depth.out.weight.grad is not None
+    assert plain(net).backbone.__class__.__name__ == "MoveNetBackbone"

@@ -1,13 +1,14 @@
-"""Faster inference for the frozen backbone: ONNX Runtime when available, else torch.
+"""Faster inference: the backbone and the heads in ONNX Runtime when available, else torch.
 
-The backbone (method A step 1) is the bulk of the per-frame cost and is
-frozen after the MoveNet import, so for inference it is exported once to
-ONNX (cached under ``~/.cache/posetracker/onnx/``, keyed by a hash of its
-weights) and run by ONNX Runtime, which runs this MobileNetV2 2-2.5x faster
-than torch eager on one CPU thread here (``posetracker bench`` shows the
-numbers). Training and the temporal block and heads stay in torch.
-``accelerate`` swaps ``net.backbone`` in place and returns which runtime
-the network now uses; without onnxruntime it leaves torch in place.
+The backbone (method A step 1) and the heads (step 3) are most of the
+per-frame cost. For inference each is exported once to ONNX (cached under
+``~/.cache/posetracker/onnx/``, keyed by a hash of its weights) and run by
+ONNX Runtime: on one CPU thread here it runs the MobileNetV2 ~2x and the
+heads ~6x faster than torch eager (``posetracker bench`` shows the
+numbers). The temporal block stays in torch, and so does training: the
+wrappers fall back to their torch module whenever gradients are needed.
+``accelerate`` swaps ``net.backbone`` and ``net.heads`` in place and returns
+which runtime the network now uses; without onnxruntime it leaves torch.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 from torch import nn
 
 from posetracker.model.backbone import MoveNetBackbone
+from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
 
 INPUT_SIZE = 256
@@ -43,7 +45,8 @@ def _weights_key(module: nn.Module) -> str:
 class OnnxBackbone(nn.Module):
     """Drop-in for MoveNetBackbone: (N, 3, 256, 256) RGB 0..255 -> (N, 24, 64, 64), via ONNX Runtime.
 
-    Other input sizes fall back to the torch module it was exported from.
+    Other input sizes, and any call with gradients enabled (training), use the
+    torch module it was exported from.
     """
 
     out_channels = MoveNetBackbone.out_channels
@@ -51,60 +54,126 @@ class OnnxBackbone(nn.Module):
 
     def __init__(self, torch_backbone: MoveNetBackbone, onnx_path: Path, threads: int = 1):
         super().__init__()
-        import onnxruntime as ort
-
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = max(1, threads)
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        self.session = ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+        self.session = _session(onnx_path, threads)
         self.fallback = torch_backbone
         self.onnx_path = onnx_path
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.shape[-2:] != (INPUT_SIZE, INPUT_SIZE) or images.requires_grad:
+        if images.shape[-2:] != (INPUT_SIZE, INPUT_SIZE) or torch.is_grad_enabled():
             return self.fallback(images)
         x = images.detach().float().contiguous().numpy()
         (out,) = self.session.run(None, {"images": x})
         return torch.from_numpy(out)
 
 
-def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
-    """Export the backbone to ONNX (dynamic batch, 256x256); written atomically."""
+HEAD_KEYS = ("heatmap_logits", "offsets", "vectors", "depth")
+
+
+class _HeadsTuple(nn.Module):
+    """PoseHeads with a tuple output, for export."""
+
+    def __init__(self, heads: PoseHeads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.heads(x)
+        return tuple(out[k] for k in HEAD_KEYS)
+
+
+class OnnxHeads(nn.Module):
+    """Drop-in for PoseHeads: (N, 24, 64, 64) -> dict of head outputs, via ONNX Runtime."""
+
+    def __init__(self, torch_heads: PoseHeads, onnx_path: Path, threads: int = 1):
+        super().__init__()
+        self.session = _session(onnx_path, threads)
+        self.fallback = torch_heads
+        self.spec = torch_heads.spec
+
+    def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if x.shape[-2:] != (INPUT_SIZE // 4, INPUT_SIZE // 4) or torch.is_grad_enabled():
+            return self.fallback(x)
+        outs = self.session.run(None, {"features": x.detach().float().contiguous().numpy()})
+        return {k: torch.from_numpy(v) for k, v in zip(HEAD_KEYS, outs)}
+
+
+def _session(onnx_path: Path, threads: int):
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = max(1, threads)
+    opts.inter_op_num_threads = 1
+    opts.log_severity_level = 3
+    return ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
+
+
+def _export(module: nn.Module, dummy: torch.Tensor, path: Path, inp: str, outs: list[str]) -> Path:
+    """Export to ONNX with a dynamic batch axis; written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    dummy = torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE)
+    axes = {name: {0: "n"} for name in [inp, *outs]}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(backbone.eval(), (dummy,), str(tmp), input_names=["images"], output_names=["features"],
-                          dynamic_axes={"images": {0: "n"}, "features": {0: "n"}}, opset_version=17, dynamo=False)
+        torch.onnx.export(module.eval(), (dummy,), str(tmp), input_names=[inp], output_names=outs,
+                          dynamic_axes=axes, opset_version=17, dynamo=False)
     tmp.replace(path)
     return path
 
 
+def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
+    """Export the backbone to ONNX (dynamic batch, 256x256)."""
+    return _export(backbone, torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE), path, "images", ["features"])
+
+
+def export_heads(heads: PoseHeads, path: Path) -> Path:
+    """Export the heads to ONNX (dynamic batch, 24 x 64 x 64 features)."""
+    dummy = torch.zeros(1, MoveNetBackbone.out_channels, INPUT_SIZE // 4, INPUT_SIZE // 4)
+    return _export(_HeadsTuple(heads), dummy, path, "features", list(HEAD_KEYS))
+
+
 def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
-    """Run ``net``'s backbone with ONNX Runtime if possible; returns "onnxruntime" or "torch"."""
-    if isinstance(net.backbone, OnnxBackbone):
+    """Run ``net``'s backbone and heads with ONNX Runtime if possible; returns "onnxruntime" or "torch"."""
+    if isinstance(net.backbone, OnnxBackbone) and isinstance(net.heads, OnnxHeads):
         return "onnxruntime"
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         return "torch"
-    backbone = net.backbone
-    path = cache_dir() / f"backbone-{_weights_key(backbone)}.onnx"
+    backbone, heads = net.backbone, net.heads
+    paths = (cache_dir() / f"backbone-{_weights_key(backbone)}.onnx", cache_dir() / f"heads-{_weights_key(heads)}.onnx")
     try:
-        if not path.exists():
-            export_backbone(backbone, path)
-        fast = OnnxBackbone(backbone, path, threads)
+        if not paths[0].exists():
+            export_backbone(backbone, paths[0])
+        if not paths[1].exists():
+            export_heads(heads, paths[1])
+        fast_backbone, fast_heads = OnnxBackbone(backbone, paths[0], threads), OnnxHeads(heads, paths[1], threads)
         if check:
-            x = torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
-            with torch.no_grad():
-                err = float((fast(x) - backbone(x)).abs().max())
-            if not np.isfinite(err) or err > 1e-3:
-                raise RuntimeError(f"ONNX backbone differs from torch by {err:.2e}")
+            _check(fast_backbone, backbone, fast_heads, heads)
     except Exception as exc:  # any export/runtime problem: keep torch, say why
-        warnings.warn(f"ONNX Runtime not used ({exc}); running the backbone in torch", RuntimeWarning, stacklevel=2)
-        path.unlink(missing_ok=True)
+        warnings.warn(f"ONNX Runtime not used ({exc}); running the network in torch", RuntimeWarning, stacklevel=2)
+        for p in paths:
+            p.unlink(missing_ok=True)
         return "torch"
-    net.backbone = fast
+    net.backbone, net.heads = fast_backbone, fast_heads
     return "onnxruntime"
+
+
+def _check(fast_backbone, backbone, fast_heads, heads) -> None:
+    x = torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
+    with torch.no_grad():
+        f = backbone(x)
+        errs = [float((fast_backbone(x) - f).abs().max())]
+        ref, fast = heads(f), fast_heads(f)
+        errs += [float((fast[k] - ref[k]).abs().max()) for k in HEAD_KEYS]
+    worst = max(errs)
+    if not np.isfinite(worst) or worst > 1e-3:
+        raise RuntimeError(f"ONNX network differs from torch by {worst:.2e}")
+
+
+def plain(net: PoseNet) -> PoseNet:
+    """Undo ``accelerate``: put the torch modules back (e.g. before training or saving)."""
+    if isinstance(net.backbone, OnnxBackbone):
+        net.backbone = net.backbone.fallback
+    if isinstance(net.heads, OnnxHeads):
+        net.heads = net.heads.fallback
+    return net
