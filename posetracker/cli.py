@@ -1,4 +1,4 @@
-"""Command line: ``posetracker process|eval|export|bench|convert ...`` (see ``posetracker --help``).
+"""Command line: ``posetracker process|eval|export|train|bench|convert ...`` (see ``posetracker --help``).
 
 Exit codes: 0 success, 1 failure (message on stderr), 2 bad usage or input not found, 130 interrupted."""
 
@@ -136,9 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from posetracker.cli_eval import add_eval_parser
     from posetracker.cli_export import add_export_parser
+    from posetracker.cli_train import add_train_parser
 
     add_eval_parser(sub)
     add_export_parser(sub)
+    add_train_parser(sub)
 
     b = sub.add_parser("bench", help="speed: network forward (no INPUT) or the whole pipeline on INPUT")
     b.add_argument("input", nargs="?", help="video for the end-to-end benchmark (live and offline modes)")

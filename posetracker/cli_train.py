@@ -1,0 +1,129 @@
+"""``posetracker train ...``: distil the temporal block and the depth head from teachers.
+
+    posetracker train distill --config configs/distill.yaml [--resume | --fresh] [--stage depth|temporal|all]
+                              [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
+    posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
+
+Labels and features are cached under ~/.cache/posetracker (POSETRACKER_CACHE);
+a run's checkpoint and losses.csv under <cache>/train/<run>/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _load(args: argparse.Namespace):
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.train.config import load_config
+
+    torch.set_num_threads(max(1, args.threads))
+    cfg = load_config(args.config)
+    net = load_posenet(getattr(args, "init_weights", None) or cfg.weights_path)
+    return cfg, net
+
+
+def cmd_distill(args: argparse.Namespace) -> int:
+    from posetracker.model.weights import save_posenet
+    from posetracker.train.loop import STAGES, Trainer
+    from posetracker.train.prepare import build_entries
+
+    cfg, net = _load(args)
+    name = args.run or cfg.run
+    t0 = time.time()
+    train, val = build_entries(cfg, net, _log, only=args.clips)
+    frames = sum(len(e.feats) for e in train)
+    _log(f"prepared {len(train)} train entries ({frames} frames), {len(val)} val entries in {time.time() - t0:.0f} s")
+    if args.prepare_only:
+        return 0
+    deadline = None if args.max_minutes is None else time.time() + 60 * args.max_minutes
+    trainer = Trainer(net, cfg, train, val, name=name, deadline=deadline)
+    if trainer.checkpoint_path.exists() and not (args.resume or args.fresh):
+        _log(f"error: run {name!r} already has a checkpoint ({trainer.checkpoint_path}); pass --resume or --fresh")
+        return 2
+    if args.fresh:
+        for f in ("checkpoint.pt", "losses.csv"):
+            (trainer.dir / f).unlink(missing_ok=True)
+    elif args.resume and trainer.load_checkpoint():
+        _log(f"resumed {name}: stage {trainer.state.stage}, epoch {trainer.state.epoch}, step {trainer.state.step}")
+    stages = STAGES if args.stage == "all" else (args.stage,)
+    state = trainer.run(stages)
+    _log(json.dumps(state.history[-6:], indent=1))
+    if args.out:
+        before = {s for s in net.meta.get("trained", "").split(",") if s}  # parts the starting weights had
+        trained = ",".join(s for s in ("depth", "temporal") if s in before or s in state.done or state.stage == s)
+        src = (f"{net.meta.get('source', 'PoseNet')}; distilled by posetracker train distill (run {name}, "
+               f"teacher {cfg.teacher}, stages done: {','.join(state.done) or 'none'})")
+        save_posenet(net, args.out, source=src, trained=trained)
+        _log(f"wrote {args.out} (trained={trained})")
+    _log(f"log: {trainer.dir / 'losses.csv'}")
+    return 0
+
+
+def cmd_clip_eval(args: argparse.Namespace) -> int:
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.labels import cached_clip_labels
+    from posetracker.train.metrics import evaluate_clip
+    from posetracker.train.prepare import make_teacher, selection_for
+    from posetracker.train.features import iter_frames
+
+    cfg, net = _load(args)
+    teacher = make_teacher(cfg)
+    clips = args.clips or list(cfg.val)
+    results: dict[str, dict] = {}
+    for weights in args.weights:
+        for rel in clips:
+            path = cfg.data_path / rel
+            sel = selection_for(path, cfg)
+            labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
+            session = TrackingSession(load_posenet(weights), SessionConfig(mode=args.mode, lookahead=args.lookahead,
+                                                                           threads=args.threads,
+                                                                           smoothing=not args.no_smoothing))
+            r = evaluate_clip(session, path, labels)
+            results[f"{Path(weights).name} | {rel}"] = r
+            _log(f"{Path(weights).name} {rel}: " + ", ".join(f"{k}={v:.3f}" for k, v in r.items()))
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def add_train_parser(subparsers) -> None:
+    """Add ``train`` (with ``distill`` and ``clip-eval``) to the top-level sub-parsers."""
+    t = subparsers.add_parser("train", help="train parts of the model (distillation from teachers)")
+    tsub = t.add_subparsers(dest="train_command", required=True)
+
+    d = tsub.add_parser("distill", help="train the depth head and the temporal GRUs from teacher labels")
+    d.add_argument("--config", required=True, help="configs/distill.yaml")
+    d.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
+    d.add_argument("--fresh", action="store_true", help="discard the run's checkpoint and log, start over")
+    d.add_argument("--stage", choices=["depth", "temporal", "all"], default="all")
+    d.add_argument("--max-minutes", type=float, default=None, help="stop training (checkpointed) after N minutes")
+    d.add_argument("--out", help="write the trained weights here (a candidate, e.g. /tmp/posenet-human18.safetensors)")
+    d.add_argument("--run", help="run name (default: the config's 'run')")
+    d.add_argument("--init-weights", help="start from these weights instead of the config's 'weights'")
+    d.add_argument("--clips", nargs="+", help="only these clips (paths relative to the data root)")
+    d.add_argument("--prepare-only", action="store_true", help="make the labels and feature caches, do not train")
+    d.add_argument("--threads", type=int, default=1, help="torch threads (the CPU is shared: default 1)")
+    d.set_defaults(func=cmd_distill)
+
+    e = tsub.add_parser("clip-eval", help="jitter, lag, PCK vs teacher and 3-D metrics on held-out clips")
+    e.add_argument("--config", required=True)
+    e.add_argument("--weights", nargs="+", required=True, help="weights files to compare")
+    e.add_argument("--clips", nargs="+", help="clips (default: the config's val clips)")
+    e.add_argument("--mode", choices=["live", "offline"], default="live")
+    e.add_argument("--lookahead", type=int, default=0)
+    e.add_argument("--no-smoothing", action="store_true", help="measure the network without the One Euro/SG smoother")
+    e.add_argument("--out", help="write the results as JSON")
+    e.add_argument("--threads", type=int, default=1)
+    e.set_defaults(func=cmd_clip_eval)

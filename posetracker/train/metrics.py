@@ -1,0 +1,214 @@
+"""Temporal and 3-D quality of a model on clips: jitter, lag, PA-MPJPE, bone-length CV, depth order.
+
+Dense track arrays: T frames, N tracks, K joints; nan / False where absent.
+
+- :func:`jitter`: mean keypoint acceleration ``|x[t+1] - 2 x[t] + x[t-1]|`` (px/frame^2)
+  over joints confident in all three frames.
+- :func:`lag_frames`: delay (frames) of a trajectory behind a reference, from the peak of
+  the cross-correlation of their velocities (0.1-frame steps, linear interpolation); > 0 = behind.
+- :func:`pa_mpjpe`: mean joint error (mm) after the best similarity transform (Procrustes).
+- :func:`bone_length_cv`: per bone std / mean of its length over a track, averaged.
+- :func:`depth_order_agreement`: fraction of left/right joint pairs whose depth order
+  matches the reference's (pairs closer than ``min_gap_m`` in the reference are skipped).
+- :func:`evaluate_clip`: all of them for a TrackingSession on one clip against its labels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseSequence
+
+
+def jitter(xy: np.ndarray, ok: np.ndarray | None = None) -> float:
+    """xy (T, N, K, D), ok (T, N, K) -> mean |second difference| over valid triples (nan if none)."""
+    ok = np.isfinite(xy).all(-1) if ok is None else ok & np.isfinite(xy).all(-1)
+    if xy.shape[0] < 3:
+        return float("nan")
+    acc = np.linalg.norm(xy[2:] - 2 * xy[1:-1] + xy[:-2], axis=-1)
+    m = ok[2:] & ok[1:-1] & ok[:-2]
+    return float(acc[m].mean()) if m.any() else float("nan")
+
+
+def _shift(v: np.ndarray, lag: float) -> np.ndarray:
+    """v (T, M) delayed by ``lag`` frames (linear interpolation), nan where undefined: out[t] = v[t - lag]."""
+    i, f = int(np.floor(lag)), lag - np.floor(lag)
+    out = np.full_like(v, np.nan)
+    n = len(v)
+    idx = np.arange(n) - i
+    a = np.where((idx >= 0) & (idx < n), idx, 0)
+    b = np.where((idx - 1 >= 0) & (idx - 1 < n), idx - 1, 0)
+    ok_a, ok_b = (idx >= 0) & (idx < n), (idx - 1 >= 0) & (idx - 1 < n)
+    out[ok_a & (ok_b | (f == 0))] = ((1 - f) * v[a] + f * np.where(ok_b[:, None], v[b], 0.0))[ok_a & (ok_b | (f == 0))]
+    return out
+
+
+def lag_frames(pred: np.ndarray, ref: np.ndarray, max_lag: float = 5.0, resolution: float = 0.1) -> float:
+    """Delay of ``pred`` behind ``ref`` in frames (to ``resolution``). pred, ref: (T, ...) aligned, nan = missing.
+
+    The lag maximises the normalised correlation of the velocities of ``pred`` and of ``ref`` delayed by it.
+    """
+    vp = np.diff(pred, axis=0).reshape(pred.shape[0] - 1, -1)
+    vr = np.diff(ref, axis=0).reshape(ref.shape[0] - 1, -1)
+    best, best_lag = -np.inf, float("nan")
+    for lag in np.arange(-max_lag, max_lag + resolution / 2, resolution):
+        b = _shift(vr, float(lag))
+        m = np.isfinite(vp) & np.isfinite(b)
+        if m.sum() > 10:
+            score = float((vp[m] * b[m]).sum() / np.sqrt((vp[m] ** 2).sum() * (b[m] ** 2).sum() + 1e-12))
+            if score > best:
+                best, best_lag = score, float(round(lag, 6))
+    return best_lag
+
+
+def procrustes_align(pred: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """(K, 3) ``pred`` moved by the similarity transform (scale, rotation, translation) best fitting ``ref``."""
+    mp, mr = pred.mean(0), ref.mean(0)
+    p, r = pred - mp, ref - mr
+    u, s, vt = np.linalg.svd(p.T @ r)
+    d = np.sign(np.linalg.det(u @ vt))
+    fix = np.diag([1.0, 1.0, d])
+    rot = u @ fix @ vt
+    scale = (s * np.diag(fix)).sum() / max((p**2).sum(), 1e-12)
+    return scale * p @ rot + mr
+
+
+def pa_mpjpe(pred: np.ndarray, ref: np.ndarray, valid: np.ndarray | None = None, min_joints: int = 4) -> float:
+    """pred, ref (M, K, 3) m; valid (M, K) -> mean Procrustes-aligned joint error in mm (nan if no pose)."""
+    valid = np.isfinite(pred).all(-1) & np.isfinite(ref).all(-1) & (True if valid is None else valid)
+    errs = []
+    for p, r, v in zip(pred, ref, valid):
+        if v.sum() >= min_joints:
+            errs.append(np.linalg.norm(procrustes_align(p[v], r[v]) - r[v], axis=-1).mean())
+    return float(np.mean(errs) * 1000) if errs else float("nan")
+
+
+def real_edges(spec: SkeletonSpec) -> np.ndarray:
+    """(E', 2) tree edges between labelled joints (edges to virtual joints such as the centre dropped)."""
+    keep = [not (p in spec.virtual or c in spec.virtual) for p, c in spec.edges]
+    return spec.edges[np.asarray(keep, bool)]
+
+
+def bone_length_cv(world: np.ndarray, spec: SkeletonSpec, ok: np.ndarray | None = None, min_frames: int = 5) -> float:
+    """world (T, N, K, 3) m, ok (T, N, K) -> mean over tracks and bones of std/mean length (nan if none)."""
+    edges = real_edges(spec)
+    ok = np.isfinite(world).all(-1) if ok is None else ok & np.isfinite(world).all(-1)
+    length = np.linalg.norm(world[:, :, edges[:, 1]] - world[:, :, edges[:, 0]], axis=-1)  # (T, N, E')
+    m = ok[:, :, edges[:, 1]] & ok[:, :, edges[:, 0]]
+    cvs = []
+    for n in range(world.shape[1]):
+        for e in range(len(edges)):
+            v = length[m[:, n, e], n, e]
+            if len(v) >= min_frames and v.mean() > 0:
+                cvs.append(v.std() / v.mean())
+    return float(np.mean(cvs)) if cvs else float("nan")
+
+
+def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
+    """(M, 2) left/right joint pairs (each once)."""
+    return np.array([(j, m) for j, m in enumerate(spec.mirror_index) if j < m], np.int64).reshape(-1, 2)
+
+
+def depth_order_agreement(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05) -> float:
+    """pred, ref (..., K) depths -> fraction of pairs with the same sign of z_a - z_b (nan if none)."""
+    dp = pred[..., pairs[:, 0]] - pred[..., pairs[:, 1]]
+    dr = ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]
+    m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= min_gap_m)
+    return float((np.sign(dp[m]) == np.sign(dr[m])).mean()) if m.any() else float("nan")
+
+
+def sequence_tracks(seq: PoseSequence, min_confidence: float = 0.3) -> dict[str, np.ndarray]:
+    """A tracked PoseSequence -> dense {"xy" (T, N, K, 2), "depth" (T, N, K), "world" (T, N, K, 3), "ok" (T, N, K)}."""
+    ids = seq.track_ids()
+    col = {tid: i for i, tid in enumerate(ids)}
+    t_len, n, k = len(seq), len(ids), seq.skeleton.num_joints
+    out = {"xy": np.full((t_len, n, k, 2), np.nan), "depth": np.full((t_len, n, k), np.nan),
+           "world": np.full((t_len, n, k, 3), np.nan), "ok": np.zeros((t_len, n, k), bool)}
+    for t, f in enumerate(seq.frames):
+        for p, tid in enumerate(f.track_ids.tolist()):
+            if tid in col:
+                out["xy"][t, col[tid]] = f.keypoints[p, :, :2]
+                out["depth"][t, col[tid]] = f.keypoints[p, :, 2]
+                if f.world is not None:
+                    out["world"][t, col[tid]] = f.world[p]
+                out["ok"][t, col[tid]] = f.confidence[p] >= min_confidence
+    return out
+
+
+def match_to_reference(pred_xy: np.ndarray, pred_ok: np.ndarray, ref_xy: np.ndarray, ref_ok: np.ndarray,
+                       max_px: float = 50.0) -> np.ndarray:
+    """Per frame, the predicted person (index or -1) for each reference track: (T, N_ref) int.
+
+    Hungarian matching on the mean distance over joints valid in both, at most ``max_px``.
+    """
+    t_len, n_ref = ref_xy.shape[:2]
+    out = np.full((t_len, n_ref), -1, np.int64)
+    for t in range(t_len):
+        d = np.linalg.norm(ref_xy[t][:, None] - pred_xy[t][None], axis=-1)  # (Nr, Np, K)
+        both = ref_ok[t][:, None] & pred_ok[t][None]
+        cost = np.where(both.sum(-1) > 0, np.where(both, d, 0).sum(-1) / np.maximum(both.sum(-1), 1), np.inf)
+        if not np.isfinite(cost).any():
+            continue
+        r, c = linear_sum_assignment(np.where(np.isfinite(cost), cost, 1e9))
+        good = cost[r, c] <= max_px
+        out[t, r[good]] = c[good]
+    return out
+
+
+def _gather(arr: np.ndarray, match: np.ndarray) -> np.ndarray:
+    """arr (T, Np, ...) -> (T, Nr, ...) by match (T, Nr); nan / False where unmatched."""
+    pad = np.concatenate([arr, np.full_like(arr[:, :1], np.nan if arr.dtype.kind == "f" else 0)], 1)
+    return np.take_along_axis(pad, np.where(match < 0, arr.shape[1], match).reshape(*match.shape, *[1] * (arr.ndim - 2)), 1)
+
+
+def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | None = None) -> dict[str, Any]:
+    """Run ``session`` (a TrackingSession, live or offline) over the labelled frames of a clip; compare to ``labels``.
+
+    labels: :class:`posetracker.train.labels.ClipLabels` of the unaugmented clip (source pixels). Returns
+    jitter (model, teacher raw, teacher smoothed), lag vs the smoothed teacher, PCK@0.1 vs the smoothed
+    teacher (box diagonal), PA-MPJPE and depth-order agreement vs the teacher world / depth (when it has
+    them) and the model's bone-length CV.
+    """
+    from posetracker.capture import VideoFileSource
+
+    spec = spec or session.spec
+    keep = set(labels.frame_ids.tolist())
+    with VideoFileSource(clip_path) as src:
+        seq = session.run((f for f in src if f.index in keep), fps=src.fps)
+    pred = sequence_tracks(seq)
+    ref_ok = labels.visible
+    match = match_to_reference(pred["xy"], pred["ok"], labels.xy, ref_ok)
+    m = {k: _gather(v, match) for k, v in pred.items()}
+    both = m["ok"] & ref_ok
+    lag = lag_frames(np.where(both[..., None], m["xy"], np.nan), np.where(both[..., None], labels.xy, np.nan))
+    return {
+        "frames": len(seq), "jitter": jitter(pred["xy"], pred["ok"]),
+        "jitter_teacher_raw": jitter(labels.raw_xy, ref_ok), "jitter_teacher": jitter(labels.xy, ref_ok),
+        "lag_frames": lag, "pck@0.1": _pck(m["xy"], labels.xy, both, ref_ok),
+        "pa_mpjpe_mm": pa_mpjpe(m["world"].reshape(-1, spec.num_joints, 3), labels.world.reshape(-1, spec.num_joints, 3),
+                                both.reshape(-1, spec.num_joints) & ~_virtual_mask(spec)),
+        "bone_cv": bone_length_cv(pred["world"], spec, pred["ok"]),
+        "depth_order": depth_order_agreement(np.where(m["ok"], m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
+        "matched_fraction": float((match >= 0)[labels.present()].mean()) if labels.present().any() else float("nan"),
+    }
+
+
+def _virtual_mask(spec: SkeletonSpec) -> np.ndarray:
+    v = np.zeros(spec.num_joints, bool)
+    v[list(spec.virtual)] = True
+    return v
+
+
+def _pck(pred: np.ndarray, ref: np.ndarray, both: np.ndarray, ref_ok: np.ndarray, alpha: float = 0.1) -> float:
+    """Fraction of reference-visible joints within alpha x the reference box diagonal (unmatched = miss)."""
+    lo = np.where(ref_ok[..., None], ref, np.inf).min(2)
+    hi = np.where(ref_ok[..., None], ref, -np.inf).max(2)
+    diag = np.linalg.norm(hi - lo, axis=-1)  # (T, N)
+    d = np.linalg.norm(pred - ref, axis=-1)
+    hit = both & (d <= alpha * diag[..., None])
+    return float(hit[ref_ok].mean()) if ref_ok.any() else float("nan")

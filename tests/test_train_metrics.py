@@ -1,0 +1,77 @@
+"""Clip metrics on synthetic trajectories: jitter, lag, PA-MPJPE, bone-length CV, depth order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from posetracker.skeletons import load_skeleton
+from posetracker.train import metrics
+
+SPEC = load_skeleton("human18")
+
+
+def _track(t_len=60, noise=0.0, seed=0) -> np.ndarray:
+    """(T, 1, K, 2) joints moving on a smooth sine path, plus white noise of std ``noise`` px."""
+    t = np.arange(t_len)[:, None, None, None]
+    base = np.random.default_rng(1).uniform(0, 100, (1, 1, SPEC.num_joints, 2))
+    path = base + np.concatenate([20 * np.sin(t / 10.0), 5 * np.cos(t / 7.0)], -1)
+    return path + np.random.default_rng(seed).normal(0, noise, path.shape)
+
+
+def test_jitter_of_a_noisy_track_exceeds_a_smooth_one():
+    smooth, noisy = _track(), _track(noise=2.0)
+    assert metrics.jitter(smooth) < 0.3
+    assert metrics.jitter(noisy) > 10 * metrics.jitter(smooth)
+    ok = np.ones(noisy.shape[:3], bool)
+    ok[:, :, 3] = False  # unconfident joints are left out
+    assert np.isfinite(metrics.jitter(noisy, ok))
+    assert np.isnan(metrics.jitter(noisy[:2]))
+
+
+def test_lag_of_a_delayed_track():
+    ref = _track(120)
+    delayed = np.concatenate([ref[:2], ref[:-2]])  # 2 frames behind
+    assert metrics.lag_frames(delayed, ref) == pytest.approx(2.0, abs=0.3)
+    assert metrics.lag_frames(ref, ref) == pytest.approx(0.0, abs=0.1)
+
+
+def test_pa_mpjpe_is_zero_for_a_rotated_scaled_copy():
+    rng = np.random.default_rng(0)
+    ref = rng.normal(0, 0.3, (5, SPEC.num_joints, 3))
+    rot = Rotation.from_euler("xyz", [20, -35, 60], degrees=True).as_matrix()
+    pred = 1.7 * ref @ rot.T + np.array([0.5, -1.0, 3.0])
+    assert metrics.pa_mpjpe(pred, ref) == pytest.approx(0.0, abs=1e-6)
+    noisy = ref + rng.normal(0, 0.01, ref.shape)
+    assert 5 < metrics.pa_mpjpe(noisy, ref) < 20  # ~1 cm noise -> ~10 mm
+
+
+def test_bone_length_cv():
+    rng = np.random.default_rng(0)
+    pose = rng.normal(0, 0.3, (1, 1, SPEC.num_joints, 3))
+    rigid = np.concatenate([pose @ Rotation.from_euler("z", a, degrees=True).as_matrix().T for a in range(0, 90, 9)])
+    assert metrics.bone_length_cv(rigid, SPEC) == pytest.approx(0.0, abs=1e-9)
+    wobbly = rigid * rng.uniform(0.8, 1.2, (rigid.shape[0], 1, SPEC.num_joints, 1))
+    assert metrics.bone_length_cv(wobbly, SPEC) > 0.05
+
+
+def test_depth_order_agreement():
+    pairs = metrics.mirror_pairs(SPEC)
+    assert len(pairs) == 8 and all(SPEC.mirror_index[a] == b for a, b in pairs)
+    ref = np.tile(np.linspace(2, 3, SPEC.num_joints), (10, 1))
+    assert metrics.depth_order_agreement(ref + 0.01, ref, pairs) == 1.0
+    flipped = ref.copy()
+    flipped[:, pairs[:, 0]], flipped[:, pairs[:, 1]] = ref[:, pairs[:, 1]], ref[:, pairs[:, 0]]
+    assert metrics.depth_order_agreement(flipped, ref, pairs) == 0.0
+    half = ref.copy()
+    half[:5] = flipped[:5]
+    assert metrics.depth_order_agreement(half, ref, pairs) == pytest.approx(0.5)
+
+
+def test_match_to_reference_follows_people():
+    ref = np.concatenate([_track(10), _track(10, seed=3) + 300], 1)  # two people
+    pred = ref[:, ::-1] + 1.0  # same people, other order
+    ok = np.ones(ref.shape[:3], bool)
+    m = metrics.match_to_reference(pred, ok, ref, ok)
+    assert (m == [1, 0]).all()
