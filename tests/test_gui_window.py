@@ -266,3 +266,32 @@ def test_skeleton_view_draws_with_opengl(qtbot):
     assert image is not None and not image.isNull()
     pixels = np.array([image.pixelColor(x, y).red() for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)])
     assert (pixels > 150).any(), "coloured skeleton pixels were rendered"
+
+
+def test_video_view_downscales_the_frame_but_keeps_source_coordinates(qtbot):
+    """A big frame is resized to the view's pixels on the GUI thread; the overlay stays in source pixels."""
+    from gui_helpers import FakeSession
+    from posetracker.types import Frame
+    from ui.video_view import VideoView, display_size
+
+    assert display_size((1280, 720), (640, 480)) == (640, 360)
+    assert display_size((320, 240), (640, 480)) is None, "never enlarged"
+    view = VideoView()
+    qtbot.addWidget(view)
+    view.resize(400, 300)
+    view.show()
+    qtbot.waitExposed(view)
+    session = FakeSession(people=2)
+    view.set_spec(session.spec)
+    frame = Frame(0, 0.0, np.full((720, 1280, 3), 90, np.uint8))
+    pose = session.pose_for(frame)
+    view.show_frame(frame.image, pose)
+    shown = view.image.image
+    port = view.graphics.viewport().width() * view.devicePixelRatioF()
+    assert shown.shape[1] <= port / 0.9 and shown.shape[1] < 1280 and shown.dtype == np.uint8
+    rect = view.image.mapRectToParent(view.image.boundingRect())
+    assert (round(rect.width()), round(rect.height())) == (1280, 720)
+    assert view.image.levels is None, "no per-pixel level scaling"
+    spots = len(view.joints.data)
+    view.show_frame(None, pose)  # same pose again: nothing redrawn
+    assert len(view.joints.data) == spots > 0

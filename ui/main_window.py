@@ -58,6 +58,8 @@ class MainWindow(WindowEvents, QMainWindow):
         self.poses_received = 0
         self._pending_offline = False
         self._ticks = 0
+        self._pose_3d: PoseFrame | None = None  # newest pose not yet drawn in the 3-D view
+        self._plots_stale = False  # poses arrived since the plots were last refreshed
         self._build()
         self._connect()
         self._apply_state()
@@ -235,6 +237,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.source_info = None
         self.model_ok = False
         self.latest = None
+        self._pose_3d = None
         self.sequence = None
         self.history.clear()
         self.plots.clear()

@@ -3,9 +3,14 @@
 The angles offered are those of the one angle table
 (:func:`posetracker.analysis.angle_names` for the skeleton), labelled
 "left knee flexion", "trunk lean", ...; the chosen ones are saved by label.
+
+Only the checked angles are measured (each pose costs GUI-thread time per angle);
+checking another one re-measures the recent poses kept for that.
 """
 
 from __future__ import annotations
+
+from collections import deque
 
 import numpy as np
 import pyqtgraph as pg
@@ -21,6 +26,7 @@ from posetracker.types import PoseFrame
 CURVE_COLOURS = ((66, 135, 245), (245, 96, 66), (80, 200, 120), (240, 200, 40),
                  (180, 100, 240), (60, 210, 220), (250, 140, 200), (200, 200, 200))
 AUTO = -1
+HISTORY_SECONDS = 60.0  # the longest plot window
 KEY_ROLE = Qt.ItemDataRole.UserRole
 #: names saved before the one angle table ("left knee", ...): joint -> table angle
 LEGACY_JOINTS = {"knee": "knee_flexion", "elbow": "elbow_flexion", "hip": "hip_flexion",
@@ -52,6 +58,9 @@ class AnglePlot(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.history: AngleHistory | None = None
+        self._spec: SkeletonSpec | None = None
+        self._keys: list[AngleKey] = []  # every angle the skeleton offers, in table order
+        self._poses: deque[PoseFrame] = deque()  # the last HISTORY_SECONDS of poses, to re-measure
         self.seconds = 10.0
         self.person = AUTO
         self.plot = pg.PlotWidget()
@@ -91,7 +100,8 @@ class AnglePlot(QWidget):
     def set_spec(self, spec: SkeletonSpec, chosen: list[str]) -> None:
         """Offer every angle ``spec`` can measure; check those labelled in ``chosen``."""
         keys = angle_names(spec)
-        self.history = AngleHistory(spec, keys, seconds=60.0)
+        self._spec, self._keys = spec, keys
+        self._poses.clear()
         checked = _chosen_keys(keys, chosen)
         self.angle_list.blockSignals(True)
         self.angle_list.clear()
@@ -103,6 +113,7 @@ class AnglePlot(QWidget):
             self.angle_list.addItem(item)
         self.angle_list.blockSignals(False)
         self.empty.setText("" if keys else f"No joint angles defined for {spec.name}")
+        self._rebuild_history()
         self._rebuild_curves()
 
     def chosen_keys(self) -> list[AngleKey]:
@@ -121,14 +132,32 @@ class AnglePlot(QWidget):
         self.window_spin.setValue(seconds)
 
     def clear(self) -> None:
+        self._poses.clear()
         if self.history is not None:
             self.history.clear()
         for curve in self._curves.values():
             curve.setData([], [])
 
     def add_pose(self, pose: PoseFrame) -> None:
+        poses, t = self._poses, float(pose.timestamp)
+        if poses and t < float(poses[-1].timestamp) - 1e-6:
+            poses.clear()  # a seek or a new source, as AngleHistory does
+        poses.append(pose)
+        while float(poses[0].timestamp) < t - HISTORY_SECONDS:
+            poses.popleft()
         if self.history is not None:
             self.history.add(pose)
+
+    def _rebuild_history(self) -> None:
+        """A history of the checked angles only, re-measured over the plotted window of kept poses."""
+        if self._spec is None:
+            return
+        self.history = AngleHistory(self._spec, self.chosen_keys(), seconds=HISTORY_SECONDS)
+        if self._poses:
+            start = float(self._poses[-1].timestamp) - self.seconds
+            for pose in self._poses:
+                if float(pose.timestamp) >= start:
+                    self.history.add(pose)
 
     def current_person(self) -> int | None:
         """The plotted track: the chosen one, else the lowest id in view, else the lowest id recorded."""
@@ -159,8 +188,8 @@ class AnglePlot(QWidget):
         self._curves.clear()
         if self.history is None:
             return
-        chosen = set(self.chosen_keys())
-        for i, key in enumerate(self.history.names):
+        chosen = set(self.history.names)
+        for i, key in enumerate(self._keys):  # colours follow the table, whichever are checked
             if key in chosen:
                 pen = pg.mkPen(CURVE_COLOURS[i % len(CURVE_COLOURS)], width=2)
                 self._curves[key] = self.plot.plot([], [], pen=pen, name=angle_label(*key))
@@ -187,6 +216,7 @@ class AnglePlot(QWidget):
         self.seconds = float(value)
 
     def _on_angle_toggled(self, _item: QListWidgetItem) -> None:
+        self._rebuild_history()
         self._rebuild_curves()
         self.refresh()
         self.angles_changed.emit(self.chosen())

@@ -77,12 +77,12 @@ class PipelineStatusBar(QStatusBar):
         self.update_stats(PipelineStats(), 0)
 
     def update_stats(self, stats: PipelineStats, people: int) -> None:
-        f = self.fields
-        f["source"].setText(f"source {stats.source_fps:4.1f} fps")
-        f["inference"].setText(f"inference {stats.inference_fps:4.1f} fps")
-        f["latency"].setText(f"latency {stats.latency_ms:4.0f} ms")
-        f["dropped"].setText(f"dropped {stats.dropped}")
-        f["people"].setText(f"people {people}")
+        texts = {"source": f"source {stats.source_fps:4.1f} fps", "inference": f"inference {stats.inference_fps:4.1f} fps",
+                 "latency": f"latency {stats.latency_ms:4.0f} ms", "dropped": f"dropped {stats.dropped}",
+                 "people": f"people {people}"}
+        for key, text in texts.items():
+            if self.fields[key].text() != text:  # an unchanged label costs no relayout
+                self.fields[key].setText(text)
 
     def set_recording(self, text: str) -> None:
         self.fields["recording"].setText(text)

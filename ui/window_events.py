@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ui.main_window import MainWindow
 
 TOO_SMALL = (520, 360)
+SLOW_EVERY = 3  # display ticks per 3-D view / panel refresh
 MAX_HISTORY = 200_000
 
 
@@ -58,6 +59,7 @@ class WindowEvents:
         if len(self.history) < MAX_HISTORY:
             self.history[pose.index] = pose
         self.plots.add_pose(pose)
+        self._plots_stale = True
 
     def _on_processing_done(self: MainWindow, seq) -> None:
         self.sequence = seq
@@ -115,12 +117,14 @@ class WindowEvents:
 
     def _on_person_changed(self: MainWindow, track_id: int) -> None:
         self.state.person = track_id
+        self._plots_stale = True
 
     def _on_angles_changed(self: MainWindow, names: list) -> None:
         self.state.plot_angles = list(names)
 
     def _on_plot_window_changed(self: MainWindow, seconds: float) -> None:
         self.state.plot_seconds = float(seconds)
+        self._plots_stale = True
 
     def _on_follow_toggled(self: MainWindow, checked: bool) -> None:
         self.state.follow_person = checked
@@ -136,10 +140,12 @@ class WindowEvents:
     # ------------------------------------------------------------------ display timer
 
     def _on_timer_tick(self: MainWindow) -> None:
-        """~30 Hz: paint the newest result (or preview frame); slower panels every third tick."""
+        """~30 Hz: paint the newest result (or preview frame) if one arrived since the last tick;
+        the 3-D view and the panels every third tick (10 Hz, staggered), and only if data changed."""
         result = self.controller.display.take()
         if result is not None:
             self.latest = result
+            self._pose_3d = result.pose
         if self.state.sync_overlay and self.model_ok:
             if result is not None:
                 self.video.show_frame(result.frame.image, result.pose)
@@ -148,10 +154,11 @@ class WindowEvents:
             if preview is not None or result is not None:
                 pose = self.latest.pose if self.latest is not None else None
                 self.video.show_frame(preview.frame.image if preview is not None else None, pose)
-        if result is not None:
-            self.skeleton_view.set_pose(result.pose, self.plots.current_person())
         self._ticks += 1
-        if self._ticks % 3 == 0:
+        if self._ticks % SLOW_EVERY == 1 and self._pose_3d is not None:
+            pose, self._pose_3d = self._pose_3d, None
+            self.skeleton_view.set_pose(pose, self.plots.current_person())
+        if self._ticks % SLOW_EVERY == 0:
             self._refresh_panels()
 
     def _refresh_panels(self: MainWindow) -> None:
@@ -161,7 +168,9 @@ class WindowEvents:
             people = int((self.latest.pose.track_ids >= 0).sum())
         self.status.update_stats(stats, people)
         self.source_panel.set_position(stats.position, stats.playing)
-        self.plots.refresh()
+        if self._plots_stale:
+            self._plots_stale = False
+            self.plots.refresh()
 
     # ------------------------------------------------------------------ Qt events
 
