@@ -238,7 +238,7 @@ def densify(values: np.ndarray, shape: tuple[int, ...], sparsity: _Table) -> np.
     """
     order = sparsity.vector(0, np.int32)
     if sparsity.vector(1, np.int32).size:
-        raise NotImplementedError("block-sparse tensors are not supported")
+        raise ValueError("block-sparse tensors are not supported by this reader (the BlazePose files use none)")
     dims = sparsity.tables(2)
     # pos: index of each partial path into the next level's segments; coords: per level.
     pos = np.zeros(1, np.int64)
