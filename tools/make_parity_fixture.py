@@ -6,7 +6,7 @@ without Node in CI.
 
 Usage (from the repository root, after `cd tools/tfjs_reference && npm ci`):
 
-    python3 tools/make_parity_fixture.py [--shared /work/shared] [--out tests/data/movenet_parity.npz]
+    python3 tools/make_parity_fixture.py [--shared ../shared] [--out tests/data/movenet_parity.npz]
 
 Fixture keys, per input i (all arrays float32, NHWC exactly as TF.js returns them):
     input_{i}       (256,256,3) uint8 RGB -- only for synthetic inputs
@@ -135,7 +135,7 @@ def read_outputs(out_dir: Path, name: str) -> tuple[dict[str, np.ndarray], dict]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shared", type=Path, default=Path(os.environ.get("POSETRACKER_SHARED", "/work/shared")))
+    ap.add_argument("--shared", type=Path, default=Path(os.environ.get("POSETRACKER_SHARED", Path(__file__).resolve().parents[1].parent / "shared")))
     ap.add_argument("--out", type=Path, default=REPO / "tests" / "data" / "movenet_parity.npz")
     ap.add_argument("--backend", default="wasm", choices=["wasm", "cpu"])
     ap.add_argument("--no-cross-check", action="store_true", help="skip the second run on the other backend")

@@ -6,7 +6,7 @@ Squeeze). Used only to measure how far the float32
 runtimes (TF.js wasm / cpu, our PyTorch rebuild) are from the exact result,
 i.e. what parity tolerance is physically meaningful.
 
-    python3 tools/tfjs_reference/graph_f64.py [--shared /work/shared] [--npz tests/data/movenet_parity.npz]
+    python3 tools/tfjs_reference/graph_f64.py [--shared ../shared] [--npz tests/data/movenet_parity.npz]
 
 Prints, per stored input and head, max |TF.js(float32) - float64| next to the
 head's magnitude. Real images are re-read from the shared folder and checked
@@ -175,7 +175,7 @@ def run_graph(model: dict, weights: dict, rgb_u8: np.ndarray, wanted: list[str])
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shared", type=Path, default=Path("/work/shared"))
+    ap.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2].parent / "shared")
     ap.add_argument("--npz", type=Path, default=HERE.parent.parent / "tests" / "data" / "movenet_parity.npz")
     args = ap.parse_args()
     from make_parity_fixture import letterbox_256, load_image  # noqa: E402

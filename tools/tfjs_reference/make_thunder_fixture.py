@@ -5,7 +5,7 @@ so tests/test_teacher_thunder.py can check the PyTorch teacher without Node.
 
 Usage (from the repository root, after `cd tools/tfjs_reference && npm ci`):
 
-    python3 tools/tfjs_reference/make_thunder_fixture.py [--shared /work/shared] [--out tests/data/thunder_parity.npz]
+    python3 tools/tfjs_reference/make_thunder_fixture.py [--shared ../shared] [--out tests/data/thunder_parity.npz]
 
 Inputs: 0 = the synthetic image of tools/make_parity_fixture.py (stored); 1 = a
 person crop of a real photo, made by `crop_around_box` of
@@ -84,7 +84,7 @@ def _read(out_dir: Path, name: str) -> tuple[dict[str, np.ndarray], dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--shared", type=Path, default=Path(os.environ.get("POSETRACKER_SHARED", "/work/shared")))
+    ap.add_argument("--shared", type=Path, default=Path(os.environ.get("POSETRACKER_SHARED", Path(__file__).resolve().parents[2].parent / "shared")))
     ap.add_argument("--out", type=Path, default=REPO / "tests" / "data" / "thunder_parity.npz")
     ap.add_argument("--backend", default="wasm", choices=["wasm", "cpu"])
     args = ap.parse_args()
