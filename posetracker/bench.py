@@ -165,3 +165,61 @@ def format_pipeline_table(results: list[PipelineResult]) -> str:
         stages = "".join(f"{v:>8.1f}" if r.mode == "live" else f"{'-':>8}" for v in (r.network_ms, r.decode_ms, r.track_ms))
         rows.append(f"{r.mode:<10}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}")
     return "\n".join(rows)
+
+
+@dataclass(frozen=True)
+class PacedResult:
+    """Live-paced run: the source plays at its own fps, inference takes the newest frame."""
+
+    inference_fps: float
+    median_latency_ms: float  # from a frame being read until its pose is ready (as the app's status bar)
+    dropped: int  # frames never inferred because a newer one replaced them
+    frames: int
+
+
+def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None) -> PacedResult:
+    """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up)."""
+    import threading
+
+    import numpy as np
+
+    from posetracker.capture import open_source
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.types import Frame
+
+    session = TrackingSession(load_posenet(weights), SessionConfig(mode="live", threads=threads))
+    lock, done = threading.Lock(), threading.Event()
+    slot: list = [None]  # (frame, time read) or None: a one-item latest-wins mailbox
+    counts = {"read": 0, "dropped": 0}
+
+    def capture() -> None:
+        with open_source(path) as src:
+            t0 = time.monotonic()
+            for frame in src:
+                if counts["read"] >= frames:
+                    break
+                with lock:
+                    counts["dropped"] += slot[0] is not None
+                    slot[0] = (frame, time.monotonic())
+                counts["read"] += 1
+                time.sleep(max(0.0, t0 + counts["read"] / src.fps - time.monotonic()))
+        done.set()
+
+    session.step(Frame(0, 0.0, np.zeros((64, 64, 3), np.uint8)))  # warm-up
+    session.reset()
+    worker = threading.Thread(target=capture, daemon=True)
+    worker.start()
+    latencies, t_start = [], time.perf_counter()
+    while not (done.is_set() and slot[0] is None):
+        with lock:
+            item, slot[0] = slot[0], None
+        if item is None:
+            time.sleep(0.001)
+            continue
+        session.step(item[0])
+        latencies.append((time.monotonic() - item[1]) * 1000)
+    elapsed = time.perf_counter() - t_start
+    worker.join()
+    return PacedResult(len(latencies) / elapsed, statistics.median(latencies), counts["dropped"], counts["read"])
+

@@ -83,3 +83,10 @@ def test_a_file_corrupt_in_the_middle_keeps_the_frames_read(tmp_path, capsys):
     assert 0 < len(seq) < N
     assert [f.index for f in seq.frames] == list(range(len(seq)))
     assert "incomplete" in seq.metadata
+
+
+def test_bench_paced_json(capsys):
+    assert main(["bench", SAMPLE, "--paced", "--frames", "1", "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)["paced"]
+    assert r["frames"] == 25 and r["inference_fps"] > 0 and r["median_latency_ms"] > 0
+    assert 0 <= r["dropped"] < r["frames"]
