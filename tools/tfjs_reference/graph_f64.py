@@ -163,9 +163,9 @@ def run_graph(model: dict, weights: dict, rgb_u8: np.ndarray, wanted: list[str])
                 elif fo == "Relu6":
                     r = np.clip(r, 0, 6)
                 else:
-                    raise NotImplementedError(fo)
+                    raise ValueError(f"graph_f64 does not interpret fused op {fo!r}")
         else:
-            raise NotImplementedError(f"{op} ({name})")
+            raise ValueError(f"graph_f64 does not interpret op {op!r} (node {name})")
         cache[name] = r
         return r
 
