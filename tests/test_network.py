@@ -38,6 +38,23 @@ def test_untrained_temporal_block_is_an_exact_pass_through(net, clip):
         assert torch.equal(full[key], per_frame[key]), key
 
 
+def test_trained_temporal_block_leaves_frames_without_context_unchanged():
+    """A still image (T = 1), a stream's first frame and the backward GRU at look-ahead 0 add nothing."""
+    torch.manual_seed(0)
+    net = PoseNet(load_skeleton("mouse4")).eval()
+    for p in net.temporal.parameters():
+        torch.nn.init.normal_(p, std=0.1)
+    frames = torch.rand(1, 3, 3, 64, 64, generator=torch.Generator().manual_seed(3)) * 255
+    with torch.no_grad():
+        feats = net.features(frames)
+        still, _ = net.temporal(feats[:, :1])
+        assert torch.equal(still, feats[:, :1])
+        first, _ = net.temporal(feats[:, :1], None, emit=1)  # live, look-ahead 0, first frame
+        assert torch.equal(first, feats[:, :1])
+        window, _ = net.temporal(feats)  # with neighbours the block does change the features
+        assert not torch.allclose(window[:, 1], feats[:, 1])
+
+
 def test_untrained_depth_is_flat(net, clip):
     with torch.no_grad():
         d = net(clip)["depth"]

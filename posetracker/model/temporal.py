@@ -3,13 +3,18 @@
 The per-frame features (T, C, h, w) (stride 4) are average-pooled to stride
 8, where a forward and a backward 3x3 convolutional GRU run over time (a 3x3
 ConvGRU step costs a quarter of what it does at stride 4). The two hidden
-states of each frame are fused (concatenate + 1x1 conv), up-sampled back to
-stride 4 and added to that frame's features:
+states of each frame are fused (concatenate + 1x1 conv, no bias), up-sampled
+back to stride 4 and added to that frame's features. Each direction
+contributes its *context*: its state minus the state the same GRU reaches from
+that frame alone (``g(x_t, 0)``):
 
-    target[t] = first[t] + up(fuse([h_fwd[t], h_bwd[t]]))
+    target[t] = first[t] + up(fuse([h_fwd[t] - g_fwd(x_t, 0), h_bwd[t] - g_bwd(x_t, 0)]))
 
-The fusion starts at zero, so the untrained block leaves the pretrained
-behaviour exactly unchanged.
+So a frame with no neighbours (a still image, the first frame of a live
+stream, the backward GRU at look-ahead 0) gets exactly the per-frame
+(pretrained) features: the block can only change what time tells it, and the
+2-D accuracy on still images is the image model's by construction. The fusion
+starts at zero, so the untrained block is an exact pass-through everywhere.
 
 Modes:
 - bidirectional (files): both GRUs run over the whole window.
@@ -51,9 +56,8 @@ class TemporalBlock(nn.Module):
         super().__init__()
         self.forward_gru = ConvGRUCell(channels, hidden)
         self.backward_gru = ConvGRUCell(channels, hidden)
-        self.fuse = nn.Conv2d(2 * hidden, channels, 1)
+        self.fuse = nn.Conv2d(2 * hidden, channels, 1, bias=False)  # no bias: zero context -> zero change
         nn.init.zeros_(self.fuse.weight)
-        nn.init.zeros_(self.fuse.bias)
 
     def forward(self, feats: torch.Tensor, h_fwd: torch.Tensor | None = None,
                 emit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -76,7 +80,10 @@ class TemporalBlock(nn.Module):
         for i in range(t - 1, -1, -1):
             h_bwd = self.backward_gru(small[:, i], h_bwd)
             bwd[i] = h_bwd
-        fused = self.fuse(torch.cat([torch.stack(fwd, 1), torch.stack(bwd[:emit], 1)], 2).flatten(0, 1))
+        alone = small[:, :emit].flatten(0, 1)  # each emitted frame on its own: the no-context states
+        fwd_ctx = torch.stack(fwd, 1).flatten(0, 1) - self.forward_gru(alone, None)
+        bwd_ctx = torch.stack(bwd[:emit], 1).flatten(0, 1) - self.backward_gru(alone, None)
+        fused = self.fuse(torch.cat([fwd_ctx, bwd_ctx], 1))
         up = F.interpolate(fused, size=(h, w), mode="bilinear", align_corners=False)
         out = feats[:, :emit] + up.reshape(n, emit, c, h, w)
         return out, h_fwd

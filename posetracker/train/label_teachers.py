@@ -29,8 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
+from torch import nn
+
 from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.model.network import PoseNet
+from posetracker.model.temporal import TemporalBlock
 from posetracker.model.runtime import _weights_key
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
@@ -73,15 +76,26 @@ def project(points: np.ndarray, focal: float, centre: tuple[float, float]) -> np
 
 
 class PipelineTeacher:
-    """Labels from our own pipeline (per frame; 2-D + root depth from scale)."""
+    """Labels from our own pipeline run as the image model: per frame, temporal block off.
+
+    2-D + root depth (from the depth head when ``with_depth``, else NaN). The name, part of
+    every label cache key, hashes only the weights the labels depend on (backbone, 2-D heads
+    and, with depth, the depth head), so training the temporal block or shipping new weights
+    with the same 2-D parts keeps the cache valid.
+    """
 
     def __init__(self, net: PoseNet, min_confidence: float = 0.3, score_threshold: float = 0.2,
-                 threads: int = 1):
+                 threads: int = 1, with_depth: bool = True):
         self.spec = net.spec
-        self.name = f"pipeline-{_weights_key(net)[:10]}"
+        self.with_depth = with_depth
+        image_model = copy.deepcopy(net)
+        image_model.temporal = TemporalBlock(image_model.temporal.fuse.out_channels)  # zero fusion: pass-through
+        used = {"backbone": image_model.backbone,
+                **{f"heads.{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}}
+        self.name = f"pipeline-{_weights_key(nn.ModuleDict({k.replace('.', '_'): m for k, m in used.items()}))[:10]}"
         cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
                             score_threshold=score_threshold)
-        self.session = TrackingSession(copy.deepcopy(net), cfg)
+        self.session = TrackingSession(image_model, cfg)
         self.min_confidence = min_confidence
 
     def label_frame(self, rgb: np.ndarray) -> list[PersonLabel]:
@@ -91,7 +105,8 @@ class PipelineTeacher:
         for p in range(pose.num_people):
             conf = pose.confidence[p].astype(np.float64)
             depth = np.full(k, np.nan)
-            depth[root] = pose.keypoints[p, root, 2]
+            if self.with_depth:
+                depth[root] = pose.keypoints[p, root, 2]
             out.append(PersonLabel(pose.keypoints[p, :, :2].astype(np.float64), conf >= self.min_confidence,
                                    depth, np.full((k, 3), np.nan), conf))
         return out
@@ -117,7 +132,7 @@ class TeacherEnsemble:
 
     def __init__(self, net: PoseNet, blazepose: str | None = "full", thunder_json: str | Path | None = THUNDER_JSON,
                  fov_deg: float = 60.0, min_agreement: float = 0.3, min_presence: float = 0.5, threads: int = 1):
-        self.base = PipelineTeacher(net, threads=threads)
+        self.base = PipelineTeacher(net, threads=threads, with_depth=False)  # boxes and matching only
         self.spec = net.spec
         self.fov_deg, self.min_agreement, self.min_presence = fov_deg, min_agreement, min_presence
         self.sigmas = joint_sigmas(self.spec)
