@@ -266,6 +266,14 @@ def test_skeleton_view_draws_with_opengl(qtbot):
     assert image is not None and not image.isNull()
     pixels = np.array([image.pixelColor(x, y).red() for x in range(0, image.width(), 7) for y in range(0, image.height(), 7)])
     assert (pixels > 150).any(), "coloured skeleton pixels were rendered"
+    from PySide6.QtCore import QPoint, Qt
+    from PySide6.QtTest import QTest
+
+    before = view.gl.opts["azimuth"]
+    QTest.mousePress(view.gl, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(50, 50))
+    QTest.mouseMove(view.gl, QPoint(90, 55))
+    QTest.mouseRelease(view.gl, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.NoModifier, QPoint(90, 55))
+    assert view.gl.opts["azimuth"] != before, "dragging in the 3-D window orbits the camera"
 
 
 def test_video_view_downscales_the_frame_but_keeps_source_coordinates(qtbot):

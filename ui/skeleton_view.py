@@ -1,4 +1,11 @@
-"""3-D view (pyqtgraph.opengl GLViewWidget): every tracked skeleton in camera space above a ground grid.
+"""3-D view (pyqtgraph.opengl): every tracked skeleton in camera space above a ground grid.
+
+The scene renders in its own native OpenGL window (pyqtgraph's GLViewMixin on a
+QOpenGLWindow) embedded with ``QWidget.createWindowContainer``, not in a
+QOpenGLWidget: a QOpenGLWidget makes Qt compose the *whole* main window through
+OpenGL on every repaint of any widget, which with a software OpenGL driver
+(llvmpipe: no GPU, remote desktops, Xvfb) cost ~0.2 CPU cores while the video
+played; the native window costs only the 3-D view's own 10 Hz renders.
 
 Camera space (x right, y down, z forward, metres) maps to a z-up scene: X = x, Y = z, Z = -y.
 Without an OpenGL context (QT_QPA_PLATFORM=offscreen, no GL driver) a placeholder is shown instead.
@@ -73,15 +80,17 @@ class SkeletonView(QWidget):
             note.setWordWrap(True)
             layout.addWidget(note, 1)
         else:
-            layout.addWidget(self.gl, 1)
+            layout.addWidget(self.container, 1)
         self.reset_button.clicked.connect(self.reset_view)
 
     def _make_gl(self):
         import pyqtgraph.opengl as gl
 
-        view = gl.GLViewWidget()
+        view = _gl_view_window_class()()
         view.setBackgroundColor((18, 18, 24))
-        view.setMinimumSize(80, 60)
+        self.container = QWidget.createWindowContainer(view, self)
+        self.container.setMinimumSize(80, 60)
+        self.container.setFocusPolicy(Qt.FocusPolicy.ClickFocus)
         self._grid = gl.GLGridItem()
         self._grid.setSize(12, 12)
         self._grid.setSpacing(0.5, 0.5)
@@ -179,6 +188,17 @@ class SkeletonView(QWidget):
     def grab_image(self) -> QImage | None:
         """The rendered 3-D scene (None without OpenGL)."""
         return self.gl.grabFramebuffer() if self.gl is not None else None
+
+
+def _gl_view_window_class() -> type:
+    """pyqtgraph's GL view (camera, mouse orbit/zoom, items) as a QOpenGLWindow."""
+    from PySide6.QtOpenGL import QOpenGLWindow
+    from pyqtgraph.opengl.GLViewWidget import GLViewMixin
+
+    class GLViewWindow(GLViewMixin, QOpenGLWindow):
+        pass
+
+    return GLViewWindow
 
 
 def _vec(x: float, y: float, z: float):

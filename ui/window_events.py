@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QResizeEvent
+from PySide6.QtCore import QPoint, QRect
+from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QPainter, QResizeEvent
 
 from posetracker.recording import ReplaySession
 from posetracker.skeletons import SkeletonError, load_skeleton
@@ -208,8 +209,15 @@ class WindowEvents:
         """``path`` (whole window), ``<stem>-3d.png`` (3-D scene) and ``<stem>-plots.png``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        saved = [path] if self.grab().save(str(path)) else []
         scene = self.skeleton_view.grab_image()
+        window = self.grab()
+        container = getattr(self.skeleton_view, "container", None)
+        if scene is not None and container is not None and container.isVisible():
+            # the 3-D view is a native child window, which a widget grab does not see: paint it in
+            painter = QPainter(window)
+            painter.drawImage(QRect(container.mapTo(self, QPoint(0, 0)), container.size()), scene)
+            painter.end()
+        saved = [path] if window.save(str(path)) else []
         extra = [(scene, path.with_name(f"{path.stem}-3d.png")),
                  (self.plots_dock.grab(), path.with_name(f"{path.stem}-plots.png"))]
         for image, target in extra:
