@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 
@@ -79,6 +80,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
     from posetracker.train.features import iter_frames
 
     cfg, net = _load(args)
+    if args.blazepose:
+        cfg = replace(cfg, blazepose=args.blazepose)
     teacher = make_teacher(cfg)
     clips = args.clips or list(cfg.val)
     results: dict[str, dict] = {}
@@ -124,6 +127,8 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--mode", choices=["live", "offline"], default="live")
     e.add_argument("--lookahead", type=int, default=0)
     e.add_argument("--no-smoothing", action="store_true", help="measure the network without the One Euro/SG smoother")
+    e.add_argument("--blazepose", choices=["full", "heavy"], help="BlazePose variant of the reference 3-D "
+                   "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
     e.set_defaults(func=cmd_clip_eval)

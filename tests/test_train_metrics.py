@@ -75,3 +75,14 @@ def test_match_to_reference_follows_people():
     ok = np.ones(ref.shape[:3], bool)
     m = metrics.match_to_reference(pred, ok, ref, ok)
     assert (m == [1, 0]).all()
+
+
+def test_root_depth_error_is_the_median_over_matched_frames():
+    from posetracker.train.metrics import root_depth_error
+
+    pred = np.array([[3.0, 5.0], [3.5, np.nan], [10.0, 2.0]])
+    ref = np.array([[3.2, 4.0], [3.0, 1.0], [2.0, 2.0]])
+    ok = np.array([[True, True], [True, True], [False, True]])
+    # used: |3-3.2|, |5-4|, |3.5-3|, |2-2| (nan and not-ok skipped) -> median of .2, 1, .5, 0
+    assert root_depth_error(pred, ref, ok) == pytest.approx(0.35)
+    assert np.isnan(root_depth_error(pred, ref, np.zeros_like(ok)))

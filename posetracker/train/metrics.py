@@ -2,6 +2,7 @@
 
 Dense track arrays: T frames, N tracks, K joints; nan / False where absent.
 
+- :func:`root_depth_error`: median body-centre depth error (m)
 - :func:`jitter`: mean keypoint acceleration ``|x[t+1] - 2 x[t] + x[t-1]|`` (px/frame^2)
   over joints confident in all three frames.
 - :func:`lag_frames`: delay (frames) of a trajectory behind a reference, from the peak of
@@ -109,6 +110,12 @@ def bone_length_cv(world: np.ndarray, spec: SkeletonSpec, ok: np.ndarray | None 
     return float(np.mean(cvs)) if cvs else float("nan")
 
 
+def root_depth_error(pred: np.ndarray, ref: np.ndarray, ok: np.ndarray) -> float:
+    """Median |pred - ref| (m) of the body-centre depth over matched frames; pred, ref, ok (T, N)."""
+    m = ok & np.isfinite(pred) & np.isfinite(ref)
+    return float(np.median(np.abs(pred[m] - ref[m]))) if m.any() else float("nan")
+
+
 def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
     """(M, 2) left/right joint pairs (each once)."""
     return np.array([(j, m) for j, m in enumerate(spec.mirror_index) if j < m], np.int64).reshape(-1, 2)
@@ -171,8 +178,8 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
 
     labels: :class:`posetracker.train.labels.ClipLabels` of the unaugmented clip (source pixels). Returns
     jitter (model, teacher raw, teacher smoothed), lag vs the smoothed teacher, PCK@0.1 vs the smoothed
-    teacher (box diagonal), PA-MPJPE and depth-order agreement vs the teacher world / depth (when it has
-    them) and the model's bone-length CV.
+    teacher (box diagonal), PA-MPJPE, root-depth error and depth-order agreement vs the teacher world /
+    depth (when it has them) and the model's bone-length CV.
     """
     from posetracker.capture import VideoFileSource
 
@@ -193,6 +200,7 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
         "pa_mpjpe_mm": pa_mpjpe(m["world"].reshape(-1, spec.num_joints, 3), labels.world.reshape(-1, spec.num_joints, 3),
                                 both.reshape(-1, spec.num_joints) & ~_virtual_mask(spec)),
         "bone_cv": bone_length_cv(pred["world"], spec, pred["ok"]),
+        "root_depth_err_m": root_depth_error(m["depth"][..., spec.root], labels.depth[..., spec.root], both[..., spec.root]),
         "depth_order": depth_order_agreement(np.where(m["ok"], m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
         "matched_fraction": float((match >= 0)[labels.present()].mean()) if labels.present().any() else float("nan"),
     }
