@@ -24,7 +24,7 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 from ui.overlay import drawn_edges, edge_segments, track_colour, visible_joints
 
-DEFAULT_CAMERA = {"distance": 9.0, "elevation": 15.0, "azimuth": -90.0}  # behind the real camera
+DEFAULT_CAMERA = {"distance": 9.0, "elevation": 20.0, "azimuth": -50.0}  # behind and to the right of the real camera: depth shows
 
 
 def to_scene(world: np.ndarray) -> np.ndarray:
