@@ -39,11 +39,12 @@ def test_untrained_temporal_block_is_an_exact_pass_through(net, clip):
 
 
 def test_trained_temporal_block_leaves_frames_without_context_unchanged():
-    """A still image (T = 1), a stream's first frame and the backward GRU at look-ahead 0 add nothing."""
+    """A still image (T = 1) and a stream's first frame keep their own features; at look-ahead 0 the
+    backward side adds nothing (the output is the forward recurrence)."""
     torch.manual_seed(0)
     net = PoseNet(load_skeleton("mouse4")).eval()
     for p in net.temporal.parameters():
-        torch.nn.init.normal_(p, std=0.1)
+        torch.nn.init.uniform_(p, 0.1, 0.9)
     frames = torch.rand(1, 3, 3, 64, 64, generator=torch.Generator().manual_seed(3)) * 255
     with torch.no_grad():
         feats = net.features(frames)
@@ -53,6 +54,10 @@ def test_trained_temporal_block_leaves_frames_without_context_unchanged():
         assert torch.equal(first, feats[:, :1])
         window, _ = net.temporal(feats)  # with neighbours the block does change the features
         assert not torch.allclose(window[:, 1], feats[:, 1])
+        _, state = net.temporal(feats[:, :1], None, emit=1)
+        second, _ = net.temporal(feats[:, 1:2], state, emit=1)
+        _, forward_only = net.temporal.forward_dir.step(feats[:, 1], *net.temporal.forward_dir.step(feats[:, 0], None, None))
+        assert torch.allclose(second[:, 0], forward_only)
 
 
 def test_untrained_depth_is_flat(net, clip):
@@ -64,7 +69,8 @@ def test_untrained_depth_is_flat(net, clip):
 def test_causal_stream_matches_bidirectional_window():
     torch.manual_seed(0)
     net = PoseNet(load_skeleton("mouse4")).eval()
-    torch.nn.init.normal_(net.temporal.fuse.weight, std=0.1)  # make the temporal block matter
+    for p in net.temporal.parameters():  # non-zero memory so the recurrences matter
+        torch.nn.init.uniform_(p, 0.1, 0.9)
     frames = torch.rand(1, 3, 3, 64, 64, generator=torch.Generator().manual_seed(2)) * 255
     with torch.no_grad():
         ref = net(frames)

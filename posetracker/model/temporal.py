@@ -1,26 +1,34 @@
-"""Method A step 2: temporal features from a forward and a backward GRU.
+"""Method A step 2: temporal features from a forward and a backward GRU, fused per frame.
 
-The per-frame features (T, C, h, w) (stride 4) are average-pooled to stride
-8, where a forward and a backward 3x3 convolutional GRU run over time (a 3x3
-ConvGRU step costs a quarter of what it does at stride 4). The two hidden
-states of each frame are fused (concatenate + 1x1 conv, no bias), up-sampled
-back to stride 4 and added to that frame's features. Each direction
-contributes its *context*: its state minus the state the same GRU reaches from
-that frame alone (``g(x_t, 0)``):
+Each direction is a gated recurrence over the first features x[t] (N, C, h, w)
+(stride 4), a GRU whose candidate is the frame's own features:
 
-    target[t] = first[t] + up(fuse([h_fwd[t] - g_fwd(x_t, 0), h_bwd[t] - g_bwd(x_t, 0)]))
+    s_fwd[t] = s_fwd[t-1] + (1 - m_fwd[t]) * (x[t] - s_fwd[t-1]),   s_fwd[first] = x[first]
+    s_bwd[t] = s_bwd[t+1] + (1 - m_bwd[t]) * (x[t] - s_bwd[t+1]),   s_bwd[last]  = x[last]
 
-So a frame with no neighbours (a still image, the first frame of a live
-stream, the backward GRU at look-ahead 0) gets exactly the per-frame
-(pretrained) features: the block can only change what time tells it, and the
-2-D accuracy on still images is the image model's by construction. The fusion
-starts at zero, so the untrained block is an exact pass-through everywhere.
+The memory m in [0, MAX_MEMORY] (per channel and pixel) is the GRU's update
+gate. It comes from a 3x3 convolutional GRU that runs at stride 8 (a quarter
+of the cost) over the pooled features, and from how much the frame differs
+from the running state, so it can hold still parts steady and let moving
+joints through. Fusion of the two directions, per frame:
+
+    target[t] = s_fwd[t] + s_bwd[t] - x[t]
+
+a two-sided exponential smoother: weights 1 - 2m on the frame itself and
+(1 - m) m^|k| on the frame k steps away, summing to 1. This form was chosen
+after measuring that fixed feature-space smoothing (no training) halves the
+decoded keypoint jitter with almost no 2-D cost (see models/README.md).
+
+Properties (tested): a frame with no neighbours (a still image) gets exactly
+its own features, and so does the backward side at look-ahead 0 (live mode is
+then the causal s_fwd); the untrained block (gains 0) is an exact pass-through.
 
 Modes:
-- bidirectional (files): both GRUs run over the whole window.
-- causal (live, look-ahead L >= 0): the forward GRU's state is carried from
-  frame to frame; the backward GRU runs over frame t and its L look-ahead
-  frames only. L = 0 adds no latency; each look-ahead frame adds 1/fps.
+- bidirectional (files): both recurrences run over the whole window.
+- causal (live, look-ahead L >= 0): the forward state (context GRU state,
+  s_fwd) is carried from frame to frame; the backward recurrence runs over
+  frame t and its L look-ahead frames only. L = 0 adds no latency; each
+  look-ahead frame adds 1/fps.
 """
 
 from __future__ import annotations
@@ -30,6 +38,9 @@ import torch.nn.functional as F
 from torch import nn
 
 GRU_HIDDEN = 32
+MAX_MEMORY = 0.45  # keeps the frame's own weight 1 - 2m >= 0.1 in the two-sided smoother
+
+State = tuple  # forward state carried between windows: (context (N, hidden, h/2, w/2), s_fwd (N, C, h, w))
 
 
 class ConvGRUCell(nn.Module):
@@ -49,41 +60,61 @@ class ConvGRUCell(nn.Module):
         return (1 - z) * h + z * n
 
 
+class _Direction(nn.Module):
+    """One direction: context ConvGRU at stride 8 + memory gate for the full-resolution recurrence."""
+
+    def __init__(self, channels: int, hidden: int):
+        super().__init__()
+        self.gru = ConvGRUCell(channels, hidden)
+        self.gate = nn.Conv2d(hidden + channels, channels, 1)  # memory logits from context and |change|
+        self.gain = nn.Parameter(torch.zeros(channels))  # per-channel memory scale; 0 = pass-through
+        nn.init.zeros_(self.gate.weight)
+        nn.init.zeros_(self.gate.bias)
+
+    def step(self, x: torch.Tensor, ctx: torch.Tensor | None, s: torch.Tensor | None
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (N, C, h, w) one frame; ctx (N, hidden, h/2, w/2) | None; s (N, C, h, w) | None -> (ctx, s)."""
+        ctx = self.gru(F.avg_pool2d(x, 2), ctx)
+        if s is None:
+            return ctx, x
+        change = F.avg_pool2d((x - s).abs(), 2)
+        logits = F.interpolate(self.gate(torch.cat([ctx, change], 1)), size=x.shape[-2:], mode="bilinear",
+                               align_corners=False)
+        memory = MAX_MEMORY * self.gain.clamp(0.0, 1.0)[None, :, None, None] * torch.sigmoid(logits)
+        return ctx, x + memory * (s - x)  # = s + (1 - m)(x - s); exactly x when m = 0
+
+
 class TemporalBlock(nn.Module):
-    """Forward + backward ConvGRU over time, fused and added residually to the features."""
+    """Forward + backward gated recurrences over time, fused into each frame's target features."""
 
     def __init__(self, channels: int = 24, hidden: int = GRU_HIDDEN):
         super().__init__()
-        self.forward_gru = ConvGRUCell(channels, hidden)
-        self.backward_gru = ConvGRUCell(channels, hidden)
-        self.fuse = nn.Conv2d(2 * hidden, channels, 1, bias=False)  # no bias: zero context -> zero change
-        nn.init.zeros_(self.fuse.weight)
+        self.channels = channels
+        self.forward_dir = _Direction(channels, hidden)
+        self.backward_dir = _Direction(channels, hidden)
 
-    def forward(self, feats: torch.Tensor, h_fwd: torch.Tensor | None = None,
-                emit: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, feats: torch.Tensor, state: State | None = None,
+                emit: int | None = None) -> tuple[torch.Tensor, State]:
         """Run over a window.
 
         feats: (N, T, C, h, w) first features of T consecutive frames
-        h_fwd: (N, hidden, h/2, w/2) forward state carried from the frame before the window, or None
+        state: forward state carried from the frame before the window (see ``State``), or None
         emit:  number of leading frames to return (default all T); the rest are look-ahead only
         Returns (target features (N, emit, C, h, w), forward state after the last emitted frame).
         """
-        n, t, c, h, w = feats.shape
+        t = feats.shape[1]
         emit = t if emit is None else emit
-        small = F.avg_pool2d(feats.reshape(n * t, c, h, w), 2).reshape(n, t, c, h // 2, w // 2)
+        ctx, s = state if state is not None else (None, None)
         fwd = []
         for i in range(emit):
-            h_fwd = self.forward_gru(small[:, i], h_fwd)
-            fwd.append(h_fwd)
-        bwd: list[torch.Tensor] = [None] * t  # type: ignore[list-item]
-        h_bwd = None
+            ctx, s = self.forward_dir.step(feats[:, i], ctx, s)
+            fwd.append(s)
+        bwd: list[torch.Tensor] = [None] * emit  # type: ignore[list-item]
+        b_ctx, b_s = None, None
         for i in range(t - 1, -1, -1):
-            h_bwd = self.backward_gru(small[:, i], h_bwd)
-            bwd[i] = h_bwd
-        alone = small[:, :emit].flatten(0, 1)  # each emitted frame on its own: the no-context states
-        fwd_ctx = torch.stack(fwd, 1).flatten(0, 1) - self.forward_gru(alone, None)
-        bwd_ctx = torch.stack(bwd[:emit], 1).flatten(0, 1) - self.backward_gru(alone, None)
-        fused = self.fuse(torch.cat([fwd_ctx, bwd_ctx], 1))
-        up = F.interpolate(fused, size=(h, w), mode="bilinear", align_corners=False)
-        out = feats[:, :emit] + up.reshape(n, emit, c, h, w)
-        return out, h_fwd
+            b_ctx, b_s = self.backward_dir.step(feats[:, i], b_ctx, b_s)
+            if i < emit:
+                bwd[i] = b_s
+        x = feats[:, :emit]
+        out = x + (torch.stack(fwd, 1) - x) + (torch.stack(bwd, 1) - x)  # s_fwd + s_bwd - x, exact pass-through at m = 0
+        return out, (ctx, s)

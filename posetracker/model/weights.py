@@ -65,9 +65,6 @@ def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = Non
         state = load_file(str(path))
     except (SafetensorError, OSError) as exc:
         raise WeightsError(f"cannot read weights {path}: {exc}") from None
-    legacy_bias = state.pop("temporal.fuse.bias", None)  # files before the bias-free fusion: only a zero one fits
-    if legacy_bias is not None and bool(legacy_bias.abs().max() > 0):
-        raise WeightsError(f"{path} has a temporal fusion bias; this version's fusion has none (retrain the temporal block)")
     missing, unexpected = net.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise WeightsError(f"{path} does not fit PoseNet({spec.name}): missing {missing[:5]}, unexpected {unexpected[:5]}")

@@ -89,7 +89,7 @@ class PipelineTeacher:
         self.spec = net.spec
         self.with_depth = with_depth
         image_model = copy.deepcopy(net)
-        image_model.temporal = TemporalBlock(image_model.temporal.fuse.out_channels)  # zero fusion: pass-through
+        image_model.temporal = TemporalBlock(image_model.temporal.channels)  # untrained: an exact pass-through
         used = {"backbone": image_model.backbone,
                 **{f"heads.{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}}
         self.name = f"pipeline-{_weights_key(nn.ModuleDict({k.replace('.', '_'): m for k, m in used.items()}))[:10]}"
