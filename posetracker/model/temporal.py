@@ -71,9 +71,14 @@ class _Direction(nn.Module):
         nn.init.zeros_(self.gate.weight)
         nn.init.zeros_(self.gate.bias)
 
-    def step(self, x: torch.Tensor, ctx: torch.Tensor | None, s: torch.Tensor | None
-             ) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (N, C, h, w) one frame; ctx (N, hidden, h/2, w/2) | None; s (N, C, h, w) | None -> (ctx, s)."""
+    def step(self, x: torch.Tensor, ctx: torch.Tensor | None, s: torch.Tensor | None, last: bool = False
+             ) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """x (N, C, h, w) one frame; ctx (N, hidden, h/2, w/2) | None; s (N, C, h, w) | None -> (ctx, s).
+
+        ``last``: no step follows and the state is not kept, so a first step (s None) needs no context.
+        """
+        if s is None and last:
+            return None, x
         ctx = self.gru(F.avg_pool2d(x, 2), ctx)
         if s is None:
             return ctx, x
@@ -112,7 +117,7 @@ class TemporalBlock(nn.Module):
         bwd: list[torch.Tensor] = [None] * emit  # type: ignore[list-item]
         b_ctx, b_s = None, None
         for i in range(t - 1, -1, -1):
-            b_ctx, b_s = self.backward_dir.step(feats[:, i], b_ctx, b_s)
+            b_ctx, b_s = self.backward_dir.step(feats[:, i], b_ctx, b_s, last=i == 0)
             if i < emit:
                 bwd[i] = b_s
         x = feats[:, :emit]

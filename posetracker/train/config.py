@@ -38,6 +38,7 @@ class StageConfig:
     p_single: float = 0.0  # share of batches run frame by frame (still images)
     lookaheads: tuple[int, ...] = (0, 1, 2)
     grad_clip: float = 1.0
+    init_gain: float = 0.0  # temporal stage: memory gains to start from (0 = the untrained pass-through)
 
 
 @dataclass(frozen=True)

@@ -176,6 +176,10 @@ class Trainer:
             self.optimizer.load_state_dict(pending)
             self._pending_optimizer = None
         if self.state.step == 0:
+            if stage == "temporal" and sc.init_gain > 0:  # warm start: a mild smoother the gates then shape
+                with torch.no_grad():
+                    for direction in (self.net.temporal.forward_dir, self.net.temporal.backward_dir):
+                        direction.gain.fill_(sc.init_gain)
             self.validate(stage, sc, before=True)  # the starting point, logged as epoch -1
         per_epoch = len(self._loader(self.train_entries, sc, train=True))
         self._total_steps = max(1, sc.epochs * min(per_epoch, sc.max_steps_per_epoch or per_epoch))
