@@ -205,3 +205,15 @@ def test_coordinate_losses_read_positions_and_penalise_jitter():
     shaky["offsets"] = batch["offsets"] + 0.3 * torch.tensor([1.0, -1.0] * 3).view(1, 6, 1, 1, 1)
     l1, acc = coordinate_losses(shaky, batch)
     assert float(l1) > 0.1 and float(acc) > 0.5
+
+
+def test_temporal_stage_can_start_from_a_mild_smoother():
+    from posetracker.train.loop import Trainer
+
+    entry = _entry(t_len=8)
+    tr = Trainer(PoseNet(SPEC), _cfg(init_gain=0.6), [entry], [entry], name="test-gain", progress=False)
+    tr.run(("temporal",))
+    for direction in (tr.net.temporal.forward_dir, tr.net.temporal.backward_dir):
+        assert torch.all((direction.gain > 0.5) & (direction.gain <= 0.7)), direction.gain
+    untouched = PoseNet(SPEC).temporal.forward_dir.gain
+    assert torch.all(untouched == 0), "without init_gain the block starts as an exact pass-through"
