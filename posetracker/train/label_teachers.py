@@ -28,13 +28,12 @@ import math
 from pathlib import Path
 
 import numpy as np
-
 from torch import nn
 
 from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.model.network import PoseNet
-from posetracker.model.temporal import TemporalBlock
 from posetracker.model.runtime import _weights_key
+from posetracker.model.temporal import TemporalBlock
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
 from posetracker.train.labels import PersonLabel
@@ -90,9 +89,9 @@ class PipelineTeacher:
         self.with_depth = with_depth
         image_model = copy.deepcopy(net)
         image_model.temporal = TemporalBlock(image_model.temporal.channels)  # untrained: an exact pass-through
-        used = {"backbone": image_model.backbone,
-                **{f"heads.{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}}
-        self.name = f"pipeline-{_weights_key(nn.ModuleDict({k.replace('.', '_'): m for k, m in used.items()}))[:10]}"
+        used = nn.ModuleDict({"backbone": image_model.backbone, **{
+            f"heads_{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}})
+        self.name = f"pipeline-{_weights_key(used)[:10]}"
         cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
                             score_threshold=score_threshold)
         self.session = TrackingSession(image_model, cfg)
