@@ -211,7 +211,7 @@ def test_lookahead_restarts_inference_and_shows_its_cost(qtbot, window, clip):
     window.model_panel.lookahead.setValue(3)
     poses_after(qtbot, window)
     assert window.services.choices[-1].lookahead == 3 and window.services.choices[-1].mode == "live"
-    assert window.model_panel.cost.text() == "+100 ms latency at 30 fps"
+    assert window.model_panel.cost.text() == "+100 ms latency at 30 fps, smoother"
 
 
 def test_drop_a_file_opens_it(qtbot, window, clip):
