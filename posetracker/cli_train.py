@@ -85,6 +85,7 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
     teacher = make_teacher(cfg)
     clips = args.clips or list(cfg.val)
     results: dict[str, dict] = {}
+    baselines: dict[str, dict] = {}  # clip -> the first weights' run, for the added lag of the others
     for weights in args.weights:
         for rel in clips:
             path = cfg.data_path / rel
@@ -93,7 +94,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             session = TrackingSession(load_posenet(weights), SessionConfig(mode=args.mode, lookahead=args.lookahead,
                                                                            threads=args.threads,
                                                                            smoothing=not args.no_smoothing))
-            r = evaluate_clip(session, path, labels)
+            r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
+            baselines.setdefault(rel, run)
             results[f"{Path(weights).name} | {rel}"] = r
             _log(f"{Path(weights).name} {rel}: " + ", ".join(f"{k}={v:.3f}" for k, v in r.items()))
     if args.out:
@@ -122,7 +124,8 @@ def add_train_parser(subparsers) -> None:
 
     e = tsub.add_parser("clip-eval", help="jitter, lag, PCK vs teacher and 3-D metrics on held-out clips")
     e.add_argument("--config", required=True)
-    e.add_argument("--weights", nargs="+", required=True, help="weights files to compare")
+    e.add_argument("--weights", nargs="+", required=True, help="weights files to compare; the others' added_lag_frames "
+                   "is measured behind the first's output")
     e.add_argument("--clips", nargs="+", help="clips (default: the config's val clips)")
     e.add_argument("--mode", choices=["live", "offline"], default="live")
     e.add_argument("--lookahead", type=int, default=0)

@@ -37,6 +37,46 @@ def test_lag_of_a_delayed_track():
     assert metrics.lag_frames(ref, ref) == pytest.approx(0.0, abs=0.1)
 
 
+def test_lag_of_a_noisy_smoothed_track_behind_a_clean_reference():
+    ref = _track(120)
+    noisy = _track(120, noise=5.0)
+    smoothed = noisy.copy()
+    smoothed[1:-1] = 0.25 * noisy[:-2] + 0.5 * noisy[1:-1] + 0.25 * noisy[2:]
+    late = np.concatenate([smoothed[:1], smoothed[:-1]])  # one frame behind
+    assert metrics.lag_frames(smoothed, ref) == pytest.approx(0.0, abs=0.2)
+    assert metrics.lag_frames(late, ref) == pytest.approx(1.0, abs=0.2)
+    ema = noisy.copy()  # causal exponential smoother, memory 0.42: lag 0.42 / 0.58 = 0.72 frames
+    for t in range(1, len(ema)):
+        ema[t] = 0.42 * ema[t - 1] + 0.58 * noisy[t]
+    assert metrics.lag_frames(ema, ref) == pytest.approx(0.72, abs=0.2)
+
+
+def test_left_right_swaps_are_aligned_to_the_reference():
+    ref = _track(40)
+    left, right = SPEC.index("left_ankle"), SPEC.index("right_ankle")
+    swapped = ref.copy()
+    swapped[10:15, :, [left, right]] = ref[10:15, :, [right, left]]
+    swapped[20, :, left] = np.nan
+    aligned = metrics.align_left_right(swapped, ref, SPEC.mirror_index)
+    ok = np.isfinite(aligned).all(-1)
+    assert np.array_equal(aligned[ok], ref[ok]) and ok.sum() == ok.size - 1
+    assert metrics.lag_frames(aligned, ref) == pytest.approx(0.0, abs=0.05)
+
+
+def test_added_lag_behind_a_noisy_baseline():
+    from types import SimpleNamespace
+
+    ok = np.ones((120, 1, SPEC.num_joints), bool)
+    baseline = {"matched_xy": _track(120, noise=1.0, seed=1), "matched_ok": ok}  # a jittery per-frame model
+    smoothed = _track(120, noise=1.0, seed=2)
+    smoothed[1:-1] = 0.25 * smoothed[:-2] + 0.5 * smoothed[1:-1] + 0.25 * smoothed[2:]
+    labels = SimpleNamespace(timestamps=np.arange(120) / 30.0)
+    on_time = {"matched_xy": smoothed, "matched_ok": ok}
+    late = {"matched_xy": np.concatenate([smoothed[:2], smoothed[:-2]]), "matched_ok": ok}
+    assert metrics.added_lag(on_time, baseline, labels, SPEC) == pytest.approx(0.0, abs=0.2)
+    assert metrics.added_lag(late, baseline, labels, SPEC) == pytest.approx(2.0, abs=0.2)
+
+
 def test_pa_mpjpe_is_zero_for_a_rotated_scaled_copy():
     rng = np.random.default_rng(0)
     ref = rng.normal(0, 0.3, (5, SPEC.num_joints, 3))
