@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""Left/right depth order on the held-out clips: the model and BlazePose full against BlazePose heavy.
+
+    python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
+                                 [--gaps 0.05 0.10 0.15 0.20]
+
+For each validation clip of the config and each minimum gap (pairs whose sides the heavy
+teacher sees closer than the gap are skipped), prints the fraction of left/right joint pairs
+whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
+BlazePose full, the training teacher. The second is the reference's own noise level: where
+the two BlazePose variants disagree, the model cannot agree with both. Labels come from the
+cache that ``posetracker train clip-eval`` fills (computed on first use).
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import replace
+
+import numpy as np
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--config", default="configs/distill_quick.yaml")
+    ap.add_argument("--weights", default=None, help="default: the shipped model")
+    ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
+    args = ap.parse_args()
+
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.config import load_config
+    from posetracker.train.features import iter_frames
+    from posetracker.train.labels import cached_clip_labels
+    from posetracker.train.metrics import depth_order_agreement, mirror_pairs, run_clip
+    from posetracker.train.prepare import make_teacher, selection_for
+
+    torch.set_num_threads(1)
+    cfg = load_config(args.config)
+    full, heavy = make_teacher(replace(cfg, blazepose="full")), make_teacher(replace(cfg, blazepose="heavy"))
+    net = load_posenet(args.weights)
+    pairs = mirror_pairs(net.spec)
+    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy |")
+    print("|---|---|---|---|---|")
+    for rel in cfg.val:
+        path = cfg.data_path / rel
+        sel = selection_for(path, cfg)
+        frames = lambda: iter_frames(path, sel)  # noqa: E731
+        lab_full = cached_clip_labels(full, path, net.spec, sel.key(), frames)
+        lab_heavy = cached_clip_labels(heavy, path, net.spec, sel.key(), frames)
+        run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=False, threads=1)), path, lab_heavy)
+        model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
+        same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
+        for gap in args.gaps:
+            ours = depth_order_agreement(model, lab_heavy.depth, pairs, min_gap_m=gap)
+            ref = depth_order_agreement(lab_full.depth, lab_heavy.depth, pairs, min_gap_m=gap) if same_tracks else float("nan")
+            gaps = lab_heavy.depth[..., pairs[:, 0]] - lab_heavy.depth[..., pairs[:, 1]]
+            counted = int((np.abs(np.nan_to_num(gaps)) >= gap).sum())  # pairs-frames the heavy teacher separates
+            print(f"| {path.name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
