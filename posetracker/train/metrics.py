@@ -10,8 +10,8 @@ Dense track arrays: T frames, N tracks, K joints; nan / False where absent.
   :func:`evaluate_clip` first gives each left/right pair of the model the teacher's assignment
   (:func:`align_left_right`): on a side view the model and the teacher sometimes label the two
   legs the other way round, and those swaps, not timing, would dominate the velocity correlation
-  (measured on the gait clip: 360-380 of 2,160 joint-frames, and the lag read -0.3 / +2.4 frames
-  for the pretrained / distilled model with them, 0.0 / +1.2 without).
+  (on the gait clip 360-380 of 2,160 joint-frames are swapped; the pretrained / distilled model
+  read -2.0 / +2.4 frames with them, +0.1 / +0.7 without).
 - :func:`pa_mpjpe`: mean joint error (mm) after the best similarity transform (Procrustes).
 - :func:`bone_length_cv`: per bone std / mean of its length over a track, averaged.
 - :func:`depth_order_agreement`: fraction of left/right joint pairs whose depth order
