@@ -37,9 +37,9 @@ def depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: SkeletonSpec,
     if {"left_shoulder", "right_shoulder", "left_hip", "right_hip"} <= set(names) and p:
         ls, rs, lh, rh = (spec.index(n) for n in ("left_shoulder", "right_shoulder", "left_hip", "right_hip"))
         ok = confidence >= min_confidence
-        sh_mid, hip_mid = (xy[:, ls] + xy[:, rs]) / 2, (xy[:, lh] + xy[:, rh]) / 2
+        torso = torso_length(xy, confidence, spec, min_confidence)
         cues = [  # (pixel length, real length, usable) in order of preference
-            (np.linalg.norm(sh_mid - hip_mid, axis=-1), TORSO_M, ok[:, ls] & ok[:, rs] & ok[:, lh] & ok[:, rh]),
+            (np.nan_to_num(torso), TORSO_M, np.isfinite(torso)),
             (np.linalg.norm(xy[:, ls] - xy[:, rs], axis=-1), SHOULDER_WIDTH_M, ok[:, ls] & ok[:, rs]),
             (np.linalg.norm(xy[:, lh] - xy[:, rh], axis=-1), HIP_WIDTH_M, ok[:, lh] & ok[:, rh]),
         ]
