@@ -28,7 +28,7 @@ import torch
 
 from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.scale_depth import depth_from_scale, guard_far_people
+from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
@@ -135,7 +135,7 @@ class TrackingSession:
         w, h = meta.box.source_size
         camera = Camera(w, h, fov_deg=self.config.fov_deg)
         if self.depth_trained:
-            depth = guard_far_people(people.depth, people.keypoints, xy, people.confidence, self.spec, camera.focal)
+            depth = people.depth
         else:
             depth = depth_from_scale(xy, people.confidence, self.spec, camera.focal)
         world = lift_keypoints(xy, depth, camera)
