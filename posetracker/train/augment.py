@@ -12,7 +12,10 @@ flicker). A variant is named by a string:
 - ``"aug<seed>"``: a smooth random similarity path (scale, translation,
   small rotation) plus colour jitter, blur and occluding patches, all drawn
   from ``seed`` and the clip's key;
-- ``"flip+aug<seed>"``: both (flip first).
+- ``"far<seed>"``: like ``aug<seed>`` but zoomed out (:data:`FAR_LIMITS`): the
+  frame shrinks to 0.3-0.6 of its size inside a black border, so its people
+  look 1.7-3.3x farther away (the depth head sees distant, small people);
+- ``"flip+aug<seed>"``, ``"flip+far<seed>"``: both (flip first).
 
 Labels move with the image: xy by the affine, depth divided by the path's
 scale (zooming in = moving closer), world coordinates rotated in the image
@@ -28,7 +31,7 @@ import cv2
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-_VARIANT = re.compile(r"^(orig|flip|aug(\d+)|flip\+aug(\d+))$")
+_VARIANT = re.compile(r"^(flip\+)?(?:(aug|far)(\d+))?$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +42,9 @@ class PathLimits:
     shift: float = 0.12
     rotation_deg: float = 10.0
     knot_every: int = 16  # frames between random keyframes of the path
+
+
+FAR_LIMITS = PathLimits(scale=(0.3, 0.6), shift=0.25, rotation_deg=5.0, knot_every=32)
 
 
 def similarity(scale: float, angle_deg: float, shift: tuple[float, float], centre: tuple[float, float]) -> np.ndarray:
@@ -137,26 +143,31 @@ class ClipAugment:
     name: str = "orig"
     flip: bool = False
     seed: int | None = None
+    far: bool = False  # the path zooms out (FAR_LIMITS) instead of around the original size
 
     @staticmethod
     def parse(name: str) -> ClipAugment:
         m = _VARIANT.match(name)
-        if not m:
-            raise ValueError(f"unknown clip variant {name!r}; use orig, flip, aug<seed> or flip+aug<seed>")
-        seed = m.group(2) or m.group(3)
-        return ClipAugment(name=name, flip=name.startswith("flip"), seed=None if seed is None else int(seed))
+        if name in ("orig", "flip"):
+            return ClipAugment(name=name, flip=name == "flip")
+        if not m or m.group(2) is None:
+            raise ValueError(f"unknown clip variant {name!r}; use orig, flip, aug<seed>, far<seed>, "
+                             "flip+aug<seed> or flip+far<seed>")
+        return ClipAugment(name=name, flip=m.group(1) is not None, seed=int(m.group(3)), far=m.group(2) == "far")
 
     @property
     def is_identity(self) -> bool:
         return not self.flip and self.seed is None
 
-    def plan(self, n: int, size: tuple[int, int], clip_key: str, limits: PathLimits = PathLimits()) -> AugmentPlan:
-        """Per-frame matrices (n, 2, 3), scales (n,), angles (n,) and photometric parameters for an n-frame clip."""
+    def plan(self, n: int, size: tuple[int, int], clip_key: str, limits: PathLimits | None = None) -> AugmentPlan:
+        """Per-frame matrices (n, 2, 3), scales (n,), angles (n,) and photometric parameters for an n-frame clip.
+
+        limits: the path's range; default PathLimits() (aug) or FAR_LIMITS (far)."""
         mats = np.repeat(np.array([[[1.0, 0, 0], [0, 1.0, 0]]]), n, 0)
         scales, angles, photo = np.ones(n), np.zeros(n), None
         if self.seed is not None:
             rng = np.random.default_rng([self.seed, int(clip_key[:8], 16)])
-            path = smooth_path(n, rng, limits, size)
+            path = smooth_path(n, rng, limits or (FAR_LIMITS if self.far else PathLimits()), size)
             mats, scales, angles = path_matrices(path, size), path[:, 0], path[:, 1]
             photo = Photometric.random(rng)
         if self.flip:
