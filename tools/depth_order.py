@@ -8,7 +8,8 @@ For each validation clip of the config and each minimum gap (pairs whose sides t
 teacher sees closer than the gap are skipped), prints the fraction of left/right joint pairs
 whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
 BlazePose full, the training teacher. The second is the reference's own noise level: where
-the two BlazePose variants disagree, the model cannot agree with both. Labels come from the
+the two BlazePose variants disagree, the model cannot agree with both; the last columns count
+only the pair-frames where they agree (the order both teachers settle). Labels come from the
 cache that ``posetracker train clip-eval`` fills (computed on first use).
 """
 
@@ -42,8 +43,9 @@ def main() -> int:
     full, heavy = make_teacher(replace(cfg, blazepose="full")), make_teacher(replace(cfg, blazepose="heavy"))
     net = load_posenet(args.weights)
     pairs = mirror_pairs(net.spec)
-    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy |")
-    print("|---|---|---|---|---|")
+    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
+          "| pairs both agree on | model vs both |")
+    print("|---|---|---|---|---|---|---|")
     for rel in cfg.val:
         path = cfg.data_path / rel
         sel = selection_for(path, cfg)
@@ -58,7 +60,13 @@ def main() -> int:
             ref = depth_order_agreement(lab_full.depth, lab_heavy.depth, pairs, min_gap_m=gap) if same_tracks else float("nan")
             gaps = lab_heavy.depth[..., pairs[:, 0]] - lab_heavy.depth[..., pairs[:, 1]]
             counted = int((np.abs(np.nan_to_num(gaps)) >= gap).sum())  # pairs-frames the heavy teacher separates
-            print(f"| {path.name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} |")
+            both, settled = float("nan"), 0
+            if same_tracks:
+                gaps_full = lab_full.depth[..., pairs[:, 0]] - lab_full.depth[..., pairs[:, 1]]
+                agree = np.sign(gaps_full) == np.sign(gaps)  # (T, N, M): both teachers put the same side nearer
+                settled = int((agree & (np.abs(np.nan_to_num(gaps)) >= gap)).sum())
+                both = depth_order_agreement(model, lab_heavy.depth, pairs, min_gap_m=gap, keep=agree)
+            print(f"| {path.name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} | {settled} | {both:.2f} |")
     return 0
 
 

@@ -143,11 +143,16 @@ def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
     return np.array([(j, m) for j, m in enumerate(spec.mirror_index) if j < m], np.int64).reshape(-1, 2)
 
 
-def depth_order_agreement(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05) -> float:
-    """pred, ref (..., K) depths -> fraction of pairs with the same sign of z_a - z_b (nan if none)."""
+def depth_order_agreement(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05,
+                          keep: np.ndarray | None = None) -> float:
+    """pred, ref (..., K) depths -> fraction of pairs with the same sign of z_a - z_b (nan if none).
+
+    pairs: (M, 2); keep: optional (..., M) bool, the pair-frames to count (e.g. where two references agree)."""
     dp = pred[..., pairs[:, 0]] - pred[..., pairs[:, 1]]
     dr = ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]
     m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= min_gap_m)
+    if keep is not None:
+        m &= keep
     return float((np.sign(dp[m]) == np.sign(dr[m])).mean()) if m.any() else float("nan")
 
 
