@@ -91,12 +91,15 @@ def test_far_variant_shrinks_people_and_pushes_them_away():
     from posetracker.train.augment import FAR_LIMITS
 
     labels = one_person_labels(t_len=40)
-    labels.depth[:] = 2.0
+    labels.depth[:] = 2.0 + np.linspace(-0.2, 0.2, SPEC.num_joints)  # a body 40 cm deep
     assert ClipAugment.parse("flip+far7").flip and ClipAugment.parse("flip+far7").far
     plan = ClipAugment.parse("far7").plan(40, labels.size, "ab12cd34")
     assert FAR_LIMITS.scale[0] <= plan.scales.min() and plan.scales.max() <= FAR_LIMITS.scale[1]
     out = augment_labels(labels, plan, SPEC)
-    assert np.allclose(out.depth[:, 0], 2.0 / plan.scales[:, None], rtol=1e-5)  # 1.7-3.3x farther
+    root = labels.depth[:, 0, SPEC.root]
+    assert np.allclose(out.depth[:, 0, SPEC.root], root / plan.scales, rtol=1e-5)  # 1.7-3.3x farther
+    # the same body: joint depths relative to the centre do not scale with the distance
+    assert np.allclose(out.depth - out.depth[..., [SPEC.root]], labels.depth - labels.depth[..., [SPEC.root]], atol=1e-5)
     size = lambda xy: np.linalg.norm(xy[:, :, 5] - xy[:, :, 12], axis=-1)  # (T, P) shoulder-hip px (any rotation)
     assert np.allclose(size(out.xy), size(labels.xy) * plan.scales[:, None], rtol=1e-3)
     with pytest.raises(ValueError, match="far<seed>"):

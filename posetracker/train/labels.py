@@ -16,6 +16,7 @@ where a track is absent or a value unknown.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -199,12 +200,19 @@ def cached_clip_labels(teacher: LabelTeacher, clip: str | Path, spec: SkeletonSp
 
 def augment_labels(labels: ClipLabels, plan: AugmentPlan, spec: SkeletonSpec) -> ClipLabels:
     """Labels of an augmented clip: points through the per-frame affine, left/right swapped when flipped,
-    depth divided by the path scale, world mirrored / rotated in the image plane."""
+    world mirrored / rotated in the image plane, and the person moved along the optical axis: an image
+    scaled by s shows them at body-centre depth z_root / s with the same body (joint depth differences
+    unchanged; weak perspective, as the 2-D similarity assumes)."""
     n = labels.num_frames
     xy = np.stack([plan.points(i, labels.xy[i]) for i in range(n)]) if n else labels.xy
     raw = np.stack([plan.points(i, labels.raw_xy[i]) for i in range(n)]) if n else labels.raw_xy
     world = np.stack([plan.world(i, labels.world[i]) for i in range(n)]) if n else labels.world
-    depth = labels.depth / plan.scales[:, None, None]
+    root = labels.depth[..., spec.root]  # (T, P)
+    if labels.depth.size and not np.isfinite(root).all():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # all-nan people stay nan
+            root = np.where(np.isfinite(root), root, np.nanmedian(labels.depth, axis=-1))
+    depth = labels.depth + (root / plan.scales[:, None] - root)[..., None]
     w, h = plan.size
     inside = (xy[..., 0] >= 0) & (xy[..., 0] <= w - 1) & (xy[..., 1] >= 0) & (xy[..., 1] <= h - 1)
     out = replace(labels, xy=xy.astype(np.float32), raw_xy=raw.astype(np.float32), world=world.astype(np.float32),
