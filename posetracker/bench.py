@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.model.network import CausalStream, PoseNet
 
 
@@ -110,22 +111,26 @@ class PipelineResult:
     median_fps: float
     min_fps: float
     max_fps: float
-    median_latency_ms: float  # live: read of a frame until its PoseFrame; offline: 1000 / fps
+    median_latency_ms: float  # live: read of a frame until its PoseFrame (look-ahead included); offline: 1000 / fps
     network_ms: float  # medians of the session's stage times
     decode_ms: float
     track_ms: float
     runs: int
     frames_per_run: int
+    lookahead: int = 0  # live: frames the output waits for (0 for offline)
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
-                   weights: str | None = None) -> PipelineResult:
-    """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run."""
+                   weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD) -> PipelineResult:
+    """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
+
+    Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
+    further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
     from posetracker.capture import open_source
     from posetracker.model.weights import load_posenet
     from posetracker.session import SessionConfig, TrackingSession
 
-    session = TrackingSession(load_posenet(weights), SessionConfig(mode=mode, threads=threads))
+    session = TrackingSession(load_posenet(weights), SessionConfig(mode=mode, threads=threads, lookahead=lookahead))
 
     def one_run() -> tuple[float, list[float]]:
         latencies: list[float] = []
@@ -133,14 +138,19 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
             t_start = time.perf_counter()
             if mode == "live":
                 session.reset()
+                read_at: dict[int, float] = {}
+                n = 0
                 for _ in range(frames):
                     t0 = time.perf_counter()
                     frame = src.read()
                     if frame is None:
                         break
-                    session.step(frame)
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                n = len(latencies)
+                    read_at[frame.index] = t0
+                    pose = session.step(frame)
+                    n += 1
+                    if pose is not None:
+                        latencies.append((time.perf_counter() - read_at.pop(pose.index)) * 1000)
+                session.flush()  # the frames still held back by the look-ahead (their latency is the stream's end)
             else:
                 clip = (f for f in iter(src.read, None))
                 seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
@@ -156,14 +166,16 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
     hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
     med = statistics.median
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
-                          med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames)
+                          med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
+                          lookahead if mode == "live" else 0)
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:
-    rows = [f"{'mode':<10}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"]
+    rows = [f"{'mode':<14}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"]
     for r in results:
         stages = "".join(f"{v:>8.1f}" if r.mode == "live" else f"{'-':>8}" for v in (r.network_ms, r.decode_ms, r.track_ms))
-        rows.append(f"{r.mode:<10}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}")
+        name = f"live, la {r.lookahead}" if r.mode == "live" else r.mode
+        rows.append(f"{name:<14}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}")
     return "\n".join(rows)
 
 
@@ -175,10 +187,15 @@ class PacedResult:
     median_latency_ms: float  # from a frame being read until its pose is ready (as the app's status bar)
     dropped: int  # frames never inferred because a newer one replaced them
     frames: int
+    lookahead: int = DEFAULT_LOOKAHEAD
 
 
-def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None) -> PacedResult:
-    """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up)."""
+def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None,
+                lookahead: int = DEFAULT_LOOKAHEAD) -> PacedResult:
+    """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up).
+
+    The latency of a frame runs from its read until its own pose is out: with look-ahead that is
+    after ``lookahead`` more *inferred* frames, as in the app."""
     import threading
 
     import numpy as np
@@ -188,7 +205,8 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.types import Frame
 
-    session = TrackingSession(load_posenet(weights), SessionConfig(mode="live", threads=threads))
+    session = TrackingSession(load_posenet(weights), SessionConfig(mode="live", threads=threads, lookahead=lookahead))
+    read_at: dict[int, float] = {}
     lock, done = threading.Lock(), threading.Event()
     slot: list = [None]  # (frame, time read) or None: a one-item latest-wins mailbox
     counts = {"read": 0, "dropped": 0}
@@ -210,16 +228,19 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     session.reset()
     worker = threading.Thread(target=capture, daemon=True)
     worker.start()
-    latencies, t_start = [], time.perf_counter()
+    latencies, t_start, inferred = [], time.perf_counter(), 0
     while not (done.is_set() and slot[0] is None):
         with lock:
             item, slot[0] = slot[0], None
         if item is None:
             time.sleep(0.001)
             continue
-        session.step(item[0])
-        latencies.append((time.monotonic() - item[1]) * 1000)
+        read_at[item[0].index] = item[1]
+        pose = session.step(item[0])
+        inferred += 1
+        if pose is not None:
+            latencies.append((time.monotonic() - read_at.pop(pose.index)) * 1000)
     elapsed = time.perf_counter() - t_start
     worker.join()
-    return PacedResult(len(latencies) / elapsed, statistics.median(latencies), counts["dropped"], counts["read"])
+    return PacedResult(inferred / elapsed, statistics.median(latencies), counts["dropped"], counts["read"], lookahead)
 

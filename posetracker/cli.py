@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from posetracker.defaults import DEFAULT_LOOKAHEAD
+
 
 def _progress_bar(total: int | None, desc: str):
     from tqdm import tqdm
@@ -68,12 +70,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             print(f"error: input not found: {args.input}", file=sys.stderr)
             return 2
         if args.paced:
-            r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights)
+            r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
+                                  lookahead=args.lookahead)
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "paced": asdict(r)}, indent=2))
             else:
                 print(f"Live-paced on {args.input} ({bench.machine_description()}): the source plays at its fps,")
-                print("inference takes the newest frame (as the app does)")
+                print(f"inference takes the newest frame (as the app does); look-ahead {r.lookahead}")
                 print(f"inference {r.inference_fps:.1f} fps, latency {r.median_latency_ms:.0f} ms (median), "
                       f"dropped {r.dropped} of {r.frames} frames")
             return 0
@@ -82,7 +85,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             if not args.json:
                 print(f"timing {mode} mode end to end...", file=sys.stderr, flush=True)
             results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
-                                                threads=args.threads or 1, weights=args.weights))
+                                                threads=args.threads or 1, weights=args.weights,
+                                                lookahead=args.lookahead))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
@@ -139,7 +143,8 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--skeleton", default="human18")
     pr.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
     pr.add_argument("--max-people", type=int, default=6)
-    pr.add_argument("--lookahead", type=int, default=0, help="live mode: look-ahead frames of the backward GRU")
+    pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
+                    help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.set_defaults(func=_cmd_process)
@@ -161,6 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--paced", action="store_true",
                    help="with INPUT: play it at its own fps and infer the newest frame, as the app does "
                         "(inference fps, latency from read to pose, dropped frames)")
+    b.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
+                   help=f"with INPUT: live look-ahead frames (default {DEFAULT_LOOKAHEAD}, as the app)")
     b.add_argument("--runtime", choices=["torch", "onnxruntime", "both"], default="both",
                    help="network bench: run the backbone in torch, ONNX Runtime, or time both")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")

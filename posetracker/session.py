@@ -29,6 +29,7 @@ import torch
 from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.scale_depth import depth_from_scale
+from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
@@ -45,7 +46,7 @@ class SessionConfig:
     """Parameters of a TrackingSession (all have working defaults)."""
 
     mode: Mode = "live"
-    lookahead: int = 0  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
+    lookahead: int = DEFAULT_LOOKAHEAD  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
     chunk: int = 16  # offline: frames emitted per bidirectional pass
     overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
     max_people: int = 10

@@ -5,6 +5,7 @@ import pytest
 
 from conftest import REPO
 from posetracker.cli import main
+from posetracker.defaults import DEFAULT_LOOKAHEAD
 
 SAMPLE = str(REPO / "assets" / "sample_dance.mp4")
 
@@ -67,6 +68,16 @@ def test_bench_pipeline_json(capsys):
     out = json.loads(capsys.readouterr().out)
     assert [r["mode"] for r in out["results"]] == ["live", "offline"]
     assert all(r["median_fps"] > 0 for r in out["results"])
+    assert [r["lookahead"] for r in out["results"]] == [DEFAULT_LOOKAHEAD, 0]
+
+
+def test_bench_live_latency_waits_for_the_lookahead():
+    """A frame's pose comes out ``lookahead`` steps after it is read: read back to back, that is
+    (lookahead + 1) steps of processing, not one."""
+    from posetracker.bench import bench_pipeline
+
+    lat = {la: bench_pipeline(SAMPLE, "live", runs=2, frames=10, lookahead=la).median_latency_ms for la in (0, 2)}
+    assert lat[2] > 1.8 * lat[0]
 
 
 def test_a_file_corrupt_in_the_middle_keeps_the_frames_read(tmp_path, capsys):
@@ -89,4 +100,5 @@ def test_bench_paced_json(capsys):
     assert main(["bench", SAMPLE, "--paced", "--frames", "1", "--json"]) == 0
     r = json.loads(capsys.readouterr().out)["paced"]
     assert r["frames"] == 25 and r["inference_fps"] > 0 and r["median_latency_ms"] > 0
+    assert r["lookahead"] == DEFAULT_LOOKAHEAD
     assert 0 <= r["dropped"] < r["frames"]

@@ -206,12 +206,18 @@ def test_cancelling_offline_processing_returns_to_live_tracking(qtbot, clip):
 
 
 def test_lookahead_restarts_inference_and_shows_its_cost(qtbot, window, clip):
+    from posetracker.defaults import DEFAULT_LOOKAHEAD
+
     window.open_source(str(clip))
     poses_after(qtbot, window)
+    assert window.services.choices[-1].lookahead == DEFAULT_LOOKAHEAD == window.model_panel.lookahead.value() == 1
+    assert window.model_panel.cost.text() == "+33 ms latency at 30 fps, smoother"
     window.model_panel.lookahead.setValue(3)
     poses_after(qtbot, window)
     assert window.services.choices[-1].lookahead == 3 and window.services.choices[-1].mode == "live"
     assert window.model_panel.cost.text() == "+100 ms latency at 30 fps, smoother"
+    window.model_panel.lookahead.setValue(0)
+    assert window.model_panel.cost.text().startswith("lowest latency")
 
 
 def test_drop_a_file_opens_it(qtbot, window, clip):

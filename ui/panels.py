@@ -233,6 +233,6 @@ class ModelPanel(QWidget):
 
     def show_cost(self, lookahead: int, fps: float) -> None:
         ms = 1000.0 * lookahead / fps if fps > 0 else 0.0
-        # models/README.md: live jitter 0.60x of the pretrained model at look-ahead 0, 0.42-0.46x at 1
-        self.cost.setText("lowest latency (1 frame: smoother)" if lookahead == 0
+        # models/README.md: live jitter 0.60x of the pretrained model at look-ahead 0, 0.42-0.46x at 1 (the default)
+        self.cost.setText("lowest latency, more jitter (1 frame halves it)" if lookahead == 0
                           else f"+{ms:.0f} ms latency at {fps:g} fps, smoother")

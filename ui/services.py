@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
+from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.recording import is_recording_folder
 from posetracker.skeletons import available_skeletons, load_skeleton
 from ui.packets import PoseSession
@@ -26,7 +27,7 @@ class ModelChoice:
 
     skeleton: str = "human18"
     mode: Literal["live", "offline"] = "live"
-    lookahead: int = 0
+    lookahead: int = DEFAULT_LOOKAHEAD
     weights: Path | None = None
 
 

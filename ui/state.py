@@ -9,6 +9,8 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
+from posetracker.defaults import DEFAULT_LOOKAHEAD
+
 ORGANISATION = "PoseTracker"
 APPLICATION = "PoseTracker"
 MAX_RECENT = 8
@@ -27,7 +29,7 @@ class AppState:
     source: str = ""
     skeleton: str = "human18"
     mode: str = "live"  # live | offline
-    lookahead: int = 0
+    lookahead: int = DEFAULT_LOOKAHEAD
     speed: float = 1.0
     loop: bool = False
     sync_overlay: bool = True  # draw poses on the frame they were computed from
