@@ -211,11 +211,11 @@ def test_lookahead_restarts_inference_and_shows_its_cost(qtbot, window, clip):
     window.open_source(str(clip))
     poses_after(qtbot, window)
     assert window.services.choices[-1].lookahead == DEFAULT_LOOKAHEAD == window.model_panel.lookahead.value() == 1
-    assert window.model_panel.cost.text() == "+33 ms latency at 30 fps, smoother"
+    assert window.model_panel.cost.text() == "\u2265 +33 ms latency at 30 fps, smoother"
     window.model_panel.lookahead.setValue(3)
     poses_after(qtbot, window)
     assert window.services.choices[-1].lookahead == 3 and window.services.choices[-1].mode == "live"
-    assert window.model_panel.cost.text() == "+100 ms latency at 30 fps, smoother"
+    assert window.model_panel.cost.text() == "\u2265 +100 ms latency at 30 fps, smoother"
     window.model_panel.lookahead.setValue(0)
     assert window.model_panel.cost.text().startswith("lowest latency")
 

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from posetracker.model.network import PoseNet
-from posetracker.model.runtime import OnnxBackbone, OnnxHeads, accelerate, plain
+from posetracker.model.network import CausalStream
+from posetracker.model.runtime import OnnxBackbone, OnnxDirection, OnnxHeads, accelerate, plain
 
 
 def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
@@ -10,16 +11,31 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
     torch.manual_seed(0)
     net = PoseNet(human18).eval()
-    x = torch.rand(2, 1, 3, 256, 256, generator=torch.Generator().manual_seed(3)) * 255
+    with torch.no_grad():  # a temporal block that does something (untrained it passes features through)
+        for d in (net.temporal.forward_dir, net.temporal.backward_dir):
+            d.gain.fill_(1.0)
+            d.gate.weight.normal_(0, 0.5)
+    x = torch.rand(2, 3, 3, 256, 256, generator=torch.Generator().manual_seed(3)) * 255
     with torch.no_grad():
         ref = net(x)
+        stream = CausalStream(net, lookahead=1)
+        ref_live = [stream.push(x[:, i]) for i in range(3)]
     assert accelerate(net) == "onnxruntime"
+    assert isinstance(net.temporal.forward_dir, OnnxDirection) and isinstance(net.temporal.backward_dir, OnnxDirection)
     assert isinstance(net.backbone, OnnxBackbone) and list(tmp_path.rglob("*.onnx"))
     with torch.no_grad():
         fast = net(x)
         other = net.features(torch.rand(1, 1, 3, 64, 64) * 255)  # other sizes fall back to torch
+        stream = CausalStream(net, lookahead=1)
+        fast_live = [stream.push(x[:, i]) for i in range(3)]
+    assert not torch.equal(ref["offsets"][:, 1], net.decode_heads(net.features(x)[:, 1:2])["offsets"][:, 0]), \
+        "the temporal block must change the features for this test to check its steps"
     for key in ref:
         torch.testing.assert_close(fast[key], ref[key], rtol=0, atol=1e-4)
+    assert ref_live[0] is None and fast_live[0] is None
+    for r, f in zip(ref_live[1:], fast_live[1:]):
+        for key in r:
+            torch.testing.assert_close(f[key], r[key], rtol=0, atol=1e-4)
     assert other.shape == (1, 1, 24, 16, 16)
     assert accelerate(net) == "onnxruntime"  # idempotent
     assert isinstance(net.heads, OnnxHeads)
@@ -27,4 +43,7 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
         loss = net(x)["depth"].sum()
     loss.backward()
     assert net.heads.fallback.depth.out.weight.grad is not None
-    assert plain(net).backbone.__class__.__name__ == "MoveNetBackbone"
+    assert net.temporal.forward_dir.fallback.gate.weight.grad is not None
+    plain(net)
+    assert net.backbone.__class__.__name__ == "MoveNetBackbone"
+    assert net.temporal.forward_dir.__class__.__name__ == "_Direction"
