@@ -1,6 +1,7 @@
 """Product defaults shared by the library, the CLI and the app (no heavy imports: the GUI reads them at start-up)."""
 
-# Live look-ahead: one frame (33 ms at 30 fps) lets the backward GRU halve the jitter (0.42-0.46x of
-# the pretrained-only model on held-out clips) with no lag beyond that frame; at 0 the causal smoother
-# alone reaches 0.59-0.60x and lags 0.4-0.6 frames (models/README.md, `posetracker train clip-eval`).
+# Live look-ahead: one frame (one inferred frame of latency: 33 ms at 30 fps if inference keeps up) lets
+# the backward GRU halve the jitter (0.42-0.45x of the pretrained-only model on held-out clips) with no lag
+# beyond that frame; at 0 the causal smoother alone reaches 0.60x and lags 0.3-0.6 frames
+# (models/README.md, `posetracker train clip-eval`).
 DEFAULT_LOOKAHEAD = 1

@@ -207,21 +207,22 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
     except ImportError:
         return "torch"
     backbone, heads, temporal = net.backbone, net.heads, net.temporal
+    dirs = (temporal.forward_dir, temporal.backward_dir)
     paths = [cache_dir() / f"backbone-{_weights_key(backbone)}.onnx", cache_dir() / f"heads-{_weights_key(heads)}.onnx"]
-    dir_paths = [(cache_dir() / f"direction-{_weights_key(d)}.onnx", cache_dir() / f"direction-{_weights_key(d)}-first.onnx")
-                 for d in (temporal.forward_dir, temporal.backward_dir)]
+    dir_paths = [(cache_dir() / f"direction-{key}.onnx", cache_dir() / f"direction-{key}-first.onnx")
+                 for key in map(_weights_key, dirs)]
     try:
         if not paths[0].exists():
             export_backbone(backbone, paths[0])
         if not paths[1].exists():
             export_heads(heads, paths[1])
-        for d, dp in zip((temporal.forward_dir, temporal.backward_dir), dir_paths):
+        for d, dp in zip(dirs, dir_paths):
             if not all(p.exists() for p in dp):
                 export_direction(d, dp)
         fast_backbone, fast_heads = OnnxBackbone(backbone, paths[0], threads), OnnxHeads(heads, paths[1], threads)
-        fast_dirs = [OnnxDirection(d, dp, threads) for d, dp in zip((temporal.forward_dir, temporal.backward_dir), dir_paths)]
+        fast_dirs = [OnnxDirection(d, dp, threads) for d, dp in zip(dirs, dir_paths)]
         if check:
-            _check(fast_backbone, backbone, fast_heads, heads, list(zip(fast_dirs, (temporal.forward_dir, temporal.backward_dir))))
+            _check(fast_backbone, backbone, fast_heads, heads, list(zip(fast_dirs, dirs)))
     except Exception as exc:  # any export/runtime problem: keep torch, say why
         warnings.warn(f"ONNX Runtime not used ({exc}); running the network in torch", RuntimeWarning, stacklevel=2)
         for p in [*paths, *(p for dp in dir_paths for p in dp)]:
