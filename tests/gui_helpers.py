@@ -49,6 +49,9 @@ class FakeSession:
     def reset(self) -> None:
         self.resets += 1
 
+    def flush(self) -> list[PoseFrame]:
+        return []
+
     def step(self, frame: Frame) -> PoseFrame:
         if self.delay:
             time.sleep(self.delay)
@@ -78,6 +81,29 @@ class FakeSession:
             if progress:
                 progress(i + 1, total)
         return PoseSequence(poses, fps=fps, skeleton=self.spec, metadata=metadata or {})
+
+
+class LookaheadSession(FakeSession):
+    """A fake with one frame of look-ahead, like TrackingSession's live default: each step answers
+    the frame before; flush answers the held one."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.held: Frame | None = None
+
+    def reset(self) -> None:
+        super().reset()
+        self.held = None
+
+    def flush(self) -> list[PoseFrame]:
+        out = [] if self.held is None else [self.pose_for(self.held)]
+        self.held = None
+        return out
+
+    def step(self, frame: Frame) -> PoseFrame | None:
+        previous, self.held = self.held, frame
+        self.steps += 1
+        return None if previous is None else self.pose_for(previous)
 
 
 def fake_services(delay: float = 0.0, camera: dict | None = None, session_error: Exception | None = None):

@@ -7,7 +7,7 @@ from functools import partial
 
 import pytest
 
-from gui_helpers import FakeSession, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
+from gui_helpers import FakeSession, LookaheadSession, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
 from posetracker.capture import FakeCamera, VideoFileSource, WebcamSource
 from posetracker.model.weights import WeightsError
 from ui.packets import LatestSlot
@@ -85,6 +85,17 @@ def test_seek_and_step_while_paused(qtbot, controller, clip):
         command()
         qtbot.waitUntil(lambda e=expected: controller.snapshot().position == e, timeout=3000)
     assert not controller.snapshot().playing
+
+
+def test_a_lookahead_session_shows_the_frame_stepped_to(qtbot, controller, clip):
+    """Paused, seeked or stepped, the pose a look-ahead holds back still comes out (after a short idle)."""
+    controller.start(partial(VideoFileSource, clip), LookaheadSession, autoplay=False)
+    qtbot.waitUntil(lambda: controller.snapshot().position == 0, timeout=5000)
+    for command, expected in ((lambda: controller.seek(20), 20), (lambda: controller.step(1), 21)):
+        with qtbot.waitSignal(controller.pose_ready, timeout=3000,
+                              check_params_cb=lambda r, e=expected: r.pose.index == e) as blocker:
+            command()
+        assert blocker.args[0].frame.index == expected
 
 
 def test_camera_unplugged_mid_session_is_reported(qtbot, controller):

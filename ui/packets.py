@@ -23,6 +23,8 @@ class PoseSession(Protocol):
 
     def step(self, frame: Frame) -> PoseFrame | None: ...
 
+    def flush(self) -> list[PoseFrame]: ...  # the poses a look-ahead still holds back
+
     def reset(self) -> None: ...
 
 

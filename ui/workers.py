@@ -33,6 +33,8 @@ from ui.packets import (
 
 SourceOpener = Callable[[], FrameSource]
 SessionFactory = Callable[[], PoseSession]
+# No new frame for this long (paused, stepped, seeked, at the end): hand out the poses a look-ahead holds back.
+FLUSH_AFTER_S = 0.25
 
 
 def source_info(src: FrameSource) -> SourceInfo:
@@ -223,10 +225,21 @@ class InferenceWorker(QObject):
     def _serve(self, session: PoseSession) -> None:
         recent: deque[Captured] = deque(maxlen=64)
         epoch: int | None = None
+        held, last_frame = False, time.monotonic()  # held: the session may hold poses back (look-ahead)
         while not self._stop.is_set():
             item = self._frames.take(timeout=0.05)
             if item is None:
+                if held and time.monotonic() - last_frame > FLUSH_AFTER_S:  # paused, stepped or at the end
+                    held = False
+                    try:
+                        poses = session.flush()
+                    except Exception as exc:  # noqa: BLE001
+                        self.failed.emit(f"Inference stopped: {describe_error(exc)}")
+                        return
+                    for pose in poses:
+                        self._emit(pose, recent, timed=False)
                 continue
+            held, last_frame = True, time.monotonic()
             if item.epoch != epoch:
                 session.reset()
                 recent.clear()
@@ -241,10 +254,12 @@ class InferenceWorker(QObject):
             if pose is not None:
                 self._emit(pose, recent)
 
-    def _emit(self, pose: PoseFrame, recent: deque[Captured]) -> None:
+    def _emit(self, pose: PoseFrame, recent: deque[Captured], timed: bool = True) -> None:
+        """timed: count the latency (not for poses handed out after a pause: that wait is the user's)."""
         cap = next((c for c in reversed(recent) if c.frame.index == pose.index), recent[-1])
         latency = (time.monotonic() - cap.t_read) * 1000.0
-        self.latency.add(latency)
+        if timed:
+            self.latency.add(latency)
         result = PoseResult(cap.frame, pose, latency, cap.epoch)
         self._display.put(result)
         self.pose_ready.emit(result)

@@ -130,6 +130,10 @@ class ReplaySession:
     def reset(self) -> None:
         """Nothing to forget: replay is stateless."""
 
+    def flush(self) -> list[PoseFrame]:
+        """Nothing held back: every step answers its own frame."""
+        return []
+
     def step(self, frame: Frame) -> PoseFrame:
         i = bisect.bisect_right(self._indices, frame.index) - 1
         w, h = frame.size
