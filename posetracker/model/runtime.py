@@ -161,13 +161,10 @@ def _session(onnx_path: Path, threads: int):
     return ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
 
 
-def _export(module: nn.Module, dummy: torch.Tensor | tuple[torch.Tensor, ...], path: Path, inp: str | list[str],
-            outs: list[str]) -> Path:
+def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, inputs: list[str], outs: list[str]) -> Path:
     """Export to ONNX with a dynamic batch axis; written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    dummies = dummy if isinstance(dummy, tuple) else (dummy,)
-    inputs = inp if isinstance(inp, list) else [inp]
     axes = {name: {0: "n"} for name in [*inputs, *outs]}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
@@ -179,13 +176,13 @@ def _export(module: nn.Module, dummy: torch.Tensor | tuple[torch.Tensor, ...], p
 
 def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
     """Export the backbone to ONNX (dynamic batch, 256x256)."""
-    return _export(backbone, torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE), path, "images", ["features"])
+    return _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), path, ["images"], ["features"])
 
 
 def export_heads(heads: PoseHeads, path: Path) -> Path:
     """Export the heads to ONNX (dynamic batch, 24 x 64 x 64 features)."""
     dummy = torch.zeros(1, MoveNetBackbone.out_channels, INPUT_SIZE // 4, INPUT_SIZE // 4)
-    return _export(_HeadsTuple(heads), dummy, path, "features", list(HEAD_KEYS))
+    return _export(_HeadsTuple(heads), (dummy,), path, ["features"], list(HEAD_KEYS))
 
 
 def export_direction(direction: _Direction, paths: tuple[Path, Path]) -> tuple[Path, Path]:
@@ -194,7 +191,7 @@ def export_direction(direction: _Direction, paths: tuple[Path, Path]) -> tuple[P
     x = torch.zeros(1, MoveNetBackbone.out_channels, side, side)
     ctx = torch.zeros(1, direction.gru.hidden, side // 2, side // 2)
     _export(_DirectionStep(direction), (x, ctx, x.clone()), paths[0], ["x", "ctx", "s"], ["ctx_out", "s_out"])
-    _export(_DirectionFirst(direction), x, paths[1], "x", ["ctx_out"])
+    _export(_DirectionFirst(direction), (x,), paths[1], ["x"], ["ctx_out"])
     return paths
 
 

@@ -31,7 +31,7 @@ import cv2
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-_VARIANT = re.compile(r"^(flip\+)?(?:(aug|far)(\d+))?$")
+_VARIANT = re.compile(r"^(flip\+)?(aug|far)(\d+)$")  # orig and flip are matched by name
 
 
 @dataclass(frozen=True)
@@ -147,10 +147,10 @@ class ClipAugment:
 
     @staticmethod
     def parse(name: str) -> ClipAugment:
-        m = _VARIANT.match(name)
         if name in ("orig", "flip"):
             return ClipAugment(name=name, flip=name == "flip")
-        if not m or m.group(2) is None:
+        m = _VARIANT.match(name)
+        if not m:
             raise ValueError(f"unknown clip variant {name!r}; use orig, flip, aug<seed>, far<seed>, "
                              "flip+aug<seed> or flip+far<seed>")
         return ClipAugment(name=name, flip=m.group(1) is not None, seed=int(m.group(3)), far=m.group(2) == "far")
