@@ -1,3 +1,4 @@
+import onnx
 import pytest
 import torch
 
@@ -23,6 +24,10 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     assert accelerate(net) == "onnxruntime"
     assert isinstance(net.temporal.forward_dir, OnnxDirection) and isinstance(net.temporal.backward_dir, OnnxDirection)
     assert isinstance(net.backbone, OnnxBackbone) and list(tmp_path.rglob("*.onnx"))
+    graph = onnx.load(str(net.backbone.onnx_path)).graph  # SAME pads folded into the convolutions (same numbers below)
+    assert not [n for n in graph.node if n.op_type == "Pad"]
+    pads = [list(a.ints) for n in graph.node if n.op_type == "Conv" for a in n.attribute if a.name == "pads"]
+    assert [0, 0, 1, 1] in pads
     with torch.no_grad():
         fast = net(x)
         other = net.features(torch.rand(1, 1, 3, 64, 64) * 255)  # other sizes fall back to torch

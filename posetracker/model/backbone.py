@@ -122,7 +122,7 @@ def tf_same_pad(x: torch.Tensor, kernel: int, stride: int) -> torch.Tensor:
         p = (kernel - 1) // 2
         return F.pad(x, (p, kernel - 1 - p, p, kernel - 1 - p))
     pads = []
-    for size in (x.shape[-1], x.shape[-2]):
+    for size in (int(x.shape[-1]), int(x.shape[-2])):  # ints: constant pads in an ONNX export
         total = max((math.ceil(size / stride) - 1) * stride + kernel - size, 0)
         pads += [total // 2, total - total // 2]
     return F.pad(x, pads)

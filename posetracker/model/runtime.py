@@ -28,6 +28,7 @@ from torch import nn
 from posetracker.model.backbone import MoveNetBackbone
 from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
+from posetracker.model.onnx_pads import fold_pads
 from posetracker.model.temporal import _Direction
 
 INPUT_SIZE = 256
@@ -38,8 +39,11 @@ def cache_dir() -> Path:
     return Path(root) / "onnx"
 
 
+EXPORT_VERSION = "2"  # bump when an export changes, so cached files are made again
+
+
 def _weights_key(module: nn.Module) -> str:
-    h = hashlib.sha256(torch.__version__.encode())
+    h = hashlib.sha256(f"{torch.__version__} {EXPORT_VERSION}".encode())
     for name, t in sorted(module.state_dict().items()):
         h.update(name.encode())
         h.update(t.detach().cpu().numpy().tobytes())
@@ -175,8 +179,10 @@ def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, in
 
 
 def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
-    """Export the backbone to ONNX (dynamic batch, 256x256)."""
-    return _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), path, ["images"], ["features"])
+    """Export the backbone to ONNX (dynamic batch, 256x256), its SAME pads folded into the convolutions."""
+    _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), path, ["images"], ["features"])
+    fold_pads(path, path)
+    return path
 
 
 def export_heads(heads: PoseHeads, path: Path) -> Path:
