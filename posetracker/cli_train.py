@@ -65,9 +65,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         trained = ",".join(s for s in ("depth", "temporal") if s in before or s in state.done or state.stage == s)
         src = (f"{net.meta.get('source', 'PoseNet')}; distilled by posetracker train distill (run {name}, "
                f"teacher {cfg.teacher}, stages done: {','.join(state.done) or 'none'})")
-        depth_trained = "depth" in state.done or state.stage == "depth"
-        depth_read = (cfg.encode.depth_write or cfg.encode.vector_write) if depth_trained else net.meta.get("depth_read", "centre")
-        save_posenet(net, args.out, source=src, trained=trained, depth_read=depth_read)
+        save_posenet(net, args.out, source=src, trained=trained)
         _log(f"wrote {args.out} (trained={trained})")
     _log(f"log: {trainer.dir / 'losses.csv'}")
     return 0

@@ -99,8 +99,6 @@ class TrackingSession:
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read,
-            # where the weights' depth head was trained to be read (weights file metadata; default the centre)
-            depth_read=getattr(net, "meta", {}).get("depth_read", "centre") if self.config.vector_read == "centre" else None,
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
             max_people=self.config.max_people,
         )

@@ -266,31 +266,9 @@ def test_encoder_overlapping_discs_nearer_anchor_wins(human):
         np.testing.assert_allclose(t["vectors"][0:2, y, x], (full[who, nose] - full[who, human.root]) / 4, atol=1e-5)
 
 
-def test_depth_read_at_parents_with_centre_vectors(human):
-    """Depth differences written at the parents (depth_write) decode back with depth_read="parent";
-    read at the centre they are wrong (the option matters)."""
-    people = np.stack([make_person(human, (80.0, 120.0), 110.0, angle_deg=5.0),
-                       make_person(human, (180.0, 130.0), 90.0, angle_deg=-8.0)])
-    depth = person_depth(human, people, [2.5, 4.0], seed=3)
-    out = ideal_outputs(people, human, depth=depth, vector_write="centre", depth_write="parent")
-    truth, z = fill_virtual_joints(people, human, None, depth)
-    dec = TreeDecoder(human, vector_read="centre", depth_read="parent").decode(out)
-    idx = match(dec.keypoints, truth, human.root)
-    np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
-    np.testing.assert_allclose(dec.depth[idx], z, atol=Z_TOL)
-    wrong = TreeDecoder(human, vector_read="centre").decode(out)
-    assert np.abs(wrong.depth[match(wrong.keypoints, truth, human.root)] - z).max() > 0.05
-
-
 def test_bad_inputs_fail_loudly(human):
     with pytest.raises(ValueError, match="vector_read"):
         TreeDecoder(human, vector_read="child")
-    with pytest.raises(ValueError, match="depth_read"):
-        TreeDecoder(human, depth_read="child")
-    with pytest.raises(ValueError, match="parents too"):
-        TreeDecoder(human, vector_read="parent", depth_read="centre")
-    with pytest.raises(ValueError, match="depth_write"):
-        encode_targets(np.zeros((1, 18, 2)), human, depth_write="child")
     with pytest.raises(ValueError, match="assign"):
         TreeDecoder(human, assign="auction")
     with pytest.raises(ValueError, match="vector_write"):

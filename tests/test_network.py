@@ -113,18 +113,6 @@ def test_weights_round_trip(tmp_path, net, clip):
         a, b = net(clip), again(clip)
     for key in a:
         assert torch.equal(a[key], b[key])
-    assert again.meta["depth_read"] == "centre"
-
-
-def test_weights_tell_the_session_where_depth_is_read(tmp_path, net):
-    from posetracker.session import SessionConfig, TrackingSession
-
-    path = tmp_path / "w.safetensors"
-    save_posenet(net, path, source="test", depth_read="parent")
-    session = TrackingSession(load_posenet(path), SessionConfig(runtime="torch"))
-    assert session.decoder.depth_read == "parent" and session.decoder.vector_read == "centre"
-    save_posenet(net, path, source="test")
-    assert TrackingSession(load_posenet(path), SessionConfig(runtime="torch")).decoder.depth_read == "centre"
 
 
 def test_bad_weights_give_clear_errors(tmp_path):

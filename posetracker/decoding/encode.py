@@ -19,8 +19,7 @@ Output keys and shapes match the network outputs, plus a ``*_weight`` mask per m
   ``radius >= 1.5`` so that a bilinear read at a parent ("parent" decoding) only
   touches cells of its own disc.
 - ``depth`` (1+E, h, w): root depth (m) in the disc around the centre; channel 1+e:
-  depth(child) - depth(parent), written like the vectors, around the centre or the
-  parent per ``depth_write`` (default: as the vectors). All zero, weight 0, when no
+  depth(child) - depth(parent), written like the vectors. All zero, weight 0, when no
   depth is given.
 
 A joint is *known* when its position is finite, *visible* when also flagged visible.
@@ -138,7 +137,6 @@ def encode_targets(
     vector_write: Literal["centre", "parent"] = "centre",
     radius: float = 2.0,
     offset_radius: float = 1.5,
-    depth_write: Literal["centre", "parent"] | None = None,
 ) -> dict[str, np.ndarray]:
     """Training targets of one image.
 
@@ -149,10 +147,8 @@ def encode_targets(
     the bounding box of its known joints (cells); radius / offset_radius in cells.
     Returns float32 maps, see the module docstring.
     """
-    depth_write = vector_write if depth_write is None else depth_write
-    for name, value in (("vector_write", vector_write), ("depth_write", depth_write)):
-        if value not in ("centre", "parent"):
-            raise ValueError(f"unknown {name} {value!r}; choices: ['centre', 'parent']")
+    if vector_write not in ("centre", "parent"):
+        raise ValueError(f"unknown vector_write {vector_write!r}; choices: ['centre', 'parent']")
     n_joints, n_edges = spec.num_joints, spec.num_edges
     people_xy = np.asarray(people_xy, dtype=np.float64)
     if people_xy.ndim != 3 or people_xy.shape[1:] != (n_joints, 2):
@@ -188,10 +184,11 @@ def encode_targets(
     # Vectors and depth differences: in a disc around the centre or the parent joint.
     parent, child = spec.edges[:, 0], spec.edges[:, 1]
     c_win, c_in = _nearest(_dist2(u[:, [spec.root]], h, w), known[:, [spec.root]], radius)  # (1, h, w)
-    at_centre = np.broadcast_to(c_win, (n_edges, h, w)), np.broadcast_to(c_in, (n_edges, h, w))
-    at_parent = _nearest(_dist2(u[:, parent], h, w), known[:, parent], radius) if "parent" in (
-        vector_write, depth_write) else at_centre
-    e_win, e_in = at_centre if vector_write == "centre" else at_parent
+    if vector_write == "centre":
+        e_win = np.broadcast_to(c_win, (n_edges, h, w))
+        e_in = np.broadcast_to(c_in, (n_edges, h, w))
+    else:
+        e_win, e_in = _nearest(_dist2(u[:, parent], h, w), known[:, parent], radius)
     vec = u[:, child] - u[:, parent]  # (P, E, 2)
     has_vec = _gather(known[:, child] & known[:, parent], e_win) & e_in
     vals = _gather(vec, e_win)
@@ -201,10 +198,9 @@ def encode_targets(
         zr = z[:, [spec.root]]
         has_root = _gather(np.isfinite(zr), c_win) & c_in
         dz = z[:, child] - z[:, parent]
-        d_win, d_in = at_centre if depth_write == "centre" else at_parent
-        has_dz = _gather(np.isfinite(dz) & known[:, child] & known[:, parent], d_win) & d_in
+        has_dz = _gather(np.isfinite(dz) & known[:, child] & known[:, parent], e_win) & e_in
         out["depth"][0] = np.where(has_root, _gather(zr, c_win), 0.0)[0]
-        out["depth"][1:] = np.where(has_dz, _gather(dz, d_win), 0.0)
+        out["depth"][1:] = np.where(has_dz, _gather(dz, e_win), 0.0)
         out["depth_weight"][0] = has_root[0]
         out["depth_weight"][1:] = has_dz
     return out

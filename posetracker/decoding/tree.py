@@ -18,11 +18,6 @@ Where vectors (and depth differences) are read, ``vector_read``:
 - ``"parent"`` (trained weights): bilinear at the *located* parent position, and
   predicted child = located parent + vector there (method A's literal tree walk).
 
-Depth differences are read where the vectors are, unless ``depth_read="parent"`` with
-``"centre"`` vectors: then each edge whose parent is not the root is read bilinear at
-its located parent once the walk is done (a depth head trained with
-``encode_targets(depth_write="parent")``); the root's depth is always read at the centre.
-
 Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
 (see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
 its predicted position with confidence ``0.5 * min(heat at prediction,
@@ -66,7 +61,6 @@ class TreeDecoder:
         spec: SkeletonSpec,
         stride: int = 4,
         vector_read: VectorRead = "centre",
-        depth_read: VectorRead | None = None,
         score_threshold: float = 0.1,
         keypoint_threshold: float = 0.1,
         max_people: int = 6,
@@ -76,12 +70,8 @@ class TreeDecoder:
         max_candidates: int = 24,
         assign: str = "greedy",
     ) -> None:
-        depth_read = vector_read if depth_read is None else depth_read
-        for name, value in (("vector_read", vector_read), ("depth_read", depth_read)):
-            if value not in ("centre", "parent"):
-                raise ValueError(f"unknown {name} {value!r}; choices: ['centre', 'parent']")
-        if vector_read == "parent" and depth_read != "parent":
-            raise ValueError("with vector_read='parent' the depth differences are read at the parents too")
+        if vector_read not in ("centre", "parent"):
+            raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['centre', 'parent']")
         if assign not in ASSIGNERS:
             raise ValueError(f"unknown assign {assign!r}; choices: {sorted(ASSIGNERS)}")
         if not keypoint_threshold > 0:
@@ -89,7 +79,6 @@ class TreeDecoder:
         self.spec = spec
         self.stride = int(stride)
         self.vector_read = vector_read
-        self.depth_read = depth_read
         self.score_threshold = float(score_threshold)
         self.keypoint_threshold = float(keypoint_threshold)
         self.max_people = int(max_people)
@@ -106,8 +95,6 @@ class TreeDecoder:
         self._parents = np.asarray(spec.parents, dtype=np.int64)
         self._edge_of = np.asarray(spec.edge_of_child, dtype=np.int64)
         self._first_edges = self._edge_of[list(self.first_keypoints)]
-        second = np.asarray(self.second_keypoints, dtype=np.int64)
-        self._deep_edges, self._deep_parents = self._edge_of[second], self._parents[second]  # edges not from the root
         self._path = _path_matrix(spec)
         self._levels, self._rows = self._walk_levels()
 
@@ -168,8 +155,6 @@ class TreeDecoder:
             self._locate(level, cands.rows(rows), heat, walk)
 
         # Method A step 9: root depth at the centre; each joint = parent depth + edge difference.
-        if depth is not None and self.depth_read == "parent" and self.vector_read == "centre" and self._deep_edges.size:
-            walk.read_depth_at(self._deep_edges, walk.pos[:, self._deep_parents])
         if depth is not None:
             z = walk.z_root[:, None] + walk.dz @ self._path  # sums the differences along the path
         else:
@@ -271,12 +256,6 @@ class _Walk:
         if self.depth is not None:
             self.dz[:, edges] = gather_channels(self.depth, 1 + edges, index, weight).T
         return np.stack([vx.T, vy.T], axis=-1)
-
-    def read_depth_at(self, edges: np.ndarray, xy: np.ndarray) -> None:
-        """Bilinear read of each edge's depth difference into ``dz``. edges: (J,); xy: (P, J, 2) cells."""
-        n, n_j = xy.shape[:2]
-        index, weight = bilinear_weights(xy.transpose(1, 0, 2).reshape(-1, 2), *self.shape)
-        self.dz[:, edges] = gather_channels(self.depth, 1 + edges, index.reshape(n_j, n, 4), weight.reshape(n_j, n, 4)).T
 
 
 __all__ = ["TreeDecoder", "DecodedPeople", "VectorRead"]

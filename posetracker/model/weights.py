@@ -3,9 +3,7 @@
 A weights file holds PoseNet's full state dict plus string metadata:
 ``skeleton`` (name), ``format`` (``posenet-v1``), ``source`` (provenance),
 ``trained`` (comma-separated parts trained beyond the pretrained import,
-e.g. ``temporal,depth``; empty when none), ``depth_read`` (where the
-decoder reads the depth head's edge differences, ``centre`` or ``parent``;
-files without it: ``centre``).
+e.g. ``temporal,depth``; empty when none).
 """
 
 from __future__ import annotations
@@ -31,12 +29,11 @@ def default_weights_path(skeleton: str = "human18") -> Path:
     return MODELS_DIR / f"posenet-{skeleton}.safetensors"
 
 
-def save_posenet(net: PoseNet, path: str | Path, source: str, trained: str = "", depth_read: str = "centre") -> None:
-    """depth_read: where the decoder reads the depth differences these weights were trained for ("centre"/"parent")."""
+def save_posenet(net: PoseNet, path: str | Path, source: str, trained: str = "") -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
-    meta = {"skeleton": net.spec.name, "format": FORMAT, "source": source, "trained": trained, "depth_read": depth_read}
+    meta = {"skeleton": net.spec.name, "format": FORMAT, "source": source, "trained": trained}
     tmp = path.with_suffix(path.suffix + ".tmp")
     save_file(state, str(tmp), metadata=meta)
     tmp.replace(path)

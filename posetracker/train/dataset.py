@@ -55,7 +55,6 @@ class EncodeOptions:
     sigma: float = 1.0
     sigma_scale: float = 0.0
     vector_write: str = "centre"
-    depth_write: str | None = None  # where depth differences are written: None = like the vectors; "parent"
     radius: float = 2.0
     offset_radius: float = 1.5
     stride: int = 4
@@ -77,7 +76,6 @@ def encode_frame(labels: ClipLabels, t: int, scale: float, spec: SkeletonSpec, o
     shift = 0.5 * opts.stride if opts.cell_origin == "corner" else 0.0
     out = encode_targets(xy * scale - shift, spec, visible=vis, depth=depth, out_size=out_size, stride=opts.stride,
                          sigma=opts.sigma, sigma_scale=opts.sigma_scale, vector_write=opts.vector_write,  # type: ignore[arg-type]
-                         depth_write=opts.depth_write,  # type: ignore[arg-type]
                          radius=opts.radius, offset_radius=opts.offset_radius)
     if shift:
         out["offsets"] = np.where(out["offsets_weight"] > 0, out["offsets"] + 0.5, 0.0).astype(np.float32)
