@@ -2,15 +2,16 @@
 """Left/right depth order on the held-out clips: the model and BlazePose full against BlazePose heavy.
 
     python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
-                                 [--gaps 0.05 0.10 0.15 0.20]
+                                 [--gaps 0.05 0.10 0.15 0.20] [--per-pair]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
 teacher sees closer than the gap are skipped), prints the fraction of left/right joint pairs
 whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
 BlazePose full, the training teacher. The second is the reference's own noise level: where
 the two BlazePose variants disagree, the model cannot agree with both; the last columns count
-only the pair-frames where they agree (the order both teachers settle). Labels come from the
-cache that ``posetracker train clip-eval`` fills (computed on first use).
+only the pair-frames where they agree (the order both teachers settle). ``--per-pair`` adds a
+table per left/right pair at the smallest gap (model vs heavy, full vs heavy, model vs full).
+Labels come from the cache that ``posetracker train clip-eval`` fills (computed on first use).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ def main() -> int:
     ap.add_argument("--config", default="configs/distill_quick.yaml")
     ap.add_argument("--weights", default=None, help="default: the shipped model")
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
+    ap.add_argument("--per-pair", action="store_true", help="also break the smallest gap down by left/right pair")
     args = ap.parse_args()
 
     import torch
@@ -46,6 +48,7 @@ def main() -> int:
     print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
           "| pairs both agree on | model vs both |")
     print("|---|---|---|---|---|---|---|")
+    per_pair = []
     for rel in cfg.val:
         path = cfg.data_path / rel
         sel = selection_for(path, cfg)
@@ -67,6 +70,19 @@ def main() -> int:
                 settled = int((agree & (np.abs(np.nan_to_num(gaps)) >= gap)).sum())
                 both = depth_order_agreement(model, lab_heavy.depth, pairs, min_gap_m=gap, keep=agree)
             print(f"| {path.name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} | {settled} | {both:.2f} |")
+        gap = min(args.gaps)
+        for a, b in pairs:
+            one = np.array([[a, b]])
+            n = int((np.abs(np.nan_to_num(lab_heavy.depth[..., a] - lab_heavy.depth[..., b])) >= gap).sum())
+            scores = [depth_order_agreement(model, lab_heavy.depth, one, min_gap_m=gap)]
+            scores += [depth_order_agreement(x, y, one, min_gap_m=gap) if same_tracks else float("nan")
+                       for x, y in ((lab_full.depth, lab_heavy.depth), (model, lab_full.depth))]
+            per_pair.append(f"| {path.name} | {net.spec.joint_names[a].removeprefix('left_')} | {n} | "
+                            + " | ".join(f"{v:.2f}" for v in scores) + " |")
+    if args.per_pair:
+        print(f"\n| clip | pair (gap >= {min(args.gaps):.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | model vs full |")
+        print("|---|---|---|---|---|---|")
+        print("\n".join(per_pair))
     return 0
 
 
