@@ -2,7 +2,7 @@
 
     Frame -> letterbox -> PoseNet (causal stream, or bidirectional chunks)
           -> TreeDecoder (method A steps 4-9) -> source pixels + depth -> metric xyz
-          -> PoseTracker (ids) -> smoothing -> bone lengths -> PoseFrame
+          -> PoseTracker (ids) -> far-people depth blend -> smoothing -> bone lengths -> PoseFrame
 
 The CLI, the tests and the GUI worker all use this class and nothing below it.
 
@@ -34,6 +34,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
+from posetracker.tracking.far_depth import FarDepthBlend
 from posetracker.tracking.offline import smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -55,6 +56,7 @@ class SessionConfig:
     vector_read: Literal["centre", "parent"] = "centre"
     fov_deg: float = 60.0  # horizontal field of view of the source camera
     smoothing: bool = True
+    far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
     rigid_bones: bool = False
     track: bool = True
     threads: int = 1  # threads for inference
@@ -120,6 +122,12 @@ class TrackingSession:
         self.tracker = PoseTracker(self.spec)
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones)
+        self.far_depth = FarDepthBlend(self.spec, self.config.fov_deg)
+
+    def _track(self, pose: PoseFrame) -> PoseFrame:
+        """Ids, then (trained depth head) far people's depth blended with their body scale."""
+        pose = self.tracker.update(pose)
+        return self.far_depth.update(pose) if self.depth_trained and self.config.far_depth else pose
 
     # ------------------------------------------------------------------ frames
 
@@ -153,7 +161,7 @@ class TrackingSession:
     def _post_live(self, pose: PoseFrame) -> PoseFrame:
         t0 = time.perf_counter()
         if self.config.track:
-            pose = self.tracker.update(pose)
+            pose = self._track(pose)
             if self.config.smoothing:
                 pose = self.smoother.update(pose)
             pose = self.bones.update(pose)
@@ -265,7 +273,7 @@ class TrackingSession:
                 emit(min(cfg.chunk, len(feats)))
         if not cfg.track:
             return raw
-        tracked = [self.tracker.update(p) for p in raw]
+        tracked = [self._track(p) for p in raw]
         if cfg.smoothing:
             tracked = smooth_tracks(tracked)
         return [self.bones.update(p) for p in tracked]

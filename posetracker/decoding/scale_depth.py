@@ -22,11 +22,15 @@ SHOULDER_WIDTH_M = 0.38
 HIP_WIDTH_M = 0.30
 
 
-def depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: SkeletonSpec, focal_px: float,
-                     min_confidence: float = 0.2) -> np.ndarray:
-    """xy (P, K, 2) px, confidence (P, K) -> depth (P, K) metres (each person flat at its root depth)."""
+def root_depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: SkeletonSpec, focal_px: float,
+                          min_confidence: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
+    """xy (P, K, 2) px, confidence (P, K) -> (depth (P,) metres, cue (P,) int).
+
+    cue: the cue used, 0 torso, 1 shoulder width, 2 hip width, -1 none (depth ``DEFAULT_DEPTH_M``).
+    """
     p, k = confidence.shape
     z = np.full(p, DEFAULT_DEPTH_M)
+    cue = np.full(p, -1)
     names = spec.joint_names
     if {"left_shoulder", "right_shoulder", "left_hip", "right_hip"} <= set(names) and p:
         ls, rs, lh, rh = (spec.index(n) for n in ("left_shoulder", "right_shoulder", "left_hip", "right_hip"))
@@ -37,9 +41,15 @@ def depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: SkeletonSpec,
             (np.linalg.norm(xy[:, ls] - xy[:, rs], axis=-1), SHOULDER_WIDTH_M, ok[:, ls] & ok[:, rs]),
             (np.linalg.norm(xy[:, lh] - xy[:, rh], axis=-1), HIP_WIDTH_M, ok[:, lh] & ok[:, rh]),
         ]
-        done = np.zeros(p, bool)
-        for length_px, real_m, usable in cues:
-            use = usable & ~done & (length_px > 2.0)
+        for i, (length_px, real_m, usable) in enumerate(cues):
+            use = usable & (cue < 0) & (length_px > 2.0)
             z[use] = focal_px * real_m / length_px[use]
-            done |= use
-    return np.repeat(np.clip(z, 0.3, 50.0)[:, None], k, axis=1).astype(np.float32)
+            cue[use] = i
+    return np.clip(z, 0.3, 50.0), cue
+
+
+def depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: SkeletonSpec, focal_px: float,
+                     min_confidence: float = 0.2) -> np.ndarray:
+    """xy (P, K, 2) px, confidence (P, K) -> depth (P, K) metres (each person flat at its root depth)."""
+    z, _ = root_depth_from_scale(xy, confidence, spec, focal_px, min_confidence)
+    return np.repeat(z[:, None], confidence.shape[1], axis=1).astype(np.float32)
