@@ -35,7 +35,7 @@ from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_te
 from posetracker.model.runtime import accelerate
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.far_depth import FarDepthBlend
-from posetracker.tracking.offline import smooth_tracks
+from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 Mode = Literal["live", "offline"]
@@ -208,7 +208,9 @@ class TrackingSession:
         returns what was processed so far. If the source fails part-way (a
         file corrupt in the middle, a camera unplugged), the frames read
         before the failure are still processed and returned, and
-        ``metadata["incomplete"]`` says where and why it stopped.
+        ``metadata["incomplete"]`` says where and why it stopped. People shown
+        with id -1 before their track was confirmed take its id
+        (``tracking.offline.backfill_ids``), which a live stream cannot do.
         """
         self.reset()
         failure: list[str] = []
@@ -223,6 +225,8 @@ class TrackingSession:
 
         if self.config.mode == "live":
             poses = self._run_live(guarded(), total, progress, cancel)
+            if self.config.track:  # the whole source is at hand: ids for the frames before each track's confirmation
+                poses = backfill_ids(poses, self.sigmas)
         else:
             poses = self._run_offline(guarded(), total, progress, cancel)
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
@@ -273,7 +277,7 @@ class TrackingSession:
                 emit(min(cfg.chunk, len(feats)))
         if not cfg.track:
             return raw
-        tracked = [self._track(p) for p in raw]
+        tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
         if cfg.smoothing:
             tracked = smooth_tracks(tracked)
         return [self.bones.update(p) for p in tracked]
