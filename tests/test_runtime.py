@@ -24,6 +24,7 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     assert accelerate(net) == "onnxruntime"
     assert isinstance(net.temporal.forward_dir, OnnxDirection) and isinstance(net.temporal.backward_dir, OnnxDirection)
     assert isinstance(net.backbone, OnnxBackbone) and list(tmp_path.rglob("*.onnx"))
+    assert net.backbone.session.get_session_options().get_session_config_entry("session.intra_op.allow_spinning") == "0"
     graph = onnx.load(str(net.backbone.onnx_path)).graph  # SAME pads folded into the convolutions (same numbers below)
     assert not [n for n in graph.node if n.op_type == "Pad"]
     pads = [list(a.ints) for n in graph.node if n.op_type == "Conv" for a in n.attribute if a.name == "pads"]
