@@ -350,3 +350,29 @@ def test_lavfi_bad_graph_and_open_source() -> None:
         assert isinstance(src, LavfiSource)
         frame = src.read()
         assert frame is not None and frame.image.shape == (24, 32, 3)
+
+
+def with_display_rotation(src: Path, dst: Path) -> Path:
+    """Copy an MP4 with its track matrix set to a phone's portrait rotation ("rotate 90": turn clockwise to show)."""
+    import struct
+
+    data = bytearray(src.read_bytes())
+    i = data.find(b"tkhd")
+    assert i > 0 and data[i + 4] == 0  # version 0 header
+    at = i + 4 + 4 + 5 * 4 + 8 + 8  # box type, version/flags, 5 x 32-bit fields, reserved, layer/group/volume
+    data[at : at + 36] = struct.pack(">9I", 0, 0x10000, 0, 0xFFFF0000, 0, 0, 0, 0, 0x40000000)
+    dst.write_bytes(bytes(data))
+    return dst
+
+
+def test_portrait_phone_video_comes_out_upright(videos: dict[str, Path], tmp_path: Path) -> None:
+    path = with_display_rotation(videos["mpeg4.mp4"], tmp_path / "portrait.mp4")
+    plain = VideoFileSource(videos["mpeg4.mp4"])
+    first_plain = next(iter(plain)).image
+    plain.close()
+    with VideoFileSource(path) as src:
+        assert src.size == (H, W)  # width and height swapped
+        first = next(iter(src)).image
+    assert first.shape == (W, H, 3)
+    # turned clockwise: the top row (frame index blocks) becomes the right-hand column
+    np.testing.assert_array_equal(first, np.rot90(first_plain, -1))

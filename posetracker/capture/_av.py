@@ -159,9 +159,22 @@ def expectation(
     return Expectation(count, False, None, any_s, tol)
 
 
+def quarter_turns(frame: av.VideoFrame) -> int:
+    """Counter-clockwise quarter turns that stand the frame upright (0-3), from its display matrix.
+
+    Phones store portrait video as landscape pictures plus a rotation in the container;
+    PyAV reports it as ``frame.rotation`` (degrees counter-clockwise; a phone's
+    "rotate 90" reads -90, i.e. one clockwise turn = 3 counter-clockwise ones).
+    """
+    return int(round((getattr(frame, "rotation", 0) or 0) / 90.0)) % 4
+
+
 def frame_to_rgb(frame: av.VideoFrame) -> np.ndarray:
-    """Convert a decoded frame to an ``(H, W, 3)`` uint8 RGB contiguous array."""
+    """Convert a decoded frame to an ``(H, W, 3)`` uint8 RGB contiguous array, upright (rotation metadata applied)."""
     img = frame.to_ndarray(format="rgb24")
+    turns = quarter_turns(frame)
+    if turns:
+        img = np.rot90(img, turns)
     return np.ascontiguousarray(img, dtype=np.uint8)
 
 

@@ -31,6 +31,7 @@ from posetracker.capture._av import (
     PacketDecoder,
     expectation,
     frame_to_rgb,
+    quarter_turns,
     open_video_container,
     stream_fps,
 )
@@ -104,6 +105,8 @@ class VideoFileSource(FrameSource):
         self._first_pts = first.pts
         if self._size[0] <= 0 or self._size[1] <= 0:
             self._size = (first.width, first.height)
+        if quarter_turns(first) % 2:  # portrait phone video: frames come out upright, width and height swapped
+            self._size = (self._size[1], self._size[0])
         self._decoder.push_front(first)
 
     def _corrupt(self, cause: BaseException | None, what: str) -> CorruptVideoError:
