@@ -31,8 +31,8 @@ from posetracker.capture._av import (
     PacketDecoder,
     expectation,
     frame_to_rgb,
-    quarter_turns,
     open_video_container,
+    quarter_turns,
     stream_fps,
 )
 from posetracker.capture.base import CaptureError, CorruptVideoError, FrameSource, UnsupportedCodecError

@@ -6,8 +6,8 @@ per-frame cost. For inference each is exported once to ONNX (cached under
 weights) and run by ONNX Runtime: on one CPU thread here it runs the
 MobileNetV2 ~2.5x (its SAME pads folded into the convolutions,
 ``onnx_pads``) and the heads ~6x faster than torch eager (``posetracker
-bench`` shows the numbers). The temporal block's loop over frames stays in torch, but each
-direction's step (step 2) runs in ONNX Runtime: 1.7 against 3.8 ms a step
+bench`` shows the numbers). The temporal block's loop over frames stays in
+torch, but each direction's step (step 2) runs in ONNX Runtime: 1.7 against 3.8 ms a step
 here, which matters most with look-ahead (three steps a frame at look-ahead 1).
 Training stays in torch: the wrappers fall back to their torch module
 whenever gradients are needed. ``accelerate`` swaps ``net.backbone``,
@@ -33,8 +33,6 @@ from posetracker.model.onnx_pads import fold_pads
 from posetracker.model.temporal import _Direction
 
 INPUT_SIZE = 256
-
-
 EXPORT_VERSION = 2  # bump when an export changes, so that cached files are made again
 
 
