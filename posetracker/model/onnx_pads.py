@@ -30,7 +30,7 @@ def _constant_folded(src: Path, dst: Path) -> None:
 def fold_pads(src: Path, dst: Path) -> int:
     """Write ``src`` to ``dst`` with every zero ``Pad`` over H, W that feeds only a ``Conv`` merged into it.
 
-    Returns how many pads were folded. ``dst`` may equal ``src``.
+    Returns how many pads were folded; ``dst`` is written atomically.
     """
     import onnx
     from onnx import helper, numpy_helper
@@ -52,7 +52,10 @@ def fold_pads(src: Path, dst: Path) -> int:
         if pad.op_type != "Pad" or pad.input[1] not in consts:
             continue
         mode = next((a.s for a in pad.attribute if a.name == "mode"), b"constant")
-        value = consts.get(pad.input[2], np.zeros(1)) if len(pad.input) > 2 and pad.input[2] else np.zeros(1)
+        has_value = len(pad.input) > 2 and pad.input[2] != ""
+        if has_value and pad.input[2] not in consts:
+            continue  # a pad value computed at run time: leave the Pad alone
+        value = consts[pad.input[2]] if has_value else np.zeros(1)
         nxt = users.get(pad.output[0], [])
         # pads: (N, C, H, W) begins, then (N, C, H, W) ends
         n0, c0, top, left, n1, c1, bottom, right = consts[pad.input[1]].astype(int).tolist()

@@ -182,8 +182,12 @@ def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, in
 
 def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
     """Export the backbone to ONNX (dynamic batch, 256x256), its SAME pads folded into the convolutions."""
-    _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), path, ["images"], ["features"])
-    fold_pads(path, path)
+    raw = path.with_suffix(".raw.onnx")  # the cached file only ever appears folded
+    try:
+        _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], ["features"])
+        fold_pads(raw, path)
+    finally:
+        raw.unlink(missing_ok=True)
     return path
 
 
