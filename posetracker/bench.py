@@ -121,16 +121,20 @@ class PipelineResult:
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
-                   weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD) -> PipelineResult:
+                   weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
+                   refiners: tuple[str, ...] = ()) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
     from posetracker.capture import open_source
     from posetracker.model.weights import load_posenet
+    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
-    session = TrackingSession(load_posenet(weights), SessionConfig(mode=mode, threads=threads, lookahead=lookahead))
+    net = load_posenet(weights)
+    session = TrackingSession(net, SessionConfig(mode=mode, threads=threads, lookahead=lookahead),
+                              refiners=chain_for(refiners, net.spec, weights))
 
     def one_run() -> tuple[float, list[float]]:
         latencies: list[float] = []

@@ -28,6 +28,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.export import exporter_for_path
     from posetracker.export.registry import check_target
     from posetracker.model.weights import load_posenet
+    from posetracker.refiners import RefinerError, chain_for
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
 
@@ -37,7 +38,11 @@ def _cmd_process(args: argparse.Namespace) -> int:
     spec = load_skeleton(args.skeleton)
     net = load_posenet(args.weights, spec)
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov)
-    session = TrackingSession(net, config)
+    try:
+        session = TrackingSession(net, config, refiners=chain_for(args.refiners, spec, args.weights))
+    except RefinerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         source = open_source(args.input)
     except CaptureError as exc:
@@ -86,12 +91,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 print(f"timing {mode} mode end to end...", file=sys.stderr, flush=True)
             results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
                                                 threads=args.threads or 1, weights=args.weights,
-                                                lookahead=args.lookahead))
+                                                lookahead=args.lookahead, refiners=tuple(args.refiners)))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
         else:
-            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread)")
+            extra = f", refiners: {'+'.join(args.refiners)}" if args.refiners else ""
+            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread{extra})")
             print(f"median (min/max) of {args.runs} runs of {args.frames * 4} frames after a warm-up run")
             print(bench.format_pipeline_table(results))
         return 0
@@ -147,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    pr.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
+                    help="switch on trained refiners: heatmap (method B), graph (method C)")
     pr.set_defaults(func=_cmd_process)
 
     from posetracker.cli_eval import add_eval_parser
@@ -171,6 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--runtime", choices=["torch", "onnxruntime", "both"], default="both",
                    help="network bench: run the backbone in torch, ONNX Runtime, or time both")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    b.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
+                   help="end to end with these refiners on (read beside --weights, else the shipped ones)")
     b.set_defaults(func=_cmd_bench)
 
     c = sub.add_parser("convert", help="convert MoveNet MultiPose (TF.js) to PoseNet safetensors")

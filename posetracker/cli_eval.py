@@ -28,6 +28,7 @@ def find_sets(paths: list[str]) -> list[Path]:
 
 def _predictor(args: argparse.Namespace):
     from posetracker.model.weights import load_posenet
+    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
     net = load_posenet(args.weights)
@@ -35,7 +36,8 @@ def _predictor(args: argparse.Namespace):
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
 
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict
-    session = TrackingSession(net, SessionConfig(vector_read=args.vector_read, threads=args.threads))
+    session = TrackingSession(net, SessionConfig(vector_read=args.vector_read, threads=args.threads),
+                              refiners=chain_for(args.refiners, net.spec, args.weights))
     return session.process_image
 
 
@@ -68,6 +70,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         predictions[name] = r.pop("predictions", [])
         results[name] = r
     label = "original MoveNet MultiPose decode" if args.baseline == "movenet" else f"PoseTracker tree decoder ({args.vector_read} vectors)"
+    if args.refiners and args.baseline != "movenet":
+        label += f", refiners: {'+'.join(args.refiners)}"
     print(label)
     print(format_table(results))
     if args.out:
@@ -90,4 +94,6 @@ def add_eval_parser(sub) -> None:
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
+                   help="score with these refiners on (read beside --weights, else the shipped ones)")
     e.set_defaults(func=cmd_eval)

@@ -1,7 +1,8 @@
 """TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
 
     Frame -> letterbox -> PoseNet (causal stream, or bidirectional chunks)
-          -> TreeDecoder (method A steps 4-9) -> source pixels + depth -> metric xyz
+          -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-9)
+          -> [refiners, people stage: method C] -> source pixels + depth -> metric xyz
           -> PoseTracker (ids) -> far-people depth blend -> smoothing -> bone lengths -> PoseFrame
 
 The CLI, the tests and the GUI worker all use this class and nothing below it.
@@ -33,6 +34,7 @@ from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
+from posetracker.refiners import RefinerChain, load_chain
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.far_depth import FarDepthBlend
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
@@ -61,6 +63,7 @@ class SessionConfig:
     track: bool = True
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
+    refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C)
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):
@@ -88,21 +91,23 @@ class _Pending:
     index: int
     timestamp: float
     box: Letterbox
+    image: torch.Tensor | None = None  # (1, 3, H, W) network input, kept only for a maps-stage refiner
 
 
 class TrackingSession:
     """Frames in, tracked PoseFrames out. See the module docstring."""
 
-    def __init__(self, net: PoseNet, config: SessionConfig | None = None):
+    def __init__(self, net: PoseNet, config: SessionConfig | None = None, refiners: RefinerChain | None = None):
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
+        self.refiners = refiners if refiners is not None else load_chain(list(self.config.refiners), self.spec)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read,
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
-            max_people=self.config.max_people,
+            max_people=self.config.max_people, **self.spec.decoder,
         )
         self.sigmas = joint_sigmas(self.spec)
         self.times = StageTimes()
@@ -133,13 +138,19 @@ class TrackingSession:
 
     def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
         img, box = letterbox(frame.image, INPUT_SIZE)
-        return to_tensor(img)[None], _Pending(frame.index, frame.timestamp, box)
+        x = to_tensor(img)[None]
+        return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None)
 
     def _people(self, out: dict[str, torch.Tensor], meta: _Pending) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels."""
         t0 = time.perf_counter()
-        arrays = {k: out[k][0, 0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
+        maps = {k: v[:, 0] for k, v in out.items()}  # (1, C, h, w) each
+        if self.refiners:
+            maps = self.refiners.refine_maps(maps, meta.image)
+        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
         people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
+        if self.refiners:
+            people = self.refiners.refine_people(people, maps, self.net.stride)
         xy = meta.box.to_source(people.keypoints.astype(np.float64))
         w, h = meta.box.source_size
         camera = Camera(w, h, fov_deg=self.config.fov_deg)

@@ -1,0 +1,31 @@
+"""Refiner plug-ins between the heads and the final keypoints: method B
+(``heatmap``: image + merged heatmap -> corrected heatmaps) and method C
+(``graph``: a graph network over the skeleton corrects each keypoint).
+
+See :mod:`.base` for the contract, the registry and the weights files.
+"""
+
+from posetracker.refiners.base import (
+    Refiner,
+    RefinerChain,
+    RefinerError,
+    available_refiners,
+    build_refiner,
+    chain_for,
+    load_chain,
+    load_refiner,
+    plugin_errors,
+    refiner_path,
+    register_refiner,
+    registered_refiners,
+    save_refiner,
+    unregister_refiner,
+)
+from posetracker.refiners import graph, heatmap  # noqa: E402,F401 - registers the built-ins
+
+refiners = available_refiners
+
+__all__ = [
+    "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner", "chain_for", "load_chain", "load_refiner",
+    "plugin_errors", "refiner_path", "register_refiner", "registered_refiners", "save_refiner", "unregister_refiner",
+]

@@ -1,0 +1,208 @@
+"""The refiner plug-in contract, its registry and its weights files.
+
+A refiner sits between the heads' outputs and the final keypoints (see
+``architecture.md``: "refiners (optional, per skeleton)"). It works on one
+frame at a time and implements one or both stages:
+
+- ``refine_maps(maps, image)``: heads' outputs of one frame -> corrected
+  outputs, before the tree decoder (method B corrects the heatmaps).
+  ``maps["heatmap_logits"]`` (1, K, h, w) and friends (see ``model.network``),
+  ``image`` (1, 3, H, W) float RGB 0..255, the network's letterboxed input.
+- ``refine_people(people, maps)``: the decoder's people -> corrected people
+  (method C moves each keypoint with a graph network over the skeleton).
+
+Built-ins register themselves by explicit import in ``refiners/__init__.py``;
+third-party refiners come through the ``posetracker.refiners`` entry-point
+group (loaded lazily, their import errors collected in ``plugin_errors()``
+for the UI to show).
+
+Weights: ``models/refiner-<kind>-<skeleton>.safetensors`` holding the module's
+state dict and string metadata ``format`` (``refiner-v1``), ``kind``,
+``skeleton``, ``detector`` (the detector weights' file name it was trained
+with) and ``params`` (JSON of the constructor's keyword arguments).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import ClassVar
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from posetracker.decoding.people import DecodedPeople
+from posetracker.skeletons import SkeletonSpec, load_skeleton
+
+FORMAT = "refiner-v1"
+MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
+Maps = dict[str, torch.Tensor]
+
+
+class RefinerError(RuntimeError):
+    """A refiner is unknown, its weights are missing or do not fit."""
+
+
+class Refiner(nn.Module):
+    """Base class: identity in both stages. Subclasses set ``kind`` and override a stage."""
+
+    kind: ClassVar[str] = ""
+    param_budget: ClassVar[int] = 0  # most parameters allowed (method B step 5); 0 = no budget
+
+    def __init__(self, spec: SkeletonSpec):
+        super().__init__()
+        self.spec = spec
+
+    def refine_maps(self, maps: Maps, image: torch.Tensor) -> Maps:
+        return maps
+
+    def refine_people(self, people: DecodedPeople, maps: Maps, stride: int) -> DecodedPeople:
+        return people
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def check_budget(self) -> None:
+        n = self.num_parameters()
+        if self.param_budget and n > self.param_budget:
+            raise RefinerError(f"{self.kind} refiner has {n} parameters, over its budget of {self.param_budget}")
+
+
+_REFINERS: dict[str, Callable[..., Refiner]] = {}
+_PLUGIN_ERRORS: dict[str, str] = {}
+
+
+def register_refiner(name: str):
+    """Class decorator: make ``name`` buildable by :func:`build_refiner`. Raises on a duplicate name."""
+
+    def wrap(factory):
+        if name in _REFINERS:
+            raise ValueError(f"refiner {name!r} is already registered")
+        _REFINERS[name] = factory
+        return factory
+
+    return wrap
+
+
+def unregister_refiner(name: str) -> None:
+    _REFINERS.pop(name, None)
+
+
+def _load_entry_point(name: str) -> Callable[..., Refiner] | None:
+    for ep in entry_points(group="posetracker.refiners"):
+        if ep.name == name:
+            try:
+                return ep.load()
+            except Exception as exc:  # noqa: BLE001 - a broken plug-in is reported, not fatal
+                _PLUGIN_ERRORS[name] = f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def registered_refiners() -> list[str]:
+    """Built-in kinds plus every installed entry point's name."""
+    return sorted(set(_REFINERS) | {ep.name for ep in entry_points(group="posetracker.refiners")})
+
+
+def plugin_errors() -> dict[str, str]:
+    """Entry points that failed to import: name -> error."""
+    return dict(_PLUGIN_ERRORS)
+
+
+def build_refiner(kind: str, spec: SkeletonSpec, **params) -> Refiner:
+    """A fresh (untrained) refiner of ``kind`` for ``spec``."""
+    factory = _REFINERS.get(kind) or _load_entry_point(kind)
+    if factory is None:
+        raise RefinerError(f"unknown refiner {kind!r}; available: {registered_refiners()}")
+    refiner = factory(spec, **params)
+    refiner.check_budget()
+    return refiner
+
+
+def refiner_path(kind: str, skeleton: str, models_dir: Path = MODELS_DIR) -> Path:
+    return models_dir / f"refiner-{kind}-{skeleton}.safetensors"
+
+
+def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR) -> list[str]:
+    """Kinds with trained weights for ``skeleton`` in ``models_dir``."""
+    return [k for k in registered_refiners() if refiner_path(k, skeleton, models_dir).is_file()]
+
+
+def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "") -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"format": FORMAT, "kind": refiner.kind, "skeleton": refiner.spec.name,
+            "params": json.dumps(params, sort_keys=True), "detector": detector}
+    state = {k: v.detach().contiguous() for k, v in refiner.state_dict().items()}
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    save_file(state, str(tmp), metadata=meta)
+    tmp.replace(path)
+
+
+def load_refiner(path: str | Path, spec: SkeletonSpec | None = None) -> Refiner:
+    """A trained refiner from its weights file, in eval mode. ``spec`` must match the file's skeleton."""
+    path = Path(path)
+    if not path.is_file():
+        raise RefinerError(f"refiner weights not found: {path}")
+    try:
+        with safe_open(str(path), "pt") as f:
+            meta = dict(f.metadata() or {})
+        state = load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise RefinerError(f"cannot read refiner weights {path}: {exc}") from None
+    if meta.get("format") != FORMAT:
+        raise RefinerError(f"{path} is not a refiner weights file (format {meta.get('format')!r})")
+    spec = spec or load_skeleton(meta["skeleton"])
+    if spec.name != meta["skeleton"]:
+        raise RefinerError(f"{path} is a {meta['skeleton']} refiner; the model's skeleton is {spec.name}")
+    refiner = build_refiner(meta["kind"], spec, **json.loads(meta.get("params") or "{}"))
+    try:
+        refiner.load_state_dict(state)
+    except RuntimeError as exc:
+        raise RefinerError(f"{path} does not fit the {meta['kind']} refiner: {exc}") from None
+    return refiner.eval()
+
+
+class RefinerChain:
+    """Several refiners applied in order (maps stage of each, decoder, people stage of each)."""
+
+    def __init__(self, refiners: list[Refiner]):
+        self.refiners = list(refiners)
+
+    def __bool__(self) -> bool:
+        return bool(self.refiners)
+
+    @property
+    def names(self) -> list[str]:
+        return [r.kind for r in self.refiners]
+
+    @property
+    def needs_image(self) -> bool:
+        return any(type(r).refine_maps is not Refiner.refine_maps for r in self.refiners)
+
+    @torch.no_grad()
+    def refine_maps(self, maps: Maps, image: torch.Tensor | None) -> Maps:
+        for r in self.refiners:
+            maps = r.refine_maps(maps, image)
+        return maps
+
+    @torch.no_grad()
+    def refine_people(self, people: DecodedPeople, maps: Maps, stride: int) -> DecodedPeople:
+        for r in self.refiners:
+            people = r.refine_people(people, maps, stride)
+        return people
+
+
+def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: Path = MODELS_DIR) -> RefinerChain:
+    """The shipped refiners of ``kinds`` for ``spec``, maps-stage ones first (method B before C)."""
+    loaded = [load_refiner(refiner_path(k, spec.name, models_dir), spec) for k in kinds]
+    maps_first = sorted(loaded, key=lambda r: type(r).refine_maps is Refiner.refine_maps)
+    return RefinerChain(maps_first)
+
+
+def chain_for(kinds: list[str] | tuple[str, ...], spec: SkeletonSpec, weights: str | Path | None = None) -> RefinerChain:
+    """The refiners of ``kinds`` that go with a detector: beside its weights file, else the shipped ones."""
+    return load_chain(list(kinds), spec, Path(weights).parent if weights else MODELS_DIR)
