@@ -76,3 +76,19 @@ def test_index_error_names_joint():
 def test_sigmas():
     s = load_skeleton("human18")
     assert s.sigmas.shape == (18,) and np.isnan(s.sigmas[17]) and s.sigmas[0] == pytest.approx(0.026)
+
+
+def test_decoder_window_options(tmp_path):
+    from posetracker.model.network import PoseNet
+    from posetracker.session import SessionConfig, TrackingSession
+
+    assert load_skeleton("human18").decoder == {}
+    assert load_skeleton("mouse4").decoder == {"window_frac": 1.0, "min_window": 4.0}
+    session = TrackingSession(PoseNet(load_skeleton("mouse4")), SessionConfig(runtime="torch"))
+    assert (session.decoder.window_frac, session.decoder.min_window) == (1.0, 4.0)
+    base = (load_skeleton.__globals__["SKELETON_DIR"] / "mouse4.yaml").read_text()
+    for bad in ("decoder: {window: 2}", "decoder: {min_window: -1}", "decoder: 3"):
+        p = tmp_path / "m.yaml"
+        p.write_text(base.rsplit("decoder:", 1)[0] + bad + "\n")
+        with pytest.raises(SkeletonError, match="decoder"):
+            load_skeleton(p)

@@ -13,6 +13,7 @@ YAML layout (see human18.yaml)::
       - {name: centre, parent: null, virtual: bbox_centre}
     extra_edges: [[a, b]]         # drawn only, not part of the tree
     sigmas: [...]                 # optional OKS sigma per joint (null = none)
+    decoder: {window_frac: 1.0, min_window: 4}   # optional TreeDecoder search window (cells)
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ class SkeletonSpec:
     extra_edges: np.ndarray | None = None
     axes: dict[str, str] = field(default_factory=dict)
     units: str = "m"
+    decoder: dict[str, float] = field(default_factory=dict)  # TreeDecoder search window overrides
 
     @property
     def num_joints(self) -> int:
@@ -218,7 +220,23 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
         extra_edges=np.array(extra, np.int64).reshape(-1, 2),
         axes=dict(data.get("axes") or {}),
         units=str(data.get("units", "m")),
+        decoder=_decoder_options(data.get("decoder"), source),
     )
+
+
+_DECODER_KEYS = ("window_frac", "min_window")
+
+
+def _decoder_options(raw, source: str) -> dict[str, float]:
+    """The optional ``decoder`` mapping: search-window settings for small or oddly shaped bodies."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or set(raw) - set(_DECODER_KEYS):
+        raise _fail(source, f"decoder: expected a mapping with keys from {list(_DECODER_KEYS)}, got {raw!r}")
+    out = {k: float(v) for k, v in raw.items()}
+    if any(v <= 0 for v in out.values()):
+        raise _fail(source, f"decoder: values must be positive, got {raw!r}")
+    return out
 
 
 def available_skeletons() -> list[str]:
