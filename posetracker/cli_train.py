@@ -73,6 +73,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 def cmd_clip_eval(args: argparse.Namespace) -> int:
     from posetracker.model.weights import load_posenet
+    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.train.labels import cached_clip_labels
     from posetracker.train.metrics import evaluate_clip
@@ -91,9 +92,10 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             path = cfg.data_path / rel
             sel = selection_for(path, cfg)
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
-            session = TrackingSession(load_posenet(weights), SessionConfig(mode=args.mode, lookahead=args.lookahead,
-                                                                           threads=args.threads,
-                                                                           smoothing=not args.no_smoothing))
+            wnet = load_posenet(weights)
+            session = TrackingSession(wnet, SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
+                                                          smoothing=not args.no_smoothing),
+                                      refiners=chain_for(args.refiners, wnet.spec, weights))
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
             results[f"{Path(weights).name} | {rel}"] = r
@@ -134,4 +136,10 @@ def add_train_parser(subparsers) -> None:
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
+    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
+                   help="with these refiners on (read beside each weights file)")
     e.set_defaults(func=cmd_clip_eval)
+
+    from posetracker.cli_detector import add_detector_parsers
+
+    add_detector_parsers(tsub)

@@ -1,0 +1,191 @@
+"""``posetracker train detector|refiner|held-out-eval``: a skeleton's heads and refiners from labelled images.
+
+    posetracker train detector --config configs/mouse4.yaml          # heads + GNN (method C), jointly
+    posetracker train refiner --kind heatmap --config configs/mouse4.yaml   # method B, detector frozen
+    posetracker train held-out-eval --config configs/mouse4.yaml [--refiners none heatmap graph heatmap+graph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _setup(args: argparse.Namespace):
+    import torch
+
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.detector import load_detector_config
+    from posetracker.train.labelled import load_split
+
+    torch.set_num_threads(max(1, args.threads))
+    torch.manual_seed(0)
+    cfg = load_detector_config(args.config)
+    spec = load_skeleton(cfg.skeleton)
+    if cfg.teacher_config:
+        return cfg, spec, [], [], None
+    if not cfg.data_path.is_file():
+        raise SystemExit(f"error: labelled set not found: {cfg.data_path}")
+    train_items, val_items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
+    return cfg, spec, train_items, val_items, cols
+
+
+def _samples(cfg, spec, net, items, cols):
+    from tqdm import tqdm
+
+    from posetracker.train.labelled import prepare_samples
+    from posetracker.train.teacher_samples import teacher_samples
+
+    bar = tqdm(total=len(items) or None, desc="features", dynamic_ncols=True)
+    update = lambda d, t: (setattr(bar, "total", t), bar.update(d - bar.n))  # noqa: E731
+    try:
+        if cfg.teacher_config:
+            return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
+                                   cfg.clip_every, cfg.clip_max, _log, update)
+        return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
+    finally:
+        bar.close()
+
+
+def cmd_detector(args: argparse.Namespace) -> int:
+    import torch
+
+    from posetracker.model.weights import load_posenet, save_posenet
+    from posetracker.refiners import build_refiner, refiner_path, save_refiner
+    from posetracker.train.detector import detector_loss, first_features, new_detector, run_training
+
+    cfg, spec, train_items, val_items, cols = _setup(args)
+    net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
+    t0 = time.time()
+    data = _samples(cfg, spec, net, train_items, cols)
+    _log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
+         f"({time.time() - t0:.0f} s); {len(val_items)} held out")
+    graph = build_refiner("graph", spec, **cfg.graph)
+    net.train()
+    groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
+    if cfg.train_fpn:
+        groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
+    gen = torch.Generator().manual_seed(cfg.seed)
+    t1 = time.time()
+
+    def loss(b):
+        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
+
+    history = run_training(loss, groups, data, spec, cfg, args.steps or cfg.steps, _log, "detector+graph")
+    minutes = (time.time() - t1) / 60
+    net.eval()
+    out = Path(args.out) if args.out else cfg.out_path
+    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
+           f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
+           f"{minutes:.1f} min)")
+    save_posenet(net, out, source=src, trained="heads")
+    gpath = refiner_path("graph", spec.name, out.parent)
+    save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)
+    _log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
+    _write_log(out.with_suffix(".losses.json") if args.log is None else Path(args.log), history)
+    return 0
+
+
+def cmd_refiner(args: argparse.Namespace) -> int:
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import build_refiner, refiner_path, save_refiner
+    from posetracker.train.detector import first_features, graph_refiner_loss, heatmap_refiner_loss, run_training
+
+    cfg, spec, train_items, val_items, cols = _setup(args)
+    weights = Path(args.weights) if args.weights else cfg.out_path
+    net = load_posenet(weights, spec)
+    data = _samples(cfg, spec, net, train_items, cols)
+    params = cfg.heatmap if args.kind == "heatmap" else cfg.graph
+    refiner = build_refiner(args.kind, spec, **params)
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    t1 = time.time()
+    net.eval()
+
+    def loss(b):
+        feats = first_features(net, b["taps"], train=False)
+        if args.kind == "heatmap":
+            return heatmap_refiner_loss(net, refiner, feats, b["images"], b["tgt"], cfg, gen)
+        return graph_refiner_loss(net, refiner, feats, b["tgt"], cfg, gen)
+
+    steps = args.steps or (cfg.heatmap_steps if args.kind == "heatmap" else cfg.graph_steps)
+    history = run_training(loss, [{"params": list(refiner.parameters()), "lr": cfg.lr}], data, spec, cfg, steps,
+                           _log, args.kind)
+    path = Path(args.out) if args.out else refiner_path(args.kind, spec.name, weights.parent)
+    save_refiner(refiner.eval(), path, params, detector=weights.name)
+    _log(f"wrote {path} ({(time.time() - t1) / 60:.1f} min of training)")
+    if args.log:
+        _write_log(Path(args.log), history)
+    return 0
+
+
+def _write_log(path: Path, history: list[dict]) -> None:
+    path.write_text(json.dumps(history))
+    _log(f"loss log: {path}")
+
+
+def cmd_held_out_eval(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from posetracker.evaluation.held_out import evaluate_items
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import load_chain
+    from posetracker.session import SessionConfig, TrackingSession
+
+    cfg, spec, _, val_items, cols = _setup(args)
+    if cfg.teacher_config:
+        raise SystemExit("error: this config trains on teacher-labelled clips; score it with "
+                         "posetracker eval --refiners ... (labelled sets) and train clip-eval --refiners ...")
+    weights = Path(args.weights) if args.weights else cfg.out_path
+    net = load_posenet(weights, spec)
+    results = {}
+    for combo in args.refiners:
+        kinds = [] if combo == "none" else combo.split("+")
+        session = TrackingSession(net, SessionConfig(threads=args.threads),
+                                  refiners=load_chain(kinds, spec, weights.parent))
+        bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
+        r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
+        bar.close()
+        results[combo] = r
+        _log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  RMSE {r['rmse_px']:.2f} px  "
+             f"median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}")
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def add_detector_parsers(tsub) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", required=True, help="configs/<skeleton>.yaml")
+    common.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+
+    d = tsub.add_parser("detector", parents=[common],
+                        help="train a skeleton's heads and its graph refiner (method C) from labelled images")
+    d.add_argument("--steps", type=int, help="override the config's steps")
+    d.add_argument("--out", help="detector weights (default: the config's out); the refiner goes beside it")
+    d.add_argument("--log", help="per-step losses as JSON (default: beside the weights, .losses.json)")
+    d.set_defaults(func=cmd_detector)
+
+    r = tsub.add_parser("refiner", parents=[common],
+                        help="train a refiner (heatmap: method B; graph: method C as a plug-in) on a frozen detector")
+    r.add_argument("--kind", default="heatmap", choices=["heatmap", "graph"])
+    r.add_argument("--weights", help="the frozen detector (default: the config's out)")
+    r.add_argument("--steps", type=int, help="override the config's heatmap_steps / graph_steps")
+    r.add_argument("--out", help="refiner weights (default: models/refiner-heatmap-<skeleton>.safetensors beside the detector)")
+    r.add_argument("--log", help="per-step losses as JSON")
+    r.set_defaults(func=cmd_refiner)
+
+    e = tsub.add_parser("held-out-eval", parents=[common],
+                        help="PCK and pixel error on the config's held-out images, per refiner combination")
+    e.add_argument("--weights", help="detector weights (default: the config's out); refiners are read beside it")
+    e.add_argument("--refiners", nargs="+", default=["none", "heatmap", "graph", "heatmap+graph"])
+    e.add_argument("--out", help="write the results as JSON")
+    e.set_defaults(func=cmd_held_out_eval)

@@ -1,0 +1,245 @@
+"""Train a skeleton's detector heads from labelled images, with its refiners.
+
+``posetracker train detector --config configs/mouse4.yaml``: method C step 6. The
+heads (centre and keypoint heatmaps, offsets, tree vectors) and the skeleton's
+GNN (:class:`~posetracker.refiners.graph.GraphRefiner`) are trained together
+by one optimiser on one loss: the heads' map losses, the L1 of the detector's
+*first* predicted points (soft-decoded near each label) and the L1 of the GNN's
+*second* predicted points, against the labels. The backbone's FPN is trained
+with them (``train_fpn``; MoveNet's 24 output channels were made for people);
+its MobileNetV2 body is frozen (its outputs are cached, see :mod:`.labelled`):
+on this CPU that is what makes a few hundred labelled frames train in minutes.
+
+``posetracker train refiner --kind heatmap --config ...``: method B step 6. The
+detector is frozen; its heatmaps are merged, refined with the image, decoded
+softly into coordinates, and the L1 of those coordinates against the labels
+(plus the heatmap loss of the corrected maps, so no peak grows away from the
+labels where the soft decoding does not look) trains the refiner.
+
+Batches: taps (see :mod:`.labelled`), images (B, 3, 256, 256) float, points (B, P, K, 2) input px.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import yaml
+
+from posetracker.decoding.encode import encode_targets, fill_virtual_joints
+from posetracker.model.network import PoseNet
+from posetracker.model.preprocess import to_tensor
+from posetracker.refiners.graph import GraphRefiner
+from posetracker.refiners.heatmap import HeatmapRefiner
+from posetracker.skeletons import SkeletonSpec
+from posetracker.train.labelled import AugmentConfig, LabelledSamples
+from posetracker.train.losses import heatmap_loss, masked_l1, soft_positions
+
+REPO = Path(__file__).resolve().parents[2]
+MAP_KEYS = ("heatmaps", "offsets", "vectors")
+
+
+@dataclass(frozen=True)
+class DetectorConfig:
+    """``configs/<skeleton>.yaml``. Relative paths are resolved against the repository root."""
+
+    skeleton: str
+    data: str  # a normalized*.json, relative to data_root
+    data_root: str = "../shared/data"
+    init_weights: str = "models/posenet-human18.safetensors"  # backbone (and head hidden layers) to start from
+    out: str = ""  # detector weights; default models/posenet-<skeleton>.safetensors
+    val_fraction: float = 0.2
+    augment: AugmentConfig = AugmentConfig()
+    steps: int = 1500
+    batch: int = 16
+    lr: float = 5e-3  # heads and GNN
+    fpn_lr: float = 1e-3  # the backbone's FPN (when ``train_fpn``)
+    train_fpn: bool = True
+    seed: int = 0
+    sigma: float = 1.0  # heatmap Gaussian (cells)
+    vectors_weight: float = 1.0  # L1 of the tree vectors (new heads learn them from scratch)
+    first_weight: float = 1.0  # L1 of the detector's first predicted points (cells)
+    second_weight: float = 1.0  # L1 of the GNN's second predicted points (cells)
+    jitter: float = 1.5  # cells: the first points are soft-decoded around label + uniform jitter
+    gnn_jitter: float = 3.0  # cells: the same for the GNN's input points, wider like the decoder's misses
+    graph: dict = field(default_factory=dict)  # GraphRefiner arguments (radius, hidden, layers)
+    heatmap: dict = field(default_factory=dict)  # HeatmapRefiner arguments (width)
+    heatmap_steps: int = 800
+    graph_steps: int = 800  # ``train refiner --kind graph`` (a plug-in for a frozen detector, e.g. human18)
+    cell_origin: str = "centre"  # "corner" for MoveNet-initialised heads (see train.dataset.EncodeOptions)
+    teacher_config: str = ""  # a distill config: samples from its training clips' teacher labels instead of ``data``
+    clip_every: int = 4  # teacher samples: every n-th labelled frame of a clip
+    clip_max: int = 30  # teacher samples: at most this many frames per clip
+
+    def path(self, p: str) -> Path:
+        q = Path(p)
+        return q if q.is_absolute() else REPO / q
+
+    @property
+    def data_path(self) -> Path:
+        return self.path(self.data_root) / self.data
+
+    @property
+    def out_path(self) -> Path:
+        return self.path(self.out or f"models/posenet-{self.skeleton}.safetensors")
+
+
+def load_detector_config(path: str | Path) -> DetectorConfig:
+    raw: dict[str, Any] = yaml.safe_load(Path(path).read_text()) or {}
+    known = {f.name for f in fields(DetectorConfig)}
+    unknown = sorted(set(raw) - known)
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {unknown}; known: {sorted(known)}")
+    if "augment" in raw:
+        aug = dict(raw["augment"])
+        if "scale" in aug:
+            aug["scale"] = tuple(aug["scale"])
+        raw["augment"] = AugmentConfig(**aug)
+    return DetectorConfig(**raw)
+
+
+def new_detector(spec: SkeletonSpec, init: PoseNet) -> PoseNet:
+    """A PoseNet for ``spec``: backbone from ``init``, an untrained (pass-through) temporal block,
+    heads whose layers of matching shape start from ``init``'s (the output layers are new)."""
+    net = PoseNet(spec)
+    net.backbone.load_state_dict(init.backbone.state_dict())
+    own = net.heads.state_dict()
+    for k, v in init.heads.state_dict().items():
+        if k in own and own[k].shape == v.shape and ".out." not in k:
+            own[k] = v.clone()
+    net.heads.load_state_dict(own)
+    with torch.no_grad():  # heatmaps start near 0 (sigmoid(-4) = 0.018), not at 0.5 everywhere
+        net.heads.centre.out.bias.fill_(-4.0)
+        net.heads.keypoints.out.bias.fill_(-4.0)
+    return net
+
+
+def batch_targets(points: np.ndarray, spec: SkeletonSpec, sigma: float, out_size: tuple[int, int],
+                  cell_origin: str = "centre") -> dict[str, torch.Tensor]:
+    """points (B, P, K, 2) input px -> maps {key, key_weight} (B, 1, C, h, w), joints (B, 1, P, K, 2) cells
+    (labelled joints and virtual ones), joints_ok (B, 1, P, K). ``cell_origin="corner"``: maps drawn half
+    a cell up-left and offsets given it back, as MoveNet's heads have them (``train.dataset.encode_frame``)."""
+    maps: dict[str, list] = {}
+    joints, ok = [], []
+    shift = 2.0 if cell_origin == "corner" else 0.0  # half a stride-4 cell, in input px
+    for pts in points:
+        present = np.isfinite(pts).all(-1).any(-1)
+        t = encode_targets(pts[present] - shift, spec, out_size=out_size, sigma=sigma)
+        if shift:
+            t["offsets"] = np.where(t["offsets_weight"] > 0, t["offsets"] + 0.5, 0.0).astype(np.float32)
+        for k in MAP_KEYS:
+            maps.setdefault(k, []).append(t[k])
+            maps.setdefault(k + "_weight", []).append(t.get(k + "_weight", np.ones_like(t[k])))
+        full, _ = fill_virtual_joints(pts, spec, np.isfinite(pts).all(-1))
+        joints.append(np.nan_to_num(full / 4.0))
+        ok.append(np.isfinite(full).all(-1))
+    out = {k: torch.from_numpy(np.stack(v)).float()[:, None] for k, v in maps.items()}
+    out["joints"] = torch.from_numpy(np.stack(joints)).float()[:, None]
+    out["joints_ok"] = torch.from_numpy(np.stack(ok)).float()[:, None]
+    return out
+
+
+def _l1(pred: torch.Tensor, joints: torch.Tensor, ok: torch.Tensor) -> torch.Tensor:
+    return (ok[..., None] * (pred - joints).abs()).sum() / ok.sum().clamp_min(1.0)
+
+
+def _first_points(logits: torch.Tensor, offsets: torch.Tensor, tgt: dict, jitter: float,
+                  gen: torch.Generator) -> torch.Tensor:
+    """The detector's first points (B, 1, P, K, 2): soft-decoded near label + jitter; where a joint is
+    not labelled, the person's centre stands in (its loss is masked)."""
+    j = tgt["joints"]
+    near = j + (torch.rand(j.shape, generator=gen) * 2 - 1) * jitter
+    first = soft_positions(logits, offsets, near, radius=3)
+    root = tgt["root"]
+    return torch.where(tgt["joints_ok"][..., None] > 0, first, j[..., root : root + 1, :].expand_as(first))
+
+
+def first_features(net: PoseNet, taps: dict[str, torch.Tensor], train: bool) -> torch.Tensor:
+    """Cached body outputs -> the FPN's first features (B, C, h, w), with gradients when ``train``."""
+    with torch.set_grad_enabled(train):
+        return net.backbone.fpn(taps)
+
+
+def detector_loss(net: PoseNet, graph: GraphRefiner, feats: torch.Tensor, tgt: dict, cfg: DetectorConfig,
+                  gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+    """Method C step 6: maps + first-point L1 + second-point L1 (one graph over FPN, heads and GNN).
+    feats: first features (B, C, h, w)."""
+    target, _ = net.temporal(feats[:, None])
+    out = net.decode_heads(target)
+    parts = {
+        "heatmaps": heatmap_loss(out["heatmap_logits"], tgt["heatmaps"], tgt["heatmaps_weight"]),
+        "offsets": masked_l1(out["offsets"], tgt["offsets"], tgt["offsets_weight"]),
+        "vectors": cfg.vectors_weight * masked_l1(out["vectors"], tgt["vectors"], tgt["vectors_weight"]),
+    }
+    first = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.jitter, gen)
+    start = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.gnn_jitter, gen)
+    second = graph.second_points(out["heatmap_logits"][:, 0], out["offsets"][:, 0], start[:, 0])
+    parts["first"] = cfg.first_weight * _l1(first[:, 0], tgt["joints"][:, 0], tgt["joints_ok"][:, 0])
+    parts["second"] = cfg.second_weight * _l1(second, tgt["joints"][:, 0], tgt["joints_ok"][:, 0])
+    total = sum(parts.values())
+    return total, {k: v.item() for k, v in parts.items()}
+
+
+def heatmap_refiner_loss(net: PoseNet, refiner: HeatmapRefiner, feats: torch.Tensor, images: torch.Tensor,
+                         tgt: dict, cfg: DetectorConfig, gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+    """Method B step 6: frozen detector -> merge -> refine -> soft-decoded coordinates -> L1."""
+    with torch.no_grad():
+        target, _ = net.temporal(feats[:, None])
+        out = net.decode_heads(target)
+    logits = refiner.corrected_logits(out["heatmap_logits"][:, 0], images)[:, None]
+    j = tgt["joints"]
+    near = j + (torch.rand(j.shape, generator=gen) * 2 - 1) * cfg.jitter
+    pos = soft_positions(logits, out["offsets"], near, radius=3)
+    parts = {"coords": _l1(pos, j, tgt["joints_ok"]),
+             "heatmaps": heatmap_loss(logits, tgt["heatmaps"], tgt["heatmaps_weight"])}
+    return sum(parts.values()), {k: v.item() for k, v in parts.items()}
+
+
+def graph_refiner_loss(net: PoseNet, graph: GraphRefiner, feats: torch.Tensor, tgt: dict, cfg: DetectorConfig,
+                       gen: torch.Generator) -> tuple[torch.Tensor, dict[str, float]]:
+    """The graph refiner as a plug-in for a frozen detector (the shipped human model): second-point L1 only."""
+    with torch.no_grad():
+        target, _ = net.temporal(feats[:, None])
+        out = net.decode_heads(target)
+        first = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.gnn_jitter, gen)
+    second = graph.second_points(out["heatmap_logits"][:, 0], out["offsets"][:, 0], first[:, 0])
+    parts = {"second": _l1(second, tgt["joints"][:, 0], tgt["joints_ok"][:, 0]),
+             "first": _l1(first[:, 0], tgt["joints"][:, 0], tgt["joints_ok"][:, 0]).detach()}
+    return parts["second"], {k: v.item() for k, v in parts.items()}
+
+
+def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float]]], groups: list[dict],
+                 data: LabelledSamples, spec: SkeletonSpec, cfg: DetectorConfig, steps: int,
+                 log: Callable[[str], None], desc: str) -> list[dict[str, float]]:
+    """AdamW (parameter groups with their ``lr``) with cosine decay over ``steps`` batches of
+    ``cfg.batch`` random samples; returns per-step losses."""
+    from tqdm import tqdm
+
+    opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=1e-4)
+    params = [p for g in groups for p in g["params"]]
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    rng = np.random.default_rng(cfg.seed)
+    h, w = data.taps["c2"].shape[2:]
+    history = []
+    bar = tqdm(range(steps), desc=desc, dynamic_ncols=True, mininterval=2.0)
+    for step in bar:
+        idx = np.sort(rng.choice(len(data), size=min(cfg.batch, len(data)), replace=False))
+        tgt = batch_targets(data.points[idx], spec, cfg.sigma, (h, w), cfg.cell_origin)
+        tgt["root"] = spec.root
+        batch = {"taps": {k: torch.from_numpy(np.asarray(v[idx], np.float32)) for k, v in data.taps.items()},
+                 "images": to_tensor(data.images[idx]), "tgt": tgt}
+        loss, parts = step_loss(batch)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 5.0)
+        opt.step()
+        sched.step()
+        history.append({"step": step, "loss": loss.item(), **parts})
+        if step % 50 == 0 or step == steps - 1:
+            bar.set_postfix(loss=f"{loss.item():.3f}", **{k: f"{v:.3f}" for k, v in parts.items()})
+            log(f"{desc} step {step}: loss {loss.item():.4f} " + " ".join(f"{k} {v:.4f}" for k, v in parts.items()))
+    return history

@@ -1,0 +1,198 @@
+"""Labelled images for training a skeleton's detector heads and its refiners.
+
+For animal modes (and any skeleton): a ``normalized*.json`` set whose keypoint
+names are the skeleton's joint names (the body centre may be virtual). The set
+is split by item order: the last ``val_fraction`` of its items is held out (for
+a set cut from one video this is a contiguous stretch of it, never frames
+interleaved with training frames).
+
+Each training item becomes ``variants`` augmented copies: one affine warp from
+the source image straight into the 256 x 256 network input (the letterbox,
+then a rotation and scale about the input's centre, and a horizontal flip that
+swaps left/right joints by the skeleton's mirror pairs), colour jitter on top.
+Held-out items are only letterboxed, as the product does. The frozen
+MobileNetV2 body's outputs (the FPN's inputs, so the FPN can be trained) of
+every prepared input are computed once and cached under ``<cache>/features``
+(key: the json's hash, the augmentation, the backbone).
+
+Arrays of a :class:`LabelledSamples` (M samples, P = most instances in one item):
+
+- ``taps``   {"c2": (M, 40, 64, 64), "c3": (M, 48, 32, 32), "c4": (M, 96, 16, 16),
+  "c5": (M, 1280, 8, 8)} float16, the MobileNetV2 outputs at strides 4-32
+- ``images`` (M, 256, 256, 3) uint8 network inputs (method B looks at them)
+- ``points`` (M, P, K, 2) float32 input pixels, nan = not labelled / no instance
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import torch
+
+from posetracker.evaluation.datasets import FrameCache, LabelledItem, load_labelled_set, read_image
+from posetracker.model.network import PoseNet
+from posetracker.model.preprocess import INPUT_SIZE, letterbox
+from posetracker.skeletons import SkeletonSpec
+from posetracker.train.cache import combine_key, entry_path, file_hash, load_npz, save_npz
+
+
+@dataclass(frozen=True)
+class AugmentConfig:
+    variants: int = 8  # augmented copies per training item
+    rotate_deg: float = 180.0  # rotation drawn uniformly in +-rotate_deg (top-down animals: any angle)
+    scale: tuple[float, float] = (0.75, 1.25)
+    flip: bool = True
+    colour: float = 0.2  # brightness / contrast jitter (fraction)
+
+    def key(self) -> list:
+        return [self.variants, self.rotate_deg, list(self.scale), self.flip, self.colour]
+
+
+TAPS = ("c2", "c3", "c4", "c5")
+
+
+@dataclass
+class LabelledSamples:
+    taps: dict[str, np.ndarray]
+    images: np.ndarray
+    points: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.points.shape[0])
+
+
+def joint_columns(names: tuple[str, ...] | list[str], spec: SkeletonSpec) -> np.ndarray:
+    """(K,) column of each skeleton joint in the set's keypoint list, -1 where the set lacks it
+    (only virtual joints may be missing)."""
+    cols = np.array([list(names).index(j) if j in names else -1 for j in spec.joint_names])
+    missing = [spec.joint_names[k] for k in np.flatnonzero(cols < 0) if k not in spec.virtual]
+    if missing:
+        raise ValueError(f"the labelled set has no {missing} (skeleton {spec.name} joints: {list(spec.joint_names)})")
+    return cols
+
+
+def item_points(item: LabelledItem, cols: np.ndarray) -> np.ndarray:
+    """(P, K, 2) source pixels of every instance, nan where not labelled."""
+    out = np.full((len(item.instances), len(cols), 2), np.nan)
+    for p, inst in enumerate(item.instances):
+        kp = np.asarray(inst.keypoints, np.float64)
+        for k, c in enumerate(cols):
+            if c >= 0 and kp[c, 2] > 0:
+                out[p, k] = kp[c, :2]
+    return out
+
+
+def split_items(items: list, val_fraction: float) -> tuple[list, list]:
+    """(train, held out): the last ``val_fraction`` of the items (at least one) is held out."""
+    n_val = max(1, int(round(len(items) * val_fraction))) if val_fraction > 0 else 0
+    return items[: len(items) - n_val], items[len(items) - n_val :]
+
+
+def warp_matrix(size: tuple[int, int], rng: np.random.Generator | None, aug: AugmentConfig) -> tuple[np.ndarray, bool]:
+    """(2, 3) affine source px -> input px (letterbox, then rotate/scale/flip about the centre), flipped."""
+    w, h = size
+    s = INPUT_SIZE / max(w, h)
+    lb = np.array([[s, 0, 0], [0, s, 0], [0, 0, 1]], np.float64)
+    if rng is None:
+        return lb[:2], False
+    c = INPUT_SIZE / 2.0
+    angle = rng.uniform(-aug.rotate_deg, aug.rotate_deg)
+    scale = rng.uniform(*aug.scale)
+    # centre the letterboxed image, then rotate / scale about the input centre
+    shift = np.array([[1, 0, c - w * s / 2], [0, 1, c - h * s / 2], [0, 0, 1]])
+    rot = np.vstack([cv2.getRotationMatrix2D((c, c), angle, scale), [0, 0, 1]])
+    m = rot @ shift @ lb
+    flipped = bool(aug.flip and rng.random() < 0.5)
+    if flipped:
+        m = np.array([[-1, 0, INPUT_SIZE], [0, 1, 0], [0, 0, 1]]) @ m
+    return m[:2], flipped
+
+
+def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, spec: SkeletonSpec,
+                rng: np.random.Generator | None, colour: float) -> tuple[np.ndarray, np.ndarray]:
+    """Image (H, W, 3) and points (P, K, 2) source px -> input (256, 256, 3) and points (P, K, 2) input px."""
+    if rng is None:
+        img, _ = letterbox(rgb, INPUT_SIZE)
+    else:
+        img = cv2.warpAffine(rgb, m, (INPUT_SIZE, INPUT_SIZE), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
+        if colour > 0:
+            a, b = 1 + rng.uniform(-colour, colour), 255 * rng.uniform(-colour, colour) / 2
+            img = np.clip(img.astype(np.float32) * a + b, 0, 255).astype(np.uint8)
+    out = pts @ m[:, :2].T + m[:, 2]
+    if flipped:
+        out = out[:, list(spec.mirror_index)]
+    return img, out
+
+
+def prepare_samples(path: str, items: list[LabelledItem], cols: np.ndarray, spec: SkeletonSpec, net: PoseNet,
+                    aug: AugmentConfig | None, seed: int, tag: str,
+                    progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
+    """Warped inputs, their points and cached first features of labelled items (``aug`` None: plain letterbox)."""
+
+    def pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        cache = FrameCache()
+        try:
+            for item in items:
+                yield read_image(item, cache), item_points(item, cols)
+        finally:
+            cache.close()
+
+    key = combine_key("labelled-v1", file_hash(path), tag, len(items), seed)
+    most = max(len(it.instances) for it in items)
+    return warp_and_extract(pairs(), len(items), most, key, spec, net, aug, seed, progress)
+
+
+def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, most: int, key: str, spec: SkeletonSpec,
+                     net: PoseNet, aug: AugmentConfig | None, seed: int,
+                     progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
+    """(RGB (H, W, 3), points (P, K, 2) source px) pairs -> cached :class:`LabelledSamples`
+    (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None)."""
+    from posetracker.model.runtime import _weights_key
+
+    variants = 1 if aug is None else aug.variants
+    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), _weights_key(net.backbone), spec.name)
+    hit = load_npz(entry_path("features", key, ".npz"))
+    if hit is not None:
+        return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
+    rng = np.random.default_rng(seed)
+    images, points = [], []
+    for i, (rgb, pts) in enumerate(pairs):
+        for _ in range(variants):
+            m, flipped = warp_matrix((rgb.shape[1], rgb.shape[0]), None if aug is None else rng, aug or AugmentConfig())
+            img, p = warp_sample(rgb, pts[:most], m, flipped, spec, None if aug is None else rng,
+                                 0.0 if aug is None else aug.colour)
+            padded = np.full((most, spec.num_joints, 2), np.nan, np.float32)
+            padded[: len(p)] = p
+            images.append(img)
+            points.append(padded)
+        if progress:
+            progress(i + 1, n)
+    taps = body_taps(net, images)
+    save_npz(entry_path("features", key, ".npz"), images=np.stack(images), points=np.stack(points), **taps)
+    return LabelledSamples(taps, np.stack(images), np.stack(points))
+
+
+@torch.no_grad()
+def body_taps(net: PoseNet, images: list[np.ndarray], batch: int = 16) -> dict[str, np.ndarray]:
+    """(M, 256, 256, 3) uint8 inputs -> the frozen MobileNetV2 body's outputs (see the module docstring)."""
+    from posetracker.model.backbone import INPUT_SCALE, INPUT_SHIFT
+    from posetracker.model.preprocess import to_tensor
+
+    out: dict[str, list[np.ndarray]] = {t: [] for t in TAPS}
+    body = net.backbone.body.eval()
+    for i in range(0, len(images), batch):
+        x = to_tensor(np.stack(images[i : i + batch])) * INPUT_SCALE + INPUT_SHIFT
+        for t, v in body(x).items():
+            out[t].append(v.numpy().astype(np.float16))
+    return {t: np.concatenate(v) for t, v in out.items()}
+
+
+def load_split(path: str, spec: SkeletonSpec, val_fraction: float) -> tuple[list[LabelledItem], list[LabelledItem], np.ndarray]:
+    """(train items, held-out items, joint columns) of one labelled set."""
+    ls = load_labelled_set(path)
+    cols = joint_columns(ls.keypoint_names, spec)
+    train, val = split_items(list(ls.items), val_fraction)
+    return train, val, cols
