@@ -249,7 +249,10 @@ def test_panels_offer_the_right_choices(qtbot, window):
     skeletons = window.model_panel.skeleton
     enabled = [skeletons.itemData(i) for i in range(skeletons.count()) if skeletons.model().item(i).isEnabled()]
     assert enabled == ["human18"]
-    assert not window.model_panel.refiners.isEnabled()
+    names, note = window.services.refiner_names("human18")  # the refiners trained for human18
+    assert window.model_panel.refiners.isEnabled() == bool(names)
+    assert [b.property("kind") for b in window.model_panel.refiner_boxes] == names
+    assert window.model_panel.refiner_note.text() == (note or "")
     assert window.source_panel.cameras.item(0).text() == "0: Fake camera"
 
 

@@ -22,6 +22,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source", help="video file, recording folder or camera:N (default: the bundled sample clip)")
     parser.add_argument("--mode", choices=("live", "offline"), default="live",
                         help="live: causal tracking while playing; offline: process the whole file first (bidirectional)")
+    parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
+    parser.add_argument("--refiners", nargs="*", default=None, choices=("heatmap", "graph"),
+                        help="refiners to switch on (those trained for the skeleton)")
     parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="save screenshots, then quit (needs --quit-after)")
     parser.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     args = parser.parse_args(argv)
@@ -76,6 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = QSettings(str(Path(scratch) / "settings.ini"), QSettings.Format.IniFormat)
     window = MainWindow(settings=settings)
     window.show()
+    if args.skeleton or args.refiners is not None:
+        window.select_model(args.skeleton or window.state.skeleton,
+                            tuple(args.refiners) if args.refiners is not None else window.state.refiners)
     window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
     if args.quit_after is not None:
         _schedule_quit(window, args.quit_after, args.screenshot)

@@ -24,7 +24,7 @@ from ui.packets import PoseResult, RecordingSummary, SourceInfo
 from ui.panels import ModelPanel, SourcePanel
 from ui.pipeline import PipelineController
 from ui.plots import AnglePlot
-from ui.services import ModelChoice, Services, camera_index, classify, model_options, refiner_names
+from ui.services import ModelChoice, Services, camera_index, classify, model_options
 from ui.skeleton_view import SkeletonView
 from ui.state import AppState, load_layout, load_state, open_settings
 from ui.video_view import VideoView
@@ -80,8 +80,7 @@ class MainWindow(WindowEvents, QMainWindow):
         layout.addWidget(self.video, 1)
         self.setCentralWidget(central)
         self.source_panel = SourcePanel()
-        names, note = refiner_names()
-        self.model_panel = ModelPanel(model_options(self.services.weights_path), names, note)
+        self.model_panel = ModelPanel(model_options(self.services.weights_path))
         self.skeleton_view = SkeletonView()
         self.plots = AnglePlot()
         self.source_dock = self._dock("Source", self.source_panel, Qt.DockWidgetArea.LeftDockWidgetArea, scroll=True)
@@ -153,6 +152,7 @@ class MainWindow(WindowEvents, QMainWindow):
         mp.mode_chosen.connect(self.set_mode)
         mp.lookahead_changed.connect(self._on_lookahead_changed)
         mp.sync_toggled.connect(self._on_sync_toggled)
+        mp.refiners_changed.connect(self._on_refiners_changed)
         self.plots.person_changed.connect(self._on_person_changed)
         self.plots.angles_changed.connect(self._on_angles_changed)
         self.plots.window_spin.valueChanged.connect(self._on_plot_window_changed)
@@ -186,6 +186,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.plots.set_window(s.plot_seconds)
         self.state = s
         self._set_spec(self.spec)
+        self._refresh_refiners()
         self._on_overlay_changed()
 
     def _load_spec(self, name: str) -> SkeletonSpec:
@@ -194,6 +195,20 @@ class MainWindow(WindowEvents, QMainWindow):
         except SkeletonError:
             self.state.skeleton = "human18"
             return load_skeleton("human18")
+
+    def _refresh_refiners(self) -> None:
+        """List the refiners trained for the current skeleton; drop chosen kinds it lacks."""
+        names, note = self.services.refiner_names(self.state.skeleton)
+        self.state.refiners = tuple(k for k in self.state.refiners if k in names)
+        self.model_panel.set_refiners(names, note, self.state.refiners)
+
+    def select_model(self, skeleton: str, refiners: tuple[str, ...] = ()) -> None:
+        """Choose the skeleton and the refiners before a source is opened (command line)."""
+        self.state.skeleton = skeleton
+        self.state.refiners = tuple(refiners)
+        self._set_spec(self._load_spec(skeleton))
+        self._refresh_refiners()
+        self.model_panel.set_values(skeleton, self.state.mode, self.state.lookahead, self.state.sync_overlay)
 
     def _set_spec(self, spec: SkeletonSpec) -> None:
         self.spec = spec
@@ -230,7 +245,7 @@ class MainWindow(WindowEvents, QMainWindow):
         return partial(self.services.open_file, spec), self.live_factory()
 
     def live_factory(self):
-        choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead)
+        choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead, refiners=self.state.refiners)
         return partial(self.services.make_session, choice)
 
     def _reset_source(self) -> None:
@@ -278,6 +293,13 @@ class MainWindow(WindowEvents, QMainWindow):
         self.state.mode = mode
         self.model_panel.set_values(self.state.skeleton, mode, self.state.lookahead, self.state.sync_overlay)
 
+    def _model_changed(self) -> bool:
+        """A live-session setting changed (look-ahead, refiners): rebuild the live session, if one runs."""
+        if self.state.mode == "live" and self.sequence is None:
+            self._restart_live()
+            return True
+        return False
+
     def _restart_live(self) -> None:
         if self.source_info is None or classify(self.state.source) == "recording":
             return
@@ -299,7 +321,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.controller.stop_inference()
         self.model_ok = False
         self.source_panel.set_processing(True)
-        choice = ModelChoice(self.state.skeleton, "offline", 0)
+        choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(self.services.make_session, choice))
 

@@ -63,6 +63,7 @@ class ModelInfo:
     description: str
     load_s: float
     sequence: PoseSequence | None = None  # replay sessions: the whole sequence they play
+    refiners: tuple[str, ...] = ()  # kinds of the session's refiner chain, in the order they run
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ from ui.packets import SourceInfo
 from ui.services import ModelOption
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0)
+REFINER_LABELS = {"heatmap": "Heatmap refiner (method B)", "graph": "Graph refiner (method C)"}
 
 
 def format_time(seconds: float) -> str:
@@ -180,8 +181,9 @@ class ModelPanel(QWidget):
     mode_chosen = Signal(str)
     lookahead_changed = Signal(int)
     sync_toggled = Signal(bool)
+    refiners_changed = Signal(tuple)  # checked refiner kinds, in list order
 
-    def __init__(self, options: list[ModelOption], refiners: list[str], refiner_note: str | None,
+    def __init__(self, options: list[ModelOption], refiners: list[str] = (), refiner_note: str | None = None,
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.skeleton = QComboBox()
@@ -199,12 +201,11 @@ class ModelPanel(QWidget):
         self.model_label = QLabel("Model: loading…")
         self.model_label.setWordWrap(True)
         self.refiners = QGroupBox("Refiners")
-        rl = QVBoxLayout(self.refiners)
-        for name in refiners:
-            rl.addWidget(QCheckBox(name))
-        if not refiners:
-            rl.addWidget(QLabel(refiner_note or "No refiners are installed."))
-            self.refiners.setEnabled(False)
+        self.refiner_note = QLabel("")
+        self.refiner_note.setWordWrap(True)
+        QVBoxLayout(self.refiners).addWidget(self.refiner_note)
+        self.refiner_boxes: list[QCheckBox] = []
+        self.set_refiners(list(refiners), refiner_note, ())
         form = QFormLayout()
         form.addRow("Skeleton", self.skeleton)
         form.addRow("Mode", self.mode)
@@ -220,6 +221,29 @@ class ModelPanel(QWidget):
         self.mode.activated.connect(lambda i: self.mode_chosen.emit(self.mode.itemData(i)))
         self.lookahead.valueChanged.connect(self.lookahead_changed)
         self.sync.toggled.connect(self.sync_toggled)
+
+    def set_refiners(self, names: list[str], note: str | None, checked=()) -> None:
+        """Rebuild the refiner check boxes (kind in the "kind" property); disabled with ``note`` when none."""
+        layout = self.refiners.layout()
+        for box in self.refiner_boxes:
+            layout.removeWidget(box)
+            box.deleteLater()
+        self.refiner_boxes = []
+        for kind in names:
+            box = QCheckBox(REFINER_LABELS.get(kind, kind))
+            box.setProperty("kind", kind)
+            box.setChecked(kind in checked)
+            box.toggled.connect(lambda _on: self.refiners_changed.emit(self.checked_refiners()))
+            layout.insertWidget(len(self.refiner_boxes), box)
+            self.refiner_boxes.append(box)
+        self.refiner_note.setText(note or "")
+        self.refiner_note.setVisible(bool(note) or not names)
+        if not names and not note:
+            self.refiner_note.setText("No refiners are installed.")
+        self.refiners.setEnabled(bool(names))
+
+    def checked_refiners(self) -> tuple[str, ...]:
+        return tuple(box.property("kind") for box in self.refiner_boxes if box.isChecked())
 
     def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool) -> None:
         for combo, value in ((self.skeleton, skeleton), (self.mode, mode)):

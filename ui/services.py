@@ -3,7 +3,6 @@ sessions (model loading), cameras, files. Plus source classification and model d
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,21 +22,27 @@ CAMERA_PREFIX = "camera:"
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """Which session to build: skeleton, mode and look-ahead (weights: None = shipped file)."""
+    """Which session to build: skeleton, mode, look-ahead and refiner kinds (weights: None = shipped file)."""
 
     skeleton: str = "human18"
     mode: Literal["live", "offline"] = "live"
     lookahead: int = DEFAULT_LOOKAHEAD
     weights: Path | None = None
+    refiners: tuple[str, ...] = ()
 
 
 def real_session(choice: ModelChoice) -> PoseSession:
-    """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread)."""
+    """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
+    Refiners come from models/, or from the folder of custom ``weights``."""
     from posetracker.model.weights import load_posenet
+    from posetracker.refiners import load_chain
     from posetracker.session import SessionConfig, TrackingSession
 
     net = load_posenet(choice.weights, load_skeleton(choice.skeleton))
-    return TrackingSession(net, SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1))
+    kinds = tuple(choice.refiners)
+    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds)
+    chain = load_chain(list(kinds), net.spec, Path(choice.weights).parent) if choice.weights and kinds else None
+    return TrackingSession(net, config, refiners=chain)
 
 
 def open_camera(index: int) -> FrameSource:
@@ -50,6 +55,25 @@ def _default_weights(skeleton: str) -> Path:
     return default_weights_path(skeleton)
 
 
+RefinerLister = Callable[[str], tuple[list[str], str | None]]
+
+
+def refiner_names(skeleton: str = "human18") -> tuple[list[str], str | None]:
+    """Refiner kinds with trained weights for ``skeleton``, and a note for the user (or None).
+    Never raises: a broken registry or plug-in becomes the note."""
+    try:
+        from posetracker import refiners
+
+        names = list(refiners.available_refiners(skeleton))
+        errors = refiners.plugin_errors()
+    except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
+        return [], f"Refiners could not be loaded: {exc}"
+    notes = [] if names else [f"No refiners are trained for {skeleton}."]
+    if errors:
+        notes.append("Broken refiner plug-ins: " + "; ".join(f"{n}: {e}" for n, e in sorted(errors.items())))
+    return names, " ".join(notes) or None
+
+
 @dataclass
 class Services:
     """Factories the window calls; tests replace them with fakes."""
@@ -59,6 +83,7 @@ class Services:
     list_cameras: Callable[[], list[CameraInfo]] = list_cameras
     open_file: Callable[[str], FrameSource] = open_source
     weights_path: Callable[[str], Path] = _default_weights
+    refiner_names: RefinerLister = refiner_names
 
 
 def classify(spec: str) -> SourceKind:
@@ -93,16 +118,3 @@ def model_options(weights_path: Callable[[str], Path] = _default_weights) -> lis
             continue
         options.append(ModelOption(name, kind, weights_path(name).is_file()))
     return sorted(options, key=lambda o: (o.kind != "human", o.skeleton))
-
-
-def refiner_names() -> tuple[list[str], str | None]:
-    """Names from the refiner registry, or ([], reason) while there is none."""
-    try:
-        module = importlib.import_module("posetracker.refiners")
-    except ImportError:
-        return [], "No refiners are installed."
-    except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
-        return [], f"Refiners could not be loaded: {exc}"
-    lister = getattr(module, "refiners", None) or getattr(module, "available_refiners", None)
-    names = sorted(lister()) if callable(lister) else []
-    return names, None if names else "No refiners are installed."

@@ -32,6 +32,7 @@ class AppState:
     lookahead: int = DEFAULT_LOOKAHEAD
     speed: float = 1.0
     loop: bool = False
+    refiners: tuple[str, ...] = ()  # refiner kinds switched on (those the skeleton lacks are dropped)
     sync_overlay: bool = True  # draw poses on the frame they were computed from
     show_labels: bool = True
     show_low_confidence: bool = False
@@ -70,6 +71,8 @@ def load_state(settings: QSettings) -> AppState:
             setattr(state, f.name, value)
         elif isinstance(default, float) and isinstance(value, int):
             setattr(state, f.name, float(value))
+        elif isinstance(default, tuple) and isinstance(value, list):  # JSON has no tuples
+            setattr(state, f.name, tuple(str(v) for v in value))
     return state
 
 

@@ -52,7 +52,9 @@ class WindowEvents:
                 self.show_error(str(exc))
         if info.sequence is not None:
             self.sequence = info.sequence
-        self.model_panel.model_label.setText(f"Model: {info.description} ({info.skeleton}), ready in {info.load_s:.1f} s")
+        refiners = f", refiners: {', '.join(info.refiners)}" if info.refiners else ""
+        self.model_panel.model_label.setText(
+            f"Model: {info.description} ({info.skeleton}){refiners}, ready in {info.load_s:.1f} s")
 
     def _on_pose_ready(self: MainWindow, result: PoseResult) -> None:
         pose = result.pose
@@ -96,14 +98,19 @@ class WindowEvents:
         if name != self.state.skeleton:
             self.state.skeleton = name
             self._set_spec(self._load_spec(name))
+            self._refresh_refiners()
             self._restart_live()
 
     def _on_lookahead_changed(self: MainWindow, value: int) -> None:
         self.state.lookahead = int(value)
         fps = self.source_info.fps if self.source_info else 30.0
         self.model_panel.show_cost(self.state.lookahead, fps)
-        if self.state.mode == "live" and self.sequence is None:
-            self._restart_live()
+        self._model_changed()
+
+    def _on_refiners_changed(self: MainWindow, kinds: tuple) -> None:
+        self.state.refiners = tuple(kinds)
+        if not self._model_changed() and self.state.mode == "offline":
+            self.statusBar().showMessage("Refiners apply the next time the whole file is processed", 5000)
 
     def _on_sync_toggled(self: MainWindow, checked: bool) -> None:
         self.state.sync_overlay = checked

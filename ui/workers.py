@@ -219,7 +219,9 @@ class InferenceWorker(QObject):
             return None
         name = getattr(session.spec, "name", "?")
         self.ready_flag = True
-        self.ready.emit(ModelInfo(name, type(session).__name__, time.perf_counter() - t0, getattr(session, "seq", None)))
+        refiners = tuple(getattr(getattr(session, "refiners", None), "names", ()) or ())
+        self.ready.emit(ModelInfo(name, type(session).__name__, time.perf_counter() - t0, getattr(session, "seq", None),
+                                  refiners))
         return session
 
     def _serve(self, session: PoseSession) -> None:
