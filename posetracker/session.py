@@ -146,11 +146,13 @@ class TrackingSession:
         t0 = time.perf_counter()
         maps = {k: v[:, 0] for k, v in out.items()}  # (1, C, h, w) each
         if self.refiners:
-            maps = self.refiners.refine_maps(maps, meta.image)
+            with _threads(self.config.threads):
+                maps = self.refiners.refine_maps(maps, meta.image)
         arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
         people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
         if self.refiners:
-            people = self.refiners.refine_people(people, maps, self.net.stride)
+            with _threads(self.config.threads):
+                people = self.refiners.refine_people(people, maps, self.net.stride)
         xy = meta.box.to_source(people.keypoints.astype(np.float64))
         w, h = meta.box.source_size
         camera = Camera(w, h, fov_deg=self.config.fov_deg)

@@ -196,3 +196,31 @@ def test_session_runs_refiners_between_heads_and_decoder():
     keypoints = [k for k in range(net.spec.num_joints) if k != net.spec.root]
     assert all((a.confidence[:, keypoints] >= 0.1).any() for a in plain.frames)
     assert all(b.num_people == 0 or (b.confidence[:, keypoints] < 0.1).all() for b in moved.frames)
+
+
+def test_a_refiner_trained_on_other_edges_is_refused(tmp_path, mouse):
+    """The GNN's adjacency comes from the skeleton file; weights trained on other edges must not load silently."""
+    from safetensors.torch import load_file, save_file
+
+    path = refiner_path("graph", "mouse4", tmp_path)
+    save_refiner(GraphRefiner(mouse), path, {})
+    state = load_file(str(path))
+    state["gnn.adjacency"] = torch.eye(mouse.num_joints)
+    with safe_meta(path) as meta:
+        save_file(state, str(path), metadata=meta)
+    with pytest.raises(RefinerError, match="another structure"):
+        load_refiner(path)
+
+
+class safe_meta:
+    def __init__(self, path):
+        from safetensors import safe_open
+
+        with safe_open(str(path), "pt") as f:
+            self.meta = dict(f.metadata())
+
+    def __enter__(self):
+        return self.meta
+
+    def __exit__(self, *exc):
+        return False

@@ -159,6 +159,10 @@ def load_refiner(path: str | Path, spec: SkeletonSpec | None = None) -> Refiner:
     if spec.name != meta["skeleton"]:
         raise RefinerError(f"{path} is a {meta['skeleton']} refiner; the model's skeleton is {spec.name}")
     refiner = build_refiner(meta["kind"], spec, **json.loads(meta.get("params") or "{}"))
+    expected = refiner.state_dict()
+    for key, value in state.items():  # structure buffers (the GNN's adjacency) must match the skeleton's
+        if key.endswith("adjacency") and key in expected and not torch.equal(value, expected[key]):
+            raise RefinerError(f"{path} was trained on another structure of {spec.name} (its edges changed); retrain it")
     try:
         refiner.load_state_dict(state)
     except RuntimeError as exc:

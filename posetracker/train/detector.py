@@ -65,7 +65,8 @@ class DetectorConfig:
     first_weight: float = 1.0  # L1 of the detector's first predicted points (cells)
     second_weight: float = 1.0  # L1 of the GNN's second predicted points (cells)
     jitter: float = 1.5  # cells: the first points are soft-decoded around label + uniform jitter
-    gnn_jitter: float = 3.0  # cells: the same for the GNN's input points, wider like the decoder's misses
+    gnn_jitter: float = 1.5  # cells: the same for the GNN's input points when trained with the detector
+    plugin_jitter: float = 3.0  # cells: ... when trained alone on a frozen detector (``train refiner --kind graph``)
     graph: dict = field(default_factory=dict)  # GraphRefiner arguments (radius, hidden, layers)
     heatmap: dict = field(default_factory=dict)  # HeatmapRefiner arguments (width)
     heatmap_steps: int = 800
@@ -205,7 +206,7 @@ def graph_refiner_loss(net: PoseNet, graph: GraphRefiner, feats: torch.Tensor, t
     with torch.no_grad():
         target, _ = net.temporal(feats[:, None])
         out = net.decode_heads(target)
-        first = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.gnn_jitter, gen)
+        first = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.plugin_jitter, gen)
     second = graph.second_points(out["heatmap_logits"][:, 0], out["offsets"][:, 0], first[:, 0])
     parts = {"second": _l1(second, tgt["joints"][:, 0], tgt["joints_ok"][:, 0]),
              "first": _l1(first[:, 0], tgt["joints"][:, 0], tgt["joints_ok"][:, 0]).detach()}
