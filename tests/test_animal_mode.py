@@ -1,0 +1,42 @@
+"""The shipped mouse4 animal mode: its files load together, and it still scores on held-out frames."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import REPO, shared_path
+
+
+def test_shipped_animal_and_refiner_files_load():
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import available_refiners, load_chain
+    from posetracker.skeletons import load_skeleton
+
+    mouse = load_skeleton("mouse4")
+    net = load_posenet(REPO / "models" / "posenet-mouse4.safetensors", mouse)
+    assert net.meta["trained"] == "heads" and net.spec.name == "mouse4"
+    assert available_refiners("mouse4") == ["graph", "heatmap"]
+    assert available_refiners("human18") == ["graph"]
+    assert load_chain(["graph", "heatmap"], mouse).names == ["heatmap", "graph"]
+
+
+def test_mouse_held_out_scores():
+    """models/refiners-and-animals.md: PCK@0.1 0.663 plain, 0.783 with the heatmap refiner (23 frames)."""
+    from posetracker.evaluation.held_out import evaluate_items
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import load_chain
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.labelled import load_split
+
+    data = shared_path("data", "animal", "dlc_openfield_mouse", "normalized.json")
+    mouse = load_skeleton("mouse4")
+    _, held_out, cols = load_split(str(data), mouse, 0.2)
+    net = load_posenet(REPO / "models" / "posenet-mouse4.safetensors", mouse)
+    scores = {}
+    for kinds in ((), ("heatmap",)):
+        session = TrackingSession(net, SessionConfig(), refiners=load_chain(list(kinds), mouse))
+        scores[kinds] = evaluate_items(session.process_image, held_out, cols, mouse)
+    assert len(held_out) == 23 and scores[()]["found"] == 23
+    assert scores[()]["pck@0.1"] == pytest.approx(0.663, abs=0.03)
+    assert scores[("heatmap",)]["pck@0.1"] == pytest.approx(0.783, abs=0.03)
