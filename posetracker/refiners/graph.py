@@ -83,18 +83,6 @@ def patch_positions(patch: torch.Tensor, cells: torch.Tensor, offsets: torch.Ten
     return (wgt * xy).sum(-2)
 
 
-def gather_offsets(offsets: torch.Tensor, cells: torch.Tensor) -> torch.Tensor:
-    """offsets (N, 2K, h, w), patch cells (N, P, K, D*D, 2) -> (dx, dy) at those cells (N, P, K, D*D, 2)."""
-    n, _, h, w = offsets.shape
-    p, k, dd = cells.shape[1:4]
-    flat = (cells[..., 1] * w + cells[..., 0]).reshape(n, p, k, dd)
-    out = []
-    for c in (0, 1):
-        src = offsets[:, c::2].flatten(2)[:, None].expand(n, p, k, h * w)
-        out.append(torch.gather(src, 3, flat))
-    return torch.stack(out, -1)
-
-
 class SkeletonGNN(nn.Module):
     """Step 4: per-keypoint features corrected by their neighbours' (residual message passing).
 
@@ -142,7 +130,9 @@ class GraphRefiner(Refiner):
         patch, rel, cells = keypoint_features(logits, first, self.spec.root, self.radius)
         n, p, k, dd = patch.shape
         corrected = self.gnn(patch.reshape(n * p, k, dd), rel.reshape(n * p, k, 2)).reshape(n, p, k, dd)
-        off = None if offsets is None else gather_offsets(offsets, cells)
+        centres = first.detach().round().long()
+        off = None if offsets is None else torch.stack(
+            [gather_patches(offsets[:, c::2], centres, self.radius)[0] for c in (0, 1)], -1)
         shift = patch_positions(corrected, cells, off) - patch_positions(patch, cells, off)
         return first + self.keypoint_mask * shift
 
