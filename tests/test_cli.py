@@ -102,3 +102,11 @@ def test_bench_paced_json(capsys):
     assert r["frames"] == 25 and r["inference_fps"] > 0 and r["median_latency_ms"] > 0
     assert r["lookahead"] == DEFAULT_LOOKAHEAD
     assert 0 <= r["dropped"] < r["frames"]
+
+
+def test_process_with_refiners(tmp_path, capsys):
+    """A shipped refiner runs; one that is not trained for the skeleton is a clear error, no output."""
+    out = tmp_path / "r.csv"
+    assert main(["process", SAMPLE, "--out", str(out), "--refiners", "graph"]) == 0 and out.exists()
+    assert main(["process", SAMPLE, "--out", str(tmp_path / "h.csv"), "--refiners", "heatmap"]) == 2
+    assert "refiner weights not found" in capsys.readouterr().err and not (tmp_path / "h.csv").exists()
