@@ -137,7 +137,7 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
 
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
-    from posetracker.refiners import load_chain
+    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
@@ -150,7 +150,7 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     for combo in args.refiners:
         kinds = [] if combo == "none" else combo.split("+")
         session = TrackingSession(net, SessionConfig(threads=args.threads),
-                                  refiners=load_chain(kinds, spec, weights.parent))
+                                  refiners=chain_for(kinds, spec, weights))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -179,7 +179,7 @@ def add_detector_parsers(tsub) -> None:
     r.add_argument("--kind", default="heatmap", choices=["heatmap", "graph"])
     r.add_argument("--weights", help="the frozen detector (default: the config's out)")
     r.add_argument("--steps", type=int, help="override the config's heatmap_steps / graph_steps")
-    r.add_argument("--out", help="refiner weights (default: models/refiner-heatmap-<skeleton>.safetensors beside the detector)")
+    r.add_argument("--out", help="refiner weights (default: refiner-<kind>-<skeleton>.safetensors beside the detector)")
     r.add_argument("--log", help="per-step losses as JSON")
     r.set_defaults(func=cmd_refiner)
 

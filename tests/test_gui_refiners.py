@@ -179,11 +179,10 @@ def test_a_refiner_that_fails_to_load_is_reported_and_unticking_recovers(qtbot, 
     window.close()
 
 
-def test_real_session_loads_the_refiners(tmp_path, monkeypatch):
-    """Custom weights: the chain comes from that file's folder; shipped weights: through SessionConfig."""
+def test_real_session_loads_the_refiners(tmp_path):
+    """Custom weights: the chain comes from that file's folder; shipped weights: from models/."""
     import torch
 
-    import posetracker.session
     from posetracker.refiners import build_refiner, save_refiner
     from posetracker.skeletons import load_skeleton
     from ui.services import REPO, ModelChoice, real_session
@@ -196,10 +195,11 @@ def test_real_session_loads_the_refiners(tmp_path, monkeypatch):
     assert session.refiners.names == ["graph"] and session.config.refiners == ("graph",)
     with pytest.raises(RefinerError, match=str(tmp_path)):
         real_session(ModelChoice(weights=weights, refiners=("heatmap",)))
-    asked = []
-    monkeypatch.setattr(posetracker.session, "load_chain", lambda kinds, spec: asked.append(kinds) or session.refiners)
-    assert real_session(ModelChoice(refiners=("graph",))).config.refiners == ("graph",)
-    assert asked == [["graph"]]
+    shipped = real_session(ModelChoice(refiners=("graph",)))
+    assert shipped.refiners.names == ["graph"] and shipped.config.refiners == ("graph",)
+    assert shipped.refiners.refiners[0].gnn.adjacency.shape == (18, 18)
+    with pytest.raises(RefinerError, match="models"):
+        real_session(ModelChoice(refiners=("heatmap",)))  # not shipped for people
 
 
 def test_command_line_model_choice_reaches_the_session(qtbot, clip):

@@ -35,14 +35,12 @@ def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
     Refiners come from models/, or from the folder of custom ``weights``."""
     from posetracker.model.weights import load_posenet
-    from posetracker.refiners import load_chain
+    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
     net = load_posenet(choice.weights, load_skeleton(choice.skeleton))
-    kinds = tuple(choice.refiners)
-    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds)
-    chain = load_chain(list(kinds), net.spec, Path(choice.weights).parent) if choice.weights and kinds else None
-    return TrackingSession(net, config, refiners=chain)
+    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=tuple(choice.refiners))
+    return TrackingSession(net, config, refiners=chain_for(choice.refiners, net.spec, choice.weights))
 
 
 def open_camera(index: int) -> FrameSource:

@@ -23,7 +23,6 @@ from posetracker.refiners.base import (
 )
 from posetracker.refiners import graph, heatmap  # noqa: E402,F401 - registers the built-ins
 
-refiners = available_refiners
 
 __all__ = [
     "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner", "chain_for", "load_chain", "load_refiner",
