@@ -60,18 +60,18 @@ def entry_path(kind: str, key: str, suffix: str) -> Path:
 
 
 def save_npz(path: Path, **arrays: np.ndarray) -> Path:
-    """Write an .npz atomically."""
+    """Write an .npz atomically (a private temporary name, so two jobs filling one entry do not collide)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npz")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npz")
     np.savez(tmp, **arrays)
     tmp.replace(path)
     return path
 
 
 def save_npy(path: Path, array: np.ndarray) -> Path:
-    """Write an .npy atomically."""
+    """Write an .npy atomically (a private temporary name, see :func:`save_npz`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp.npy")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp.npy")
     np.save(tmp, array)
     tmp.replace(path)
     return path
