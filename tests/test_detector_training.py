@@ -11,7 +11,8 @@ from posetracker.model.network import PoseNet
 from posetracker.refiners.graph import GraphRefiner
 from posetracker.refiners.heatmap import HeatmapRefiner
 from posetracker.skeletons import load_skeleton
-from posetracker.train.detector import DetectorConfig, batch_targets, detector_loss, heatmap_refiner_loss, new_detector
+from posetracker.train.detector import (DetectorConfig, batch_targets, detector_loss, heatmap_refiner_loss, lr_schedule,
+                                        new_detector)
 from posetracker.train.labelled import AugmentConfig, LabelledSamples, split_items, warp_matrix, warp_sample
 from posetracker.types import PoseFrame
 
@@ -138,3 +139,19 @@ def test_held_out_scores(monkeypatch, mouse):
     off = evaluate_items(predict(np.array([6.0, 0.0])), items, cols, mouse)  # 6 px > 0.1 x 50 px box side
     assert off["pck@0.1"] == 0.0 and off["pck@0.2"] == 1.0 and off["median_px"] == pytest.approx(6.0)
     assert match_instances(np.zeros((0, 5, 2)), gt) == []
+
+
+def test_lr_warms_up_then_decays():
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([{"params": [p], "lr": 5e-3}])
+    sched = lr_schedule(opt, steps=100, warmup=10)
+    lrs = []
+    for _ in range(100):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs[0] == pytest.approx(5e-5)
+    assert all(a < b for a, b in zip(lrs[:10], lrs[1:11]))  # rising over the warm-up
+    assert lrs[10] == pytest.approx(5e-3)
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:])) and lrs[-1] < 1e-4  # then decaying
+    assert DetectorConfig(skeleton="mouse4", data="x.json").warmup_steps > 0

@@ -58,6 +58,7 @@ class DetectorConfig:
     batch: int = 16
     lr: float = 5e-3  # heads and GNN
     fpn_lr: float = 1e-3  # the backbone's FPN (when ``train_fpn``)
+    warmup_steps: int = 100  # linear learning-rate warm-up (from 1%) before the cosine decay
     train_fpn: bool = True
     seed: int = 0
     sigma: float = 1.0  # heatmap Gaussian (cells)
@@ -213,16 +214,30 @@ def graph_refiner_loss(net: PoseNet, graph: GraphRefiner, feats: torch.Tensor, t
     return parts["second"], {k: v.item() for k, v in parts.items()}
 
 
+def lr_schedule(opt: torch.optim.Optimizer, steps: int, warmup: int) -> torch.optim.lr_scheduler.LRScheduler:
+    """Linear warm-up from 1% of each group's ``lr`` over ``warmup`` steps, then cosine decay to 0 at ``steps``."""
+    warm = min(warmup, steps - 1)
+    cosine = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps - max(warm, 0))
+    if warm <= 0:
+        return cosine
+    ramp = torch.optim.lr_scheduler.LinearLR(opt, 0.01, 1.0, warm)
+    return torch.optim.lr_scheduler.SequentialLR(opt, [ramp, cosine], [warm])
+
+
 def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float]]], groups: list[dict],
                  data: LabelledSamples, spec: SkeletonSpec, cfg: DetectorConfig, steps: int,
                  log: Callable[[str], None], desc: str) -> list[dict[str, float]]:
-    """AdamW (parameter groups with their ``lr``) with cosine decay over ``steps`` batches of
-    ``cfg.batch`` random samples; returns per-step losses."""
+    """AdamW (parameter groups with their ``lr``), a linear warm-up over ``cfg.warmup_steps``, then cosine
+    decay, over ``steps`` batches of ``cfg.batch`` random samples; returns per-step losses.
+
+    Without the warm-up the first full-size Adam steps knock the pretrained head layers about: three of
+    four mouse4 runs never learnt the tail base (held-out PCK@0.1 0.24-0.26, one 0.66); with it two
+    seeds gave 0.71 and 0.77."""
     from tqdm import tqdm
 
     opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=1e-4)
     params = [p for g in groups for p in g["params"]]
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    sched = lr_schedule(opt, steps, cfg.warmup_steps)
     rng = np.random.default_rng(cfg.seed)
     h, w = data.taps["c2"].shape[2:]
     history = []
