@@ -134,6 +134,16 @@ def test_missing_joint_keeps_prediction_with_low_confidence(human, mode):
     assert dec.scores[0] < full.scores[0]
 
 
+def test_min_person_score_drops_a_centre_with_no_joints(human):
+    people = np.stack([make_person(human, (80.0, 128.0), 150.0), make_person(human, (180.0, 128.0), 150.0)])
+    out = ideal_outputs(people, human)
+    joints = [j for j in range(18) if j != human.root]
+    out["heatmaps"][joints, :, 33:] = 0.0  # the second person: a centre peak with no joint seen around it
+    assert TreeDecoder(human).decode(out).num_people == 2
+    kept = TreeDecoder(human, min_person_score=0.1).decode(out)
+    assert kept.num_people == 1 and kept.keypoints[0, human.root, 0] == pytest.approx(80.0, abs=PX_TOL)
+
+
 def test_centre_read_reproduces_movenet_regression(human):
     """Vectors v(p->c) = r(c) - r(p) of a centre->keypoint field r: predicted k = centre + r(k)."""
     rng = np.random.default_rng(7)

@@ -53,7 +53,9 @@ class TreeDecoder:
     closer than this to a stronger one are dropped; search window radius of a
     person = ``max(min_window, window_frac * size)`` with size = twice the longest
     centre -> first-keypoint vector; ``max_candidates``: peaks kept per joint heatmap;
-    ``assign``: "greedy" (descending score) or "hungarian" (maximum total score).
+    ``assign``: "greedy" (descending score) or "hungarian" (maximum total score);
+    ``min_person_score``: people whose score (centre peak x mean joint confidence) is
+    below it are dropped (a centre peak with no confident joint around it is no one).
     """
 
     def __init__(
@@ -69,6 +71,7 @@ class TreeDecoder:
         min_window: float = 2.0,
         max_candidates: int = 24,
         assign: str = "greedy",
+        min_person_score: float = 0.0,
     ) -> None:
         if vector_read not in ("centre", "parent"):
             raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['centre', 'parent']")
@@ -86,6 +89,7 @@ class TreeDecoder:
         self.window_frac = float(window_frac)
         self.min_window = float(min_window)
         self.max_candidates = int(max_candidates)
+        self.min_person_score = float(min_person_score)
         self._assign = ASSIGNERS[assign]
         # Method A step 5: split the skeleton into first keypoints (children of the
         # centre) and second keypoints (reached through other keypoints, tree-walk order).
@@ -165,6 +169,7 @@ class TreeDecoder:
         limbs = conf[:, list(self._non_root)].mean(axis=1) if self._non_root else np.ones(n)
         scores = peaks.score.astype(np.float64) * limbs
         order = np.argsort(-scores, kind="stable")
+        order = order[scores[order] >= self.min_person_score]
         s = float(self.stride)
         return DecodedPeople(
             keypoints=(walk.pos[order] * s).astype(np.float32),

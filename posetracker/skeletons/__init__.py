@@ -13,7 +13,7 @@ YAML layout (see human18.yaml)::
       - {name: centre, parent: null, virtual: bbox_centre}
     extra_edges: [[a, b]]         # drawn only, not part of the tree
     sigmas: [...]                 # optional OKS sigma per joint (null = none)
-    decoder: {window_frac: 1.0, min_window: 4}   # optional TreeDecoder search window (cells)
+    decoder: {window_frac: 1.0, min_window: 4, min_person_score: 0.1}   # optional TreeDecoder settings (search window in cells; people scoring below min_person_score are dropped)
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
     )
 
 
-_DECODER_KEYS = ("window_frac", "min_window")
+_DECODER_KEYS = ("window_frac", "min_window", "min_person_score")
 
 
 def _decoder_options(raw, source: str) -> dict[str, float]:
