@@ -63,6 +63,8 @@ class SkeletonView(QWidget):
         self._middle: np.ndarray | None = None  # scene X, Y of the people (smoothed)
         self._framed = False  # camera framed on the first people seen
         self._extent = 4.0  # metres spanned by the people on the floor plane
+        self._height = 1.7  # metres from the floor to the highest joint (a mouse: a few cm)
+        self._look = np.zeros(3)  # smoothed 3-D median of the people's visible joints (scene)
         self._people: list[tuple[object, object]] = []
         self.follow = QCheckBox("Follow person")
         self.reset_button = QPushButton("Reset view")
@@ -109,8 +111,9 @@ class SkeletonView(QWidget):
         if self.gl is None:
             return
         x, y = self._middle if self._middle is not None else (0.0, 4.0)
-        z = self._floor + 0.9 if self._floor is not None else 0.0
-        distance = float(np.clip(1.3 * self._extent + 2.2, 2.8, 25.0))  # one person: ~2.9 m, half the view high
+        z = self._floor + 0.5 * self._height if self._floor is not None else 0.0  # mid-height of the people
+        # one 1.7 m person: ~2.9 m away, half the view high; a small animal is framed as closely
+        distance = float(np.clip(1.3 * (self._extent + self._height), 2.0, 25.0))
         self.gl.setCameraPosition(**{**DEFAULT_CAMERA, "distance": distance})
         self.gl.opts["center"] = _vec(x, y, z)
         self.gl.update()
@@ -137,6 +140,8 @@ class SkeletonView(QWidget):
         elif placed and not self._framed:
             self._framed = True
             self.reset_view()
+        elif placed:
+            self._keep_in_view()
 
     def _add_person(self) -> tuple[object, object]:
         import pyqtgraph.opengl as gl
@@ -170,12 +175,23 @@ class SkeletonView(QWidget):
         floor = floor_level(pts, np.ones(len(pts), bool))
         middle = np.median(pts[:, :2], axis=0)
         self._extent = float(np.ptp(pts[:, :2], axis=0).max())
+        self._height = max(float(pts[:, 2].max() - floor), 0.02)
         first = self._floor is None
         self._floor = floor if first else 0.9 * self._floor + 0.1 * floor
         self._middle = middle if first else 0.9 * self._middle + 0.1 * middle
+        look = np.median(pts, axis=0)  # the people's middle in 3-D, what the view keeps in sight
+        self._look = look if first else 0.8 * self._look + 0.2 * look
         gx, gy = np.round(self._middle / 0.5) * 0.5
         self._grid.resetTransform()
         self._grid.translate(float(gx), float(gy), float(self._floor))
+
+    def _keep_in_view(self) -> None:
+        """Move the point looked at (not the angle or zoom) to the people once they drift out of the view."""
+        c = self.gl.opts["center"]
+        look = self._look
+        if np.linalg.norm(look - np.array([c.x(), c.y(), c.z()])) > 0.25 * float(self.gl.opts["distance"]):
+            self.gl.opts["center"] = _vec(*map(float, look))
+            self.gl.update()
 
     def _follow(self, pose: PoseFrame, selected: int | None) -> None:
         ids = pose.track_ids.tolist()
