@@ -9,7 +9,7 @@ import json
 import sys
 from pathlib import Path
 
-from posetracker.defaults import DEFAULT_LOOKAHEAD
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 
 def _progress_bar(total: int | None, desc: str):
@@ -148,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="offline: bidirectional, zero-lag smoothing (default); live: causal, as the webcam runs")
     pr.add_argument("--skeleton", default="human18")
     pr.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
-    pr.add_argument("--max-people", type=int, default=6)
+    pr.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
+                    help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")

@@ -5,3 +5,6 @@
 # beyond that frame; at 0 the causal smoother alone reaches 0.60x and lags 0.3-0.6 frames
 # (models/README.md, `posetracker train clip-eval`).
 DEFAULT_LOOKAHEAD = 1
+
+# The most people (or animals) decoded per frame; 1 for a one-subject recording drops every weaker copy.
+DEFAULT_MAX_PEOPLE = 10

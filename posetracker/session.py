@@ -30,7 +30,7 @@ import torch
 from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.scale_depth import depth_from_scale
-from posetracker.defaults import DEFAULT_LOOKAHEAD
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
@@ -52,7 +52,7 @@ class SessionConfig:
     lookahead: int = DEFAULT_LOOKAHEAD  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
     chunk: int = 16  # offline: frames emitted per bidirectional pass
     overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
-    max_people: int = 10
+    max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
     vector_read: Literal["centre", "parent"] = "centre"

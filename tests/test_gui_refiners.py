@@ -1,4 +1,5 @@
-"""The model panel's Refiners group: listed per skeleton, toggled into the session, persisted (offscreen)."""
+"""The model panel's Refiners group (listed per skeleton, toggled into the session, persisted) and its
+most-people setting (offscreen)."""
 
 from __future__ import annotations
 
@@ -195,8 +196,9 @@ def test_real_session_loads_the_refiners(tmp_path):
     assert session.refiners.names == ["graph"] and session.config.refiners == ("graph",)
     with pytest.raises(RefinerError, match=str(tmp_path)):
         real_session(ModelChoice(weights=weights, refiners=("heatmap",)))
-    shipped = real_session(ModelChoice(refiners=("graph",)))
+    shipped = real_session(ModelChoice(refiners=("graph",), max_people=2))
     assert shipped.refiners.names == ["graph"] and shipped.config.refiners == ("graph",)
+    assert shipped.config.max_people == 2 == shipped.decoder.max_people
     assert shipped.refiners.refiners[0].gnn.adjacency.shape == (18, 18)
     with pytest.raises(RefinerError, match="models"):
         real_session(ModelChoice(refiners=("heatmap",)))  # not shipped for people
@@ -212,3 +214,24 @@ def test_command_line_model_choice_reaches_the_session(qtbot, clip):
     poses_after(qtbot, window)
     first = window.services.choices[0]
     assert first.skeleton == "mouse4" and first.refiners == ("graph",)
+
+
+def test_max_people_rebuilds_the_session_and_persists(qtbot, clip):
+    window = make_window(qtbot, BOTH)
+    panel, choices = window.model_panel, window.services.choices
+    assert panel.max_people.value() == 10 == window.state.max_people
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    assert choices[-1].max_people == 10
+    asked = len(choices)
+    panel.max_people.setValue(1)
+    qtbot.waitUntil(lambda: len(choices) > asked, timeout=3000)
+    assert choices[-1].max_people == 1 and choices[-1].mode == "live"
+    with qtbot.waitSignal(window.controller.processing_done, timeout=8000):
+        window.set_mode("offline")
+    assert choices[-1].mode == "offline" and choices[-1].max_people == 1
+    window.close()
+    again = make_window(qtbot, BOTH)
+    assert again.state.max_people == 1 and again.model_panel.max_people.value() == 1
+    assert again.live_factory().args[0].max_people == 1
+    again.close()

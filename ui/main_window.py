@@ -151,6 +151,7 @@ class MainWindow(WindowEvents, QMainWindow):
         mp.skeleton_chosen.connect(self._on_skeleton_chosen)
         mp.mode_chosen.connect(self.set_mode)
         mp.lookahead_changed.connect(self._on_lookahead_changed)
+        mp.max_people_changed.connect(self._on_max_people_changed)
         mp.sync_toggled.connect(self._on_sync_toggled)
         mp.refiners_changed.connect(self._on_refiners_changed)
         self.plots.person_changed.connect(self._on_person_changed)
@@ -177,7 +178,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.boxes_action.setChecked(s.show_boxes)
         self.threshold.setValue(s.confidence_threshold)
         self.skeleton_view.follow.setChecked(s.follow_person)
-        self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay)
+        self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay, s.max_people)
         self.model_panel.show_cost(s.lookahead, 30.0)
         self.source_panel.set_recent(s.recent_files)
         self.source_panel.loop.setChecked(s.loop)
@@ -245,7 +246,8 @@ class MainWindow(WindowEvents, QMainWindow):
         return partial(self.services.open_file, spec), self.live_factory()
 
     def live_factory(self):
-        choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead, refiners=self.state.refiners)
+        choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead, refiners=self.state.refiners,
+                             max_people=self.state.max_people)
         return partial(self.services.make_session, choice)
 
     def _reset_source(self) -> None:
@@ -321,7 +323,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.controller.stop_inference()
         self.model_ok = False
         self.source_panel.set_processing(True)
-        choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners)
+        choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners, max_people=self.state.max_people)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(self.services.make_session, choice))
 

@@ -180,6 +180,7 @@ class ModelPanel(QWidget):
     skeleton_chosen = Signal(str)
     mode_chosen = Signal(str)
     lookahead_changed = Signal(int)
+    max_people_changed = Signal(int)
     sync_toggled = Signal(bool)
     refiners_changed = Signal(tuple)  # checked refiner kinds, in list order
 
@@ -197,6 +198,8 @@ class ModelPanel(QWidget):
         self.mode.addItem("Offline (whole file, bidirectional)", "offline")
         self.lookahead = QSpinBox(minimum=0, maximum=15, suffix=" frames")
         self.cost = QLabel("")
+        self.max_people = QSpinBox(minimum=1, maximum=20)
+        self.max_people.setToolTip("The most people (or animals) found in a frame; 1 for a one-subject recording")
         self.sync = QCheckBox("Draw poses on the frame they came from")
         self.model_label = QLabel("Model: loading…")
         self.model_label.setWordWrap(True)
@@ -211,6 +214,7 @@ class ModelPanel(QWidget):
         form.addRow("Mode", self.mode)
         form.addRow("Look-ahead", self.lookahead)
         form.addRow("", self.cost)
+        form.addRow("Max people", self.max_people)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.sync)
@@ -220,6 +224,7 @@ class ModelPanel(QWidget):
         self.skeleton.activated.connect(lambda i: self.skeleton_chosen.emit(self.skeleton.itemData(i)))
         self.mode.activated.connect(lambda i: self.mode_chosen.emit(self.mode.itemData(i)))
         self.lookahead.valueChanged.connect(self.lookahead_changed)
+        self.max_people.valueChanged.connect(self.max_people_changed)
         self.sync.toggled.connect(self.sync_toggled)
 
     def set_refiners(self, names: list[str], note: str | None, checked=()) -> None:
@@ -245,12 +250,14 @@ class ModelPanel(QWidget):
     def checked_refiners(self) -> tuple[str, ...]:
         return tuple(box.property("kind") for box in self.refiner_boxes if box.isChecked())
 
-    def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool) -> None:
+    def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool, max_people: int | None = None) -> None:
         for combo, value in ((self.skeleton, skeleton), (self.mode, mode)):
             combo.setCurrentIndex(max(0, combo.findData(value)))
-        self.lookahead.blockSignals(True)
-        self.lookahead.setValue(lookahead)
-        self.lookahead.blockSignals(False)
+        for spin, value in ((self.lookahead, lookahead), (self.max_people, max_people)):
+            if value is not None:
+                spin.blockSignals(True)
+                spin.setValue(value)
+                spin.blockSignals(False)
         self.sync.blockSignals(True)
         self.sync.setChecked(sync)
         self.sync.blockSignals(False)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
-from posetracker.defaults import DEFAULT_LOOKAHEAD
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.recording import is_recording_folder
 from posetracker.skeletons import available_skeletons, load_skeleton
 from ui.packets import PoseSession
@@ -22,13 +22,15 @@ CAMERA_PREFIX = "camera:"
 
 @dataclass(frozen=True)
 class ModelChoice:
-    """Which session to build: skeleton, mode, look-ahead and refiner kinds (weights: None = shipped file)."""
+    """Which session to build: skeleton, mode, look-ahead, refiner kinds, the most people (or animals) per
+    frame (weights: None = shipped file)."""
 
     skeleton: str = "human18"
     mode: Literal["live", "offline"] = "live"
     lookahead: int = DEFAULT_LOOKAHEAD
     weights: Path | None = None
     refiners: tuple[str, ...] = ()
+    max_people: int = DEFAULT_MAX_PEOPLE
 
 
 def real_session(choice: ModelChoice) -> PoseSession:
@@ -39,7 +41,8 @@ def real_session(choice: ModelChoice) -> PoseSession:
     from posetracker.session import SessionConfig, TrackingSession
 
     net = load_posenet(choice.weights, load_skeleton(choice.skeleton))
-    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=tuple(choice.refiners))
+    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=tuple(choice.refiners),
+                           max_people=choice.max_people)
     return TrackingSession(net, config, refiners=chain_for(choice.refiners, net.spec, choice.weights))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
-from posetracker.defaults import DEFAULT_LOOKAHEAD
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 ORGANISATION = "PoseTracker"
 APPLICATION = "PoseTracker"
@@ -33,6 +33,7 @@ class AppState:
     speed: float = 1.0
     loop: bool = False
     refiners: tuple[str, ...] = ()  # refiner kinds switched on (those the skeleton lacks are dropped)
+    max_people: int = DEFAULT_MAX_PEOPLE  # most people / animals per frame
     sync_overlay: bool = True  # draw poses on the frame they were computed from
     show_labels: bool = True
     show_low_confidence: bool = False
@@ -73,6 +74,7 @@ def load_state(settings: QSettings) -> AppState:
             setattr(state, f.name, float(value))
         elif isinstance(default, tuple) and isinstance(value, list):  # JSON has no tuples
             setattr(state, f.name, tuple(str(v) for v in value))
+    state.max_people = min(max(state.max_people, 1), 20)  # the panel's range
     return state
 
 

@@ -107,6 +107,11 @@ class WindowEvents:
         self.model_panel.show_cost(self.state.lookahead, fps)
         self._model_changed()
 
+    def _on_max_people_changed(self: MainWindow, value: int) -> None:
+        self.state.max_people = int(value)
+        if not self._model_changed() and self.state.mode == "offline":
+            self.statusBar().showMessage("The new maximum applies the next time the whole file is processed", 5000)
+
     def _on_refiners_changed(self: MainWindow, kinds: tuple) -> None:
         self.state.refiners = tuple(kinds)
         if not self._model_changed() and self.state.mode == "offline":
