@@ -205,3 +205,16 @@ def test_frame_angles_flexion_missing_joints_and_names():
         check_angle_names(spec, [("knee", "left")])
     with pytest.raises(ValueError, match="mode"):
         frame_angles(pose(conf), spec, mode="4d")
+
+
+def test_mouse_head_turn():
+    spec = load_skeleton("mouse4")
+    assert angle_names(spec) == [("head_turn", "centre")]
+    kp = np.zeros((2, spec.num_joints, 3), np.float32)
+    at = {"tailbase": (0, 0), "leftear": (90, -5), "rightear": (90, 5)}
+    for p, snout in enumerate([(120, 0), (90, 30)]):  # in line with the body; turned a right angle
+        for name, xy in {**at, "snout": snout}.items():
+            kp[p, spec.index(name), :2] = xy
+    pose = PoseFrame(0, 0.0, kp, np.ones((2, spec.num_joints), np.float32), np.ones(2, np.float32),
+                     np.arange(2), (640, 480))
+    np.testing.assert_allclose(frame_angles(pose, spec)[("head_turn", "centre")], [0.0, 90.0], atol=1e-4)

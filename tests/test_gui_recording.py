@@ -147,3 +147,7 @@ def test_angle_plot_offers_the_angle_table(qtbot):
     _, a = plot.history.series(0, plot.seconds)
     np.testing.assert_allclose(knee, a[:, plot.history.column("knee_flexion", "left")])
     assert len(knee) == 10 and np.isfinite(knee).all()
+    plot.set_spec(load_skeleton("mouse4"), plot.chosen())  # the human choice means nothing for a mouse: all its own
+    assert plot.chosen() == ["head turn"] and plot.empty.text() == ""
+    plot.set_spec(SPEC, [])  # nothing chosen stays nothing
+    assert plot.chosen() == []

@@ -103,6 +103,8 @@ class AnglePlot(QWidget):
         self._spec, self._keys = spec, keys
         self._poses.clear()
         checked = _chosen_keys(keys, chosen)
+        if chosen and not checked:  # chosen for another skeleton (people vs an animal): show all of this one's
+            checked = set(keys)
         self.angle_list.blockSignals(True)
         self.angle_list.clear()
         for key in keys:

@@ -69,6 +69,7 @@ class AngleDef:
 HIPS: Point = ("left_hip", "right_hip")
 SHOULDERS: Point = ("left_shoulder", "right_shoulder")
 TOES = ("{s}_big_toe", "{s}_foot_index", "{s}_toe")
+EARS: Point = ("leftear", "rightear")
 
 #: every angle, per side where it contains "{s}" (left, right); else once ("centre")
 ANGLES: tuple[AngleDef, ...] = (
@@ -85,6 +86,9 @@ ANGLES: tuple[AngleDef, ...] = (
     AngleDef("trunk_lean", "vertical", (HIPS, SHOULDERS), None, description="trunk from vertical, any direction"),
     AngleDef("ankle_dorsiflexion", "segments", (("{s}_ankle",), ("{s}_knee",)), (("{s}_ankle",), TOES),
              offset=90.0, sign=-1.0, description="foot against the shank, 0 = right angle, toes up +"),
+    # animal skeletons (mouse4): the head's direction (ears -> snout) against the body axis (tail base -> ears)
+    AngleDef("head_turn", "segments", (("tailbase",), EARS), (EARS, ("snout",)),
+             description="head against the body axis, 0 = in line"),
 )
 
 #: {angle name: its definition}
