@@ -37,7 +37,7 @@ import numpy as np
 
 from posetracker.decoding.assign import ASSIGNERS, score_matrix
 from posetracker.decoding.people import DecodedPeople, check_outputs
-from posetracker.decoding.peaks import Candidates, find_peaks, keypoint_candidates, refine_quadratic
+from posetracker.decoding.peaks import Candidates, Peaks, find_peaks, keypoint_candidates, refine_quadratic
 from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
 from posetracker.skeletons import SkeletonSpec
 
@@ -132,9 +132,27 @@ class TreeDecoder:
         # Method A step 4: centre peaks -> one person each; root = centre peak + sub-cell refinement.
         centre_map = heat[spec.root]
         peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
+        people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth)
+        strong = np.sort(order[scores >= self.min_person_score])  # their centre peaks
+        if 0 < len(strong) < len(order):  # again without the weak: one may have taken a real person's joint
+            peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
+            people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth)
+        keep = scores >= self.min_person_score
+        if keep.all():
+            return people
+        return DecodedPeople(people.keypoints[keep], people.confidence[keep], people.scores[keep],
+                             people.depth[keep], people.predicted[keep])
+
+    def _decode_peaks(self, peaks: Peaks, heat: np.ndarray, vectors: np.ndarray, offsets: np.ndarray | None,
+                      depth: np.ndarray | None) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
+        """Method A steps 4-9 for the given centre peaks -> (people by score, their (P,) scores before
+        clipping, (P,) the index of each one's centre peak)."""
+        spec = self.spec
+        n_joints, n_edges = spec.num_joints, spec.num_edges
+        centre_map = heat[spec.root]
         n = len(peaks)
         if n == 0:
-            return DecodedPeople.empty(n_joints)
+            return DecodedPeople.empty(n_joints), np.zeros(0), np.zeros(0, np.int64)
         centre = np.stack([peaks.x, peaks.y], axis=1) + refine_quadratic(centre_map, peaks.x, peaks.y)
         walk = _Walk(vectors, depth, n, n_joints)
         walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
@@ -169,7 +187,6 @@ class TreeDecoder:
         limbs = conf[:, list(self._non_root)].mean(axis=1) if self._non_root else np.ones(n)
         scores = peaks.score.astype(np.float64) * limbs
         order = np.argsort(-scores, kind="stable")
-        order = order[scores[order] >= self.min_person_score]
         s = float(self.stride)
         return DecodedPeople(
             keypoints=(walk.pos[order] * s).astype(np.float32),
@@ -177,7 +194,7 @@ class TreeDecoder:
             scores=np.clip(scores[order], 0.0, 1.0).astype(np.float32),
             depth=z[order].astype(np.float32),
             predicted=(walk.pred[order] * s).astype(np.float32),
-        )
+        ), scores[order], order
 
     def _windows(self, at_centre: np.ndarray) -> np.ndarray:
         """Search radius per person (cells) from its size.
