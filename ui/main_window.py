@@ -323,7 +323,8 @@ class MainWindow(WindowEvents, QMainWindow):
         self.controller.stop_inference()
         self.model_ok = False
         self.source_panel.set_processing(True)
-        choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners, max_people=self.state.max_people)
+        choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners,
+                             max_people=self.state.max_people)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(self.services.make_session, choice))
 

@@ -13,7 +13,9 @@ YAML layout (see human18.yaml)::
       - {name: centre, parent: null, virtual: bbox_centre}
     extra_edges: [[a, b]]         # drawn only, not part of the tree
     sigmas: [...]                 # optional OKS sigma per joint (null = none)
-    decoder: {window_frac: 1.0, min_window: 4, min_person_score: 0.1}   # optional TreeDecoder settings (search window in cells; people scoring below min_person_score are dropped)
+    decoder: {window_frac: 1.0, min_window: 4, min_person_score: 0.1}
+                                  # optional TreeDecoder settings: search window (cells), people
+                                  # scoring below min_person_score are dropped
 """
 
 from __future__ import annotations
