@@ -133,6 +133,8 @@ class TreeDecoder:
         centre_map = heat[spec.root]
         peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
         people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth)
+        if self.min_person_score <= 0:
+            return people
         strong = np.sort(order[scores >= self.min_person_score])  # their centre peaks
         if 0 < len(strong) < len(order):  # again without the weak: one may have taken a real person's joint
             peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
