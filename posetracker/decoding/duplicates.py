@@ -44,5 +44,4 @@ def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: fl
     if len(keep) == people.num_people:
         return people
     idx = np.array(sorted(keep, key=lambda i: -people.scores[i]))
-    return DecodedPeople(people.keypoints[idx], people.confidence[idx], people.scores[idx], people.depth[idx],
-                         people.predicted[idx])
+    return people.take(idx)

@@ -42,6 +42,11 @@ class DecodedPeople:
     def num_people(self) -> int:
         return int(self.scores.shape[0])
 
+    def take(self, index: np.ndarray) -> DecodedPeople:
+        """The people at ``index`` (int indices or a (P,) bool mask), in that order."""
+        return DecodedPeople(self.keypoints[index], self.confidence[index], self.scores[index], self.depth[index],
+                             self.predicted[index])
+
     @classmethod
     def empty(cls, num_joints: int) -> DecodedPeople:
         """Nobody found."""

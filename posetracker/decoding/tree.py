@@ -140,10 +140,7 @@ class TreeDecoder:
             peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
             people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth)
         keep = scores >= self.min_person_score
-        if keep.all():
-            return people
-        return DecodedPeople(people.keypoints[keep], people.confidence[keep], people.scores[keep],
-                             people.depth[keep], people.predicted[keep])
+        return people if keep.all() else people.take(keep)
 
     def _decode_peaks(self, peaks: Peaks, heat: np.ndarray, vectors: np.ndarray, offsets: np.ndarray | None,
                       depth: np.ndarray | None) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
