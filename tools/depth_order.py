@@ -5,7 +5,7 @@
                                  [--gaps 0.05 0.10 0.15 0.20] [--per-pair]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
-teacher sees closer than the gap are skipped), prints the fraction of left/right joint pairs
+teacher sees closer than the gap, or where a teacher does not see both joints, are skipped), prints the fraction of left/right joint pairs
 whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
 BlazePose full, the training teacher. The second is the reference's own noise level: where
 the two BlazePose variants disagree, the model cannot agree with both; the last columns count
@@ -20,6 +20,11 @@ import argparse
 from dataclasses import replace
 
 import numpy as np
+
+
+def visible_depth(labels):
+    """labels with depth (T, N, K) nan where the teacher does not see the joint."""
+    return replace(labels, depth=np.where(labels.visible, labels.depth, np.nan))
 
 
 def main() -> int:
@@ -53,8 +58,9 @@ def main() -> int:
         path = cfg.data_path / rel
         sel = selection_for(path, cfg)
         frames = lambda: iter_frames(path, sel)  # noqa: E731
-        lab_full = cached_clip_labels(full, path, net.spec, sel.key(), frames)
-        lab_heavy = cached_clip_labels(heavy, path, net.spec, sel.key(), frames)
+        # a joint counts only where that teacher sees it (like PCK and PA-MPJPE): the order of
+        # limbs outside the frame (a webcam's knees) is a guess, not a reference
+        lab_full, lab_heavy = (visible_depth(cached_clip_labels(t, path, net.spec, sel.key(), frames)) for t in (full, heavy))
         run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=False, threads=1)), path, lab_heavy)
         model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people

@@ -261,7 +261,7 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
                                 both.reshape(-1, spec.num_joints) & ~_virtual_mask(spec)),
         "bone_cv": bone_length_cv(r["world"], spec, r["ok"]),
         "root_depth_err_m": root_depth_error(m["depth"][..., spec.root], labels.depth[..., spec.root], both[..., spec.root]),
-        "depth_order": depth_order_agreement(np.where(m["ok"], m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
+        "depth_order": depth_order_agreement(np.where(both, m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
         "matched_fraction": float((r["match"] >= 0)[labels.present()].mean()) if labels.present().any() else float("nan"),
     }
     if baseline is not None:
