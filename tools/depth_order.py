@@ -5,7 +5,8 @@
                                  [--gaps 0.05 0.10 0.15 0.20] [--per-pair]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
-teacher sees closer than the gap, or where a teacher does not see both joints, are skipped), prints the fraction of left/right joint pairs
+teacher sees closer than the gap, or where a teacher does not see both joints, are skipped),
+prints the fraction of left/right joint pairs
 whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
 BlazePose full, the training teacher. The second is the reference's own noise level: where
 the two BlazePose variants disagree, the model cannot agree with both; the last columns count
