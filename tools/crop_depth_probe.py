@@ -31,6 +31,8 @@ ap.add_argument("--size", type=int, default=192)
 ap.add_argument("--steps", type=int, default=3000)
 ap.add_argument("--name", default="a")
 ap.add_argument("--every", type=int, default=500)
+ap.add_argument("--from-input", action="store_true", help="crop from the 256 px network input (the source "
+                "scaled down and up again) instead of the source frame")
 ap.add_argument("--clips", default="quick")
 a = ap.parse_args()
 torch.set_num_threads(2); torch.manual_seed(0)
@@ -54,6 +56,13 @@ def crop_box(xy):
 
 
 def crop(img, c, side, flip):
+    if a.from_input:  # only what the letterboxed network input holds
+        from posetracker.model.preprocess import INPUT_SIZE
+        h, w = img.shape[:2]
+        k = INPUT_SIZE / max(h, w)
+        if k < 1:
+            small = cv2.resize(img, (max(1, round(w * k)), max(1, round(h * k))), interpolation=cv2.INTER_AREA)
+            img = cv2.resize(small, (w, h), interpolation=cv2.INTER_LINEAR)
     s = S / side
     M = np.array([[s, 0, S / 2 - s * c[0]], [0, s, S / 2 - s * c[1]]], np.float64)
     if flip:
@@ -71,7 +80,7 @@ def feats_of(imgs):
 def build(rels, flips):
     import zlib
     h = zlib.crc32(str(rels).encode()) & 0xffff
-    cache = str(Path.home() / ".cache" / "posetracker" / f"crop_probe_{a.teacher}_{S}_{h}_{len(flips)}.npz")
+    cache = str(Path.home() / ".cache" / "posetracker" / f"crop_probe_{a.teacher}_{S}_{h}_{len(flips)}{'_input' if a.from_input else ''}.npz")
     if os.path.exists(cache):
         d = np.load(cache)
         return {k: d[k] for k in d}
