@@ -21,7 +21,7 @@ def test_shipped_animal_and_refiner_files_load():
 
 
 def test_mouse_held_out_scores():
-    """models/refiners-and-animals.md: PCK@0.1 0.707 plain, 0.880 with the heatmap refiner (23 frames)."""
+    """models/refiners-and-animals.md: PCK@0.1 0.717 plain, 0.891 with the heatmap refiner (23 frames)."""
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
     from posetracker.refiners import load_chain
@@ -38,5 +38,5 @@ def test_mouse_held_out_scores():
         session = TrackingSession(net, SessionConfig(), refiners=load_chain(list(kinds), mouse))
         scores[kinds] = evaluate_items(session.process_image, held_out, cols, mouse)
     assert len(held_out) == 23 and scores[()]["found"] == 23
-    assert scores[()]["pck@0.1"] == pytest.approx(0.707, abs=0.03)
-    assert scores[("heatmap",)]["pck@0.1"] == pytest.approx(0.880, abs=0.03)
+    assert scores[()]["pck@0.1"] == pytest.approx(0.717, abs=0.03)
+    assert scores[("heatmap",)]["pck@0.1"] == pytest.approx(0.891, abs=0.03)

@@ -83,9 +83,11 @@ def test_decoder_window_options(tmp_path):
     from posetracker.session import SessionConfig, TrackingSession
 
     assert load_skeleton("human18").decoder == {}
-    assert load_skeleton("mouse4").decoder == {"window_frac": 1.0, "min_window": 4.0, "min_person_score": 0.1}
+    assert load_skeleton("mouse4").decoder == {"window_frac": 1.0, "min_window": 4.0, "min_person_score": 0.1,
+                                              "min_centre_distance": 4.0}
     session = TrackingSession(PoseNet(load_skeleton("mouse4")), SessionConfig(runtime="torch"))
-    assert (session.decoder.window_frac, session.decoder.min_window, session.decoder.min_person_score) == (1.0, 4.0, 0.1)
+    assert (session.decoder.window_frac, session.decoder.min_window, session.decoder.min_person_score,
+            session.decoder.min_centre_distance) == (1.0, 4.0, 0.1, 4.0)
     base = (load_skeleton.__globals__["SKELETON_DIR"] / "mouse4.yaml").read_text()
     for bad in ("decoder: {window: 2}", "decoder: {min_window: -1}", "decoder: 3"):
         p = tmp_path / "m.yaml"

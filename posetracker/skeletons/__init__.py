@@ -13,9 +13,10 @@ YAML layout (see human18.yaml)::
       - {name: centre, parent: null, virtual: bbox_centre}
     extra_edges: [[a, b]]         # drawn only, not part of the tree
     sigmas: [...]                 # optional OKS sigma per joint (null = none)
-    decoder: {window_frac: 1.0, min_window: 4, min_person_score: 0.1}
+    decoder: {window_frac: 1.0, min_window: 4, min_person_score: 0.1, min_centre_distance: 3}
                                   # optional TreeDecoder settings: search window (cells), people
-                                  # scoring below min_person_score are dropped
+                                  # scoring below min_person_score are dropped, centre peaks
+                                  # closer than min_centre_distance cells to a stronger one too
 """
 
 from __future__ import annotations
@@ -226,7 +227,7 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
     )
 
 
-_DECODER_KEYS = ("window_frac", "min_window", "min_person_score")
+_DECODER_KEYS = ("window_frac", "min_window", "min_person_score", "min_centre_distance")
 
 
 def _decoder_options(raw, source: str) -> dict[str, float]:
