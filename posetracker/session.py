@@ -124,7 +124,8 @@ class TrackingSession:
         mode = self.config.mode
         self.stream = CausalStream(self.net, self.config.lookahead)
         self._pending: deque[_Pending] = deque()
-        self.tracker = PoseTracker(self.spec)
+        # one subject (max people 1): every detection continues its track, so it keeps one id
+        self.tracker = PoseTracker(self.spec, oks_threshold=0.0) if self.config.max_people == 1 else PoseTracker(self.spec)
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones)
         self.far_depth = FarDepthBlend(self.spec, self.config.fov_deg)

@@ -218,3 +218,23 @@ def test_seek_back_resets() -> None:
     assert res.track_ids.tolist() == [0, 1]
     res = tracker.update(make_frame(0, [person(900, 400, rng)]))  # back to t = 0
     assert res.track_ids.tolist() == [0] and tracker.active_ids == [0]
+
+
+def test_one_subject_keeps_one_id_through_a_misread_frame() -> None:
+    """oks_threshold 0 (the session's choice for max people 1): a detection far from the
+    prediction (a frame read tail to head) still continues the track; 0.2 starts a new one."""
+    rng = np.random.default_rng(0)
+    frames = [([0], [person(100 + 2 * i, 120, rng)]) for i in range(10)]
+    frames[6] = ([0], [person(400, 300, rng)])  # one misread frame, far away
+    frames += [([0], [person(120 + 2 * i, 120, rng)]) for i in range(10, 16)]
+    assert ids_of(run(PoseTracker(SPEC, oks_threshold=0.0), frames), 0, 2) == {0}
+    assert len(ids_of(run(PoseTracker(SPEC), frames), 0, 2)) > 1
+
+
+def test_session_tracks_one_subject_with_any_match() -> None:
+    from posetracker.model.network import PoseNet
+    from posetracker.session import SessionConfig, TrackingSession
+
+    net = PoseNet(SPEC)
+    assert TrackingSession(net, SessionConfig(runtime="torch", max_people=1)).tracker.oks_threshold == 0.0
+    assert TrackingSession(net, SessionConfig(runtime="torch", max_people=2)).tracker.oks_threshold == 0.2

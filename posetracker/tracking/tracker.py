@@ -73,7 +73,9 @@ class PoseTracker:
     oks_threshold: minimum OKS for a detection to continue a track (0.2: the
                    same person a frame later scores > 0.8, someone a body
                    width away < 0.05; a track back from an occlusion with a
-                   drifted prediction still clears it).
+                   drifted prediction still clears it). 0: any detection
+                   continues a live track (one subject, max people 1: a
+                   misread frame must not start a second id).
     min_confidence: joints below it are ignored (not used for matching/motion).
     min_joints:    confident joints a detection needs to start a track.
     joint_horizon: seconds the per-joint part of the velocity is extrapolated
@@ -93,8 +95,8 @@ class PoseTracker:
         joint_horizon: float = 0.1,
         min_area: float = 32.0**2,
     ) -> None:
-        if max_age < 0 or min_hits < 1 or not 0 < oks_threshold <= 1 or joint_horizon < 0:
-            raise ValueError("PoseTracker: need max_age >= 0, min_hits >= 1, 0 < oks_threshold <= 1, joint_horizon >= 0")
+        if max_age < 0 or min_hits < 1 or not 0 <= oks_threshold <= 1 or joint_horizon < 0:
+            raise ValueError("PoseTracker: need max_age >= 0, min_hits >= 1, 0 <= oks_threshold <= 1, joint_horizon >= 0")
         self.spec = spec
         self.max_age = float(max_age)
         self.min_hits = int(min_hits)
