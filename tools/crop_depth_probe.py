@@ -31,11 +31,12 @@ ap.add_argument("--size", type=int, default=192)
 ap.add_argument("--steps", type=int, default=3000)
 ap.add_argument("--name", default="a")
 ap.add_argument("--every", type=int, default=500)
+ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--from-input", action="store_true", help="crop from the 256 px network input (the source "
                 "scaled down and up again) instead of the source frame")
 ap.add_argument("--clips", default="quick")
 a = ap.parse_args()
-torch.set_num_threads(2); torch.manual_seed(0)
+torch.set_num_threads(2); torch.manual_seed(a.seed)
 cfg = load_config(a.config)
 net = load_posenet("models/posenet-human18.safetensors").eval()
 spec = net.spec
@@ -175,7 +176,7 @@ tf, txy = torch.from_numpy(train["feats"]), torch.from_numpy(train["xy"])
 tz = torch.from_numpy(np.nan_to_num(rel(train["z"], train["ok"])))
 tok = torch.from_numpy(train["ok"]).float()
 P = torch.from_numpy(pairs)
-g = torch.Generator().manual_seed(0)
+g = torch.Generator().manual_seed(a.seed)
 t0 = time.time()
 
 
