@@ -2,7 +2,7 @@
 """Left/right depth order on the held-out clips: the model and BlazePose full against BlazePose heavy.
 
     python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
-                                 [--gaps 0.05 0.10 0.15 0.20] [--per-pair]
+                                 [--gaps 0.05 0.10 0.15 0.20] [--per-pair] [--clips val|held-out]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
 teacher sees closer than the gap, or where a teacher does not see both joints, are skipped),
@@ -12,6 +12,12 @@ BlazePose full, the training teacher. The second is the reference's own noise le
 the two BlazePose variants disagree, the model cannot agree with both; the last columns count
 only the pair-frames where they agree (the order both teachers settle). ``--per-pair`` adds a
 table per left/right pair at the smallest gap (model vs heavy, full vs heavy, model vs full).
+``--clips held-out`` runs every clip under the data root that the config does not train on
+(its validation clips and all the others), one row per clip at the smallest gap, then the
+pair-frames pooled over them; its "one order" column is the best score of a model that gives
+each pair one order through the clip (heavy's majority side), i.e. how much the clip tests
+anything beyond which way the body is turned; the last four columns count the limbs only
+(elbows, wrists, knees, ankles).
 Labels come from the cache that ``posetracker train clip-eval`` fills (computed on first use).
 """
 
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -28,18 +35,49 @@ def visible_depth(labels):
     return replace(labels, depth=np.where(labels.visible, labels.depth, np.nan))
 
 
+def pair_gaps(depth, pairs):
+    """depth (T, N, K) -> (T, N, M) z_left - z_right of each pair."""
+    return depth[..., pairs[:, 0]] - depth[..., pairs[:, 1]]
+
+
+def agree_counts(pred, ref, pairs, gap):
+    """(pair-frames whose nearer side agrees, pair-frames counted): ref separates them by >= gap."""
+    dp, dr = pair_gaps(pred, pairs), pair_gaps(ref, pairs)
+    m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= gap)
+    return int((np.sign(dp[m]) == np.sign(dr[m])).sum()), int(m.sum())
+
+
+def one_order_counts(ref, pairs, gap):
+    """Best agreement of a model that keeps one order per (person, pair) through the clip: heavy's majority side."""
+    dr = pair_gaps(ref, pairs)  # (T, N, M)
+    m = np.isfinite(dr) & (np.abs(dr) >= gap)
+    near = ((dr > 0) & m).sum(0)
+    return int(np.maximum(near, m.sum(0) - near).sum()), int(m.sum())
+
+
+LIMBS = ("elbow", "wrist", "knee", "ankle")  # the arms' and legs' joints (not eyes, ears, shoulders, hips)
+
+
+def fractions(rows):
+    """(S, 3, 2) (agree, counted) per pair set -> table cells: counted, then the three fractions, per set."""
+    return " | ".join(f"{r[0, 1]} | " + " | ".join(f"{a / n:.2f}" if n else "-" for a, n in r) for r in rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="configs/distill_quick.yaml")
     ap.add_argument("--weights", default=None, help="default: the shipped model")
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
     ap.add_argument("--per-pair", action="store_true", help="also break the smallest gap down by left/right pair")
+    ap.add_argument("--clips", choices=("val", "held-out"), default="val",
+                    help="val: the config's validation clips; held-out: every clip the config does not train on")
     args = ap.parse_args()
 
     import torch
 
     from posetracker.model.weights import load_posenet
     from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.clips import list_clips
     from posetracker.train.config import load_config
     from posetracker.train.features import iter_frames
     from posetracker.train.labels import cached_clip_labels
@@ -51,11 +89,9 @@ def main() -> int:
     full, heavy = make_teacher(replace(cfg, blazepose="full")), make_teacher(replace(cfg, blazepose="heavy"))
     net = load_posenet(args.weights)
     pairs = mirror_pairs(net.spec)
-    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
-          "| pairs both agree on | model vs both |")
-    print("|---|---|---|---|---|---|---|")
-    per_pair = []
-    for rel in cfg.val:
+
+    def clip_depths(rel):
+        """(model, full, heavy) depths (T, N, K) of one clip, nan where unmatched or unseen."""
         path = cfg.data_path / rel
         sel = selection_for(path, cfg)
         frames = lambda: iter_frames(path, sel)  # noqa: E731
@@ -65,26 +101,52 @@ def main() -> int:
         run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=False, threads=1)), path, lab_heavy)
         model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
+        return model, (lab_full.depth if same_tracks else None), lab_heavy.depth
+
+    if args.clips == "held-out":
+        gap, train = min(args.gaps), {str(c) for c in cfg.train}
+        rels = sorted(str(c) for c in list_clips(cfg.data_path, cfg.min_frames) if str(c) not in train)
+        limbs = pairs[[net.spec.joint_names[a].split("_")[-1] in LIMBS for a in pairs[:, 0]]]
+        print(f"| clip (gap >= {gap:.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | one order "
+              "| limb pairs | model vs heavy | full vs heavy | one order |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        total = np.zeros((2, 3, 2), np.int64)  # (all pairs / limbs, model / full / one order, (agree, counted))
+        for rel in rels:
+            model, zf, zh = clip_depths(rel)
+            rows = np.array([[agree_counts(model, zh, p, gap),
+                              agree_counts(zf, zh, p, gap) if zf is not None else (0, 0),
+                              one_order_counts(zh, p, gap)] for p in (pairs, limbs)])
+            total += rows
+            print(f"| {rel} | {fractions(rows)} |", flush=True)
+        print(f"| all {len(rels)} clips | {fractions(total)} |")
+        return 0
+
+    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
+          "| pairs both agree on | model vs both |")
+    print("|---|---|---|---|---|---|---|")
+    per_pair = []
+    for rel in cfg.val:
+        model, zf, zh = clip_depths(rel)
+        name = Path(rel).name
         for gap in args.gaps:
-            ours = depth_order_agreement(model, lab_heavy.depth, pairs, min_gap_m=gap)
-            ref = depth_order_agreement(lab_full.depth, lab_heavy.depth, pairs, min_gap_m=gap) if same_tracks else float("nan")
-            gaps = lab_heavy.depth[..., pairs[:, 0]] - lab_heavy.depth[..., pairs[:, 1]]
+            ours = depth_order_agreement(model, zh, pairs, min_gap_m=gap)
+            ref = depth_order_agreement(zf, zh, pairs, min_gap_m=gap) if zf is not None else float("nan")
+            gaps = pair_gaps(zh, pairs)
             counted = int((np.abs(np.nan_to_num(gaps)) >= gap).sum())  # pairs-frames the heavy teacher separates
             both, settled = float("nan"), 0
-            if same_tracks:
-                gaps_full = lab_full.depth[..., pairs[:, 0]] - lab_full.depth[..., pairs[:, 1]]
-                agree = np.sign(gaps_full) == np.sign(gaps)  # (T, N, M): both teachers put the same side nearer
+            if zf is not None:
+                agree = np.sign(pair_gaps(zf, pairs)) == np.sign(gaps)  # (T, N, M): both teachers put the same side nearer
                 settled = int((agree & (np.abs(np.nan_to_num(gaps)) >= gap)).sum())
-                both = depth_order_agreement(model, lab_heavy.depth, pairs, min_gap_m=gap, keep=agree)
-            print(f"| {path.name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} | {settled} | {both:.2f} |")
+                both = depth_order_agreement(model, zh, pairs, min_gap_m=gap, keep=agree)
+            print(f"| {name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} | {settled} | {both:.2f} |")
         gap = min(args.gaps)
         for a, b in pairs:
             one = np.array([[a, b]])
-            n = int((np.abs(np.nan_to_num(lab_heavy.depth[..., a] - lab_heavy.depth[..., b])) >= gap).sum())
-            scores = [depth_order_agreement(model, lab_heavy.depth, one, min_gap_m=gap)]
-            scores += [depth_order_agreement(x, y, one, min_gap_m=gap) if same_tracks else float("nan")
-                       for x, y in ((lab_full.depth, lab_heavy.depth), (model, lab_full.depth))]
-            per_pair.append(f"| {path.name} | {net.spec.joint_names[a].removeprefix('left_')} | {n} | "
+            n = int((np.abs(np.nan_to_num(zh[..., a] - zh[..., b])) >= gap).sum())
+            scores = [depth_order_agreement(model, zh, one, min_gap_m=gap)]
+            scores += [depth_order_agreement(x, y, one, min_gap_m=gap) if zf is not None else float("nan")
+                       for x, y in ((zf, zh), (model, zf))]
+            per_pair.append(f"| {name} | {net.spec.joint_names[a].removeprefix('left_')} | {n} | "
                             + " | ".join(f"{v:.2f}" for v in scores) + " |")
     if args.per_pair:
         print(f"\n| clip | pair (gap >= {min(args.gaps):.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | model vs full |")
