@@ -35,6 +35,8 @@ ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--from-input", action="store_true", help="crop from the 256 px network input (the source "
                 "scaled down and up again) instead of the source frame")
 ap.add_argument("--clips", default="quick")
+ap.add_argument("--eval-clips", choices=("val", "held-out"), default="val",
+                help="held-out: the final evaluation runs on every clip the config does not train on, pooled")
 a = ap.parse_args()
 torch.set_num_threads(2); torch.manual_seed(a.seed)
 cfg = load_config(a.config)
@@ -225,7 +227,24 @@ m = model
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.train.metrics import run_clip
 torch.set_num_threads(1)
-for rel_ in cfg.val:
+from posetracker.train.clips import list_clips
+if a.eval_clips == "held-out":
+    assert a.clips == "quick", "--eval-clips held-out needs --clips quick (the clips the config trains on)"
+    trained = {str(c) for c in cfg.train}
+    eval_rels = sorted(str(c) for c in list_clips(cfg.data_path, cfg.min_frames) if str(c) not in trained)
+else:
+    eval_rels = list(cfg.val)
+
+
+def counts(p, ref):
+    """(agree, counted) left/right pair-frames at the 5 cm gap."""
+    dp, dr = p[..., pairs[:, 0]] - p[..., pairs[:, 1]], ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]
+    m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= 0.05)
+    return np.array([(np.sign(dp[m]) == np.sign(dr[m])).sum(), m.sum()])
+
+
+pooled = np.zeros((2, 2), np.int64)
+for rel_ in eval_rels:
     path = cfg.data_path / rel_
     sel = selection_for(path, cfg)
     fr = lambda: iter_frames(path, sel)
@@ -248,9 +267,14 @@ for rel_ in cfg.val:
     vis = lambda L: np.where(L.visible, L.depth, np.nan)
     H, Fl = vis(lh), vis(lf)
     base = np.where(ok_m, z_m, np.nan)
-    agree = np.sign(Fl[..., pairs[:, 0]] - Fl[..., pairs[:, 1]]) == np.sign(H[..., pairs[:, 0]] - H[..., pairs[:, 1]])
+    if Fl.shape == H.shape:  # both label runs track the same people
+        agree = np.sign(Fl[..., pairs[:, 0]] - Fl[..., pairs[:, 1]]) == np.sign(H[..., pairs[:, 0]] - H[..., pairs[:, 1]])
+    else:
+        agree = np.zeros(H.shape[:-1] + (len(pairs),), bool)
     res = {w: {"heavy": round(depth_order_agreement(p, H, pairs, 0.05), 3), "both": round(depth_order_agreement(p, H, pairs, 0.05, keep=agree), 3)}
            for w, p in (("shipped", base), ("crop", pred))}
+    pooled += np.stack([counts(base, H), counts(pred, H)])
     res["crop_per_pair"] = {spec.joint_names[x]: round(depth_order_agreement(pred, H, np.array([[x, y]]), 0.05), 2) for x, y in pairs}
     print(path.name, json.dumps(res), flush=True)
-
+print("pooled over", len(eval_rels), "clips: shipped", round(pooled[0, 0] / max(pooled[0, 1], 1), 3),
+      "crop", round(pooled[1, 0] / max(pooled[1, 1], 1), 3), "pair-frames", pooled[:, 1].tolist(), flush=True)

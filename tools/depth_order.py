@@ -14,7 +14,7 @@ only the pair-frames where they agree (the order both teachers settle). ``--per-
 table per left/right pair at the smallest gap (model vs heavy, full vs heavy, model vs full).
 ``--clips held-out`` runs every clip under the data root that the config does not train on
 (its validation clips and all the others), one row per clip at the smallest gap, then the
-pair-frames pooled over them; its "one order" column is the best score of a model that gives
+pair-frames pooled over them at each gap; its "one order" column is the best score of a model that gives
 each pair one order through the clip (heavy's majority side), i.e. how much the clip tests
 anything beyond which way the body is turned; the last four columns count the limbs only
 (elbows, wrists, knees, ankles).
@@ -110,15 +110,19 @@ def main() -> int:
         print(f"| clip (gap >= {gap:.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | one order "
               "| limb pairs | model vs heavy | full vs heavy | one order |")
         print("|---|---|---|---|---|---|---|---|---|")
-        total = np.zeros((2, 3, 2), np.int64)  # (all pairs / limbs, model / full / one order, (agree, counted))
-        for rel in rels:
-            model, zf, zh = clip_depths(rel)
-            rows = np.array([[agree_counts(model, zh, p, gap),
+        def counts(model, zf, zh, gap):
+            """(2, 3, 2): (all pairs / limbs, model / full / one order, (agree, counted))."""
+            return np.array([[agree_counts(model, zh, p, gap),
                               agree_counts(zf, zh, p, gap) if zf is not None else (0, 0),
                               one_order_counts(zh, p, gap)] for p in (pairs, limbs)])
-            total += rows
-            print(f"| {rel} | {fractions(rows)} |", flush=True)
-        print(f"| all {len(rels)} clips | {fractions(total)} |")
+
+        clips = []
+        for rel in rels:
+            clips.append(clip_depths(rel))
+            print(f"| {rel} | {fractions(counts(*clips[-1], gap))} |", flush=True)
+        for g in args.gaps:
+            total = sum(counts(*c, g) for c in clips)
+            print(f"| all {len(rels)} clips, gap >= {g:.2f} m | {fractions(total)} |")
         return 0
 
     print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
