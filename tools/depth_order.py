@@ -2,7 +2,7 @@
 """Left/right depth order on the held-out clips: the model and BlazePose full against BlazePose heavy.
 
     python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
-                                 [--gaps 0.05 0.10 0.15 0.20] [--per-pair] [--clips val|held-out]
+                                 [--gaps 0.05 0.10 0.15 0.20] [--per-pair] [--clips val|held-out] [--smoothing]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
 teacher sees closer than the gap, or where a teacher does not see both joints, are skipped),
@@ -69,6 +69,7 @@ def main() -> int:
     ap.add_argument("--weights", default=None, help="default: the shipped model")
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
     ap.add_argument("--per-pair", action="store_true", help="also break the smallest gap down by left/right pair")
+    ap.add_argument("--smoothing", action="store_true", help="the product's track smoothing on (default: raw per-frame output)")
     ap.add_argument("--clips", choices=("val", "held-out"), default="val",
                     help="val: the config's validation clips; held-out: every clip the config does not train on")
     args = ap.parse_args()
@@ -98,7 +99,7 @@ def main() -> int:
         # a joint counts only where that teacher sees it (like PCK and PA-MPJPE): the order of
         # limbs outside the frame (a webcam's knees) is a guess, not a reference
         lab_full, lab_heavy = (visible_depth(cached_clip_labels(t, path, net.spec, sel.key(), frames)) for t in (full, heavy))
-        run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=False, threads=1)), path, lab_heavy)
+        run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=args.smoothing, threads=1)), path, lab_heavy)
         model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
         return model, (lab_full.depth if same_tracks else None), lab_heavy.depth
