@@ -9,7 +9,9 @@ shipped backbone runs on the crop, and a small head (convs -> features sampled a
 2-layer transformer over the 18 joints) predicts each joint's depth relative to the body mean.
 Every ``--every`` steps it prints depth order vs heavy (and on the pairs BlazePose full agrees with)
 on the config's held-out clips, cropping at heavy's own 2-D; at the end it runs the shipped model
-offline on those clips and crops at the model's own 2-D (the realistic case).
+offline on those clips and crops at the model's own 2-D (the realistic case); with
+``--clips quick --eval-clips held-out`` that last step runs on every clip the config does not train
+on and prints the pooled agreement (shipped model vs crop stage).
 """
 import argparse, json, time, os
 from pathlib import Path
