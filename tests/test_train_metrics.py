@@ -107,6 +107,22 @@ def test_depth_order_agreement():
     half = ref.copy()
     half[:5] = flipped[:5]
     assert metrics.depth_order_agreement(half, ref, pairs) == pytest.approx(0.5)
+    assert metrics.depth_order_counts(half, ref, pairs) == (40, 80)
+    near = ref.copy()
+    near[:, pairs[:, 0]] = ref[:, pairs[:, 1]] + 0.01  # every pair 1 cm apart: skipped at the 5 cm gap
+    assert metrics.depth_order_counts(half, near, pairs) == (0, 0)
+    assert np.isnan(metrics.depth_order_agreement(half, near, pairs))
+
+
+def test_one_order_counts_is_the_majority_side_per_track_and_pair():
+    pairs = metrics.mirror_pairs(SPEC)
+    ref = np.tile(np.linspace(2, 3, SPEC.num_joints), (10, 2, 1))  # (T=10, N=2, K)
+    assert metrics.one_order_counts(ref, pairs) == (160, 160)  # one order throughout
+    turned = ref.copy()
+    turned[:3, 0][:, pairs[:, 0]], turned[:3, 0][:, pairs[:, 1]] = ref[:3, 0][:, pairs[:, 1]], ref[:3, 0][:, pairs[:, 0]]
+    # track 0 turns round for 3 of 10 frames: a fixed order gets at most 7 of its 10 frames per pair
+    assert metrics.one_order_counts(turned, pairs) == (8 * 7 + 80, 160)
+    assert metrics.depth_order_counts(ref, turned, pairs) == (8 * 7 + 80, 160)
 
 
 def test_match_to_reference_follows_people():

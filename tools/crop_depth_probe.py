@@ -23,7 +23,7 @@ from posetracker.model.weights import load_posenet
 from posetracker.train.config import load_config
 from posetracker.train.features import iter_frames
 from posetracker.train.labels import cached_clip_labels
-from posetracker.train.metrics import depth_order_agreement, mirror_pairs
+from posetracker.train.metrics import depth_order_agreement, depth_order_counts, mirror_pairs
 from posetracker.train.prepare import make_teacher, selection_for
 
 ap = argparse.ArgumentParser()
@@ -238,13 +238,6 @@ else:
     eval_rels = list(cfg.val)
 
 
-def counts(p, ref):
-    """(agree, counted) left/right pair-frames at the 5 cm gap."""
-    dp, dr = p[..., pairs[:, 0]] - p[..., pairs[:, 1]], ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]
-    m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= 0.05)
-    return np.array([(np.sign(dp[m]) == np.sign(dr[m])).sum(), m.sum()])
-
-
 pooled = np.zeros((2, 2), np.int64)
 for rel_ in eval_rels:
     path = cfg.data_path / rel_
@@ -275,7 +268,7 @@ for rel_ in eval_rels:
         agree = np.zeros(H.shape[:-1] + (len(pairs),), bool)
     res = {w: {"heavy": round(depth_order_agreement(p, H, pairs, 0.05), 3), "both": round(depth_order_agreement(p, H, pairs, 0.05, keep=agree), 3)}
            for w, p in (("shipped", base), ("crop", pred))}
-    pooled += np.stack([counts(base, H), counts(pred, H)])
+    pooled += np.array([depth_order_counts(base, H, pairs), depth_order_counts(pred, H, pairs)])
     res["crop_per_pair"] = {spec.joint_names[x]: round(depth_order_agreement(pred, H, np.array([[x, y]]), 0.05), 2) for x, y in pairs}
     print(path.name, json.dumps(res), flush=True)
 print("pooled over", len(eval_rels), "clips: shipped", round(pooled[0, 0] / max(pooled[0, 1], 1), 3),

@@ -40,21 +40,6 @@ def pair_gaps(depth, pairs):
     return depth[..., pairs[:, 0]] - depth[..., pairs[:, 1]]
 
 
-def agree_counts(pred, ref, pairs, gap):
-    """(pair-frames whose nearer side agrees, pair-frames counted): ref separates them by >= gap."""
-    dp, dr = pair_gaps(pred, pairs), pair_gaps(ref, pairs)
-    m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= gap)
-    return int((np.sign(dp[m]) == np.sign(dr[m])).sum()), int(m.sum())
-
-
-def one_order_counts(ref, pairs, gap):
-    """Best agreement of a model that keeps one order per (person, pair) through the clip: heavy's majority side."""
-    dr = pair_gaps(ref, pairs)  # (T, N, M)
-    m = np.isfinite(dr) & (np.abs(dr) >= gap)
-    near = ((dr > 0) & m).sum(0)
-    return int(np.maximum(near, m.sum(0) - near).sum()), int(m.sum())
-
-
 LIMBS = ("elbow", "wrist", "knee", "ankle")  # the arms' and legs' joints (not eyes, ears, shoulders, hips)
 
 
@@ -82,7 +67,8 @@ def main() -> int:
     from posetracker.train.config import load_config
     from posetracker.train.features import iter_frames
     from posetracker.train.labels import cached_clip_labels
-    from posetracker.train.metrics import depth_order_agreement, mirror_pairs, run_clip
+    from posetracker.train.metrics import (depth_order_agreement, depth_order_counts, mirror_pairs,
+                                           one_order_counts, run_clip)
     from posetracker.train.prepare import make_teacher, selection_for
 
     torch.set_num_threads(1)
@@ -113,8 +99,8 @@ def main() -> int:
         print("|---|---|---|---|---|---|---|---|---|")
         def counts(model, zf, zh, gap):
             """(2, 3, 2): (all pairs / limbs, model / full / one order, (agree, counted))."""
-            return np.array([[agree_counts(model, zh, p, gap),
-                              agree_counts(zf, zh, p, gap) if zf is not None else (0, 0),
+            return np.array([[depth_order_counts(model, zh, p, gap),
+                              depth_order_counts(zf, zh, p, gap) if zf is not None else (0, 0),
                               one_order_counts(zh, p, gap)] for p in (pairs, limbs)])
 
         clips = []

@@ -15,7 +15,9 @@ Dense track arrays: T frames, N tracks, K joints; nan / False where absent.
 - :func:`pa_mpjpe`: mean joint error (mm) after the best similarity transform (Procrustes).
 - :func:`bone_length_cv`: per bone std / mean of its length over a track, averaged.
 - :func:`depth_order_agreement`: fraction of left/right joint pairs whose depth order
-  matches the reference's (pairs closer than ``min_gap_m`` in the reference are skipped).
+  matches the reference's (pairs closer than ``min_gap_m`` in the reference are skipped);
+  :func:`depth_order_counts` gives the counts behind it (to pool clips), :func:`one_order_counts`
+  the best a model scores that keeps one order per pair through a clip.
 - :func:`added_lag`: lag of a model's output behind another model's (smoothed) on the same clip.
 - :func:`evaluate_clip`: all of them for a TrackingSession on one clip against its labels.
 """
@@ -143,17 +145,38 @@ def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
     return np.array([(j, m) for j, m in enumerate(spec.mirror_index) if j < m], np.int64).reshape(-1, 2)
 
 
-def depth_order_agreement(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05,
-                          keep: np.ndarray | None = None) -> float:
-    """pred, ref (..., K) depths -> fraction of pairs with the same sign of z_a - z_b (nan if none).
+def depth_order_counts(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05,
+                       keep: np.ndarray | None = None) -> tuple[int, int]:
+    """pred, ref (..., K) depths -> (pair-frames with the same sign of z_a - z_b, pair-frames counted).
 
-    pairs: (M, 2); keep: optional (..., M) bool, the pair-frames to count (e.g. where two references agree)."""
+    pairs: (M, 2); counted = both finite and the reference's two sides >= ``min_gap_m`` apart;
+    keep: optional (..., M) bool, the pair-frames to count (e.g. where two references agree)."""
     dp = pred[..., pairs[:, 0]] - pred[..., pairs[:, 1]]
     dr = ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]
     m = np.isfinite(dp) & np.isfinite(dr) & (np.abs(dr) >= min_gap_m)
     if keep is not None:
         m &= keep
-    return float((np.sign(dp[m]) == np.sign(dr[m])).mean()) if m.any() else float("nan")
+    return int((np.sign(dp[m]) == np.sign(dr[m])).sum()), int(m.sum())
+
+
+def depth_order_agreement(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05,
+                          keep: np.ndarray | None = None) -> float:
+    """pred, ref (..., K) depths -> fraction of pairs with the same sign of z_a - z_b (nan if none);
+    see :func:`depth_order_counts`."""
+    agree, counted = depth_order_counts(pred, ref, pairs, min_gap_m, keep)
+    return agree / counted if counted else float("nan")
+
+
+def one_order_counts(ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05) -> tuple[int, int]:
+    """ref (T, N, K) -> the best :func:`depth_order_counts` of any prediction that keeps one depth
+    order per (track, pair) over all T frames (the reference's majority side), and pair-frames counted.
+
+    Far below the count, the clip has real changes of the nearer side; near it, the metric mostly
+    tests which way each body is turned."""
+    dr = ref[..., pairs[:, 0]] - ref[..., pairs[:, 1]]  # (T, N, M)
+    m = np.isfinite(dr) & (np.abs(dr) >= min_gap_m)
+    nearer = ((dr > 0) & m).sum(0)  # (N, M)
+    return int(np.maximum(nearer, m.sum(0) - nearer).sum()), int(m.sum())
 
 
 def sequence_tracks(seq: PoseSequence, min_confidence: float = 0.3) -> dict[str, np.ndarray]:
