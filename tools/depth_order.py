@@ -3,6 +3,7 @@
 
     python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
                                  [--gaps 0.05 0.10 0.15 0.20] [--per-pair] [--clips val|held-out] [--smoothing]
+                                 [--reference heavy|full]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
 teacher sees closer than the gap, or where a teacher does not see both joints, are skipped),
@@ -54,6 +55,9 @@ def main() -> int:
     ap.add_argument("--weights", default=None, help="default: the shipped model")
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
     ap.add_argument("--per-pair", action="store_true", help="also break the smallest gap down by left/right pair")
+    ap.add_argument("--reference", choices=("heavy", "full"), default="heavy",
+                    help="held-out: the teacher to compare with (full: the one the model is trained on; "
+                         "the 'full vs heavy' column then reads heavy vs full)")
     ap.add_argument("--smoothing", action="store_true", help="the product's track smoothing on (default: raw per-frame output)")
     ap.add_argument("--clips", choices=("val", "held-out"), default="val",
                     help="val: the config's validation clips; held-out: every clip the config does not train on")
@@ -78,13 +82,16 @@ def main() -> int:
     pairs = mirror_pairs(net.spec)
 
     def clip_depths(rel):
-        """(model, full, heavy) depths (T, N, K) of one clip, nan where unmatched or unseen."""
+        """(model, other teacher, reference) depths (T, N, K) of one clip (default: full, heavy), nan where
+        unmatched or unseen; the second is None where the two label runs track different people."""
         path = cfg.data_path / rel
         sel = selection_for(path, cfg)
         frames = lambda: iter_frames(path, sel)  # noqa: E731
         # a joint counts only where that teacher sees it (like PCK and PA-MPJPE): the order of
         # limbs outside the frame (a webcam's knees) is a guess, not a reference
         lab_full, lab_heavy = (visible_depth(cached_clip_labels(t, path, net.spec, sel.key(), frames)) for t in (full, heavy))
+        if args.reference == "full":  # swap the roles: full is the reference, heavy the other teacher
+            lab_full, lab_heavy = lab_heavy, lab_full
         run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=args.smoothing, threads=1)), path, lab_heavy)
         model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
