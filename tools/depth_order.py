@@ -56,8 +56,7 @@ def main() -> int:
     ap.add_argument("--gaps", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20])
     ap.add_argument("--per-pair", action="store_true", help="also break the smallest gap down by left/right pair")
     ap.add_argument("--reference", choices=("heavy", "full"), default="heavy",
-                    help="held-out: the teacher to compare with (full: the one the model is trained on; "
-                         "the 'full vs heavy' column then reads heavy vs full)")
+                    help="the teacher to compare with (full: the one the model is trained on)")
     ap.add_argument("--smoothing", action="store_true", help="the product's track smoothing on (default: raw per-frame output)")
     ap.add_argument("--clips", choices=("val", "held-out"), default="val",
                     help="val: the config's validation clips; held-out: every clip the config does not train on")
@@ -97,13 +96,15 @@ def main() -> int:
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
         return model, (lab_full.depth if same_tracks else None), lab_heavy.depth
 
+    ref, other = ("full", "heavy") if args.reference == "full" else ("heavy", "full")
     if args.clips == "held-out":
         gap, train = min(args.gaps), {str(c) for c in cfg.train}
         rels = sorted(str(c) for c in list_clips(cfg.data_path, cfg.min_frames) if str(c) not in train)
         limbs = pairs[[net.spec.joint_names[a].split("_")[-1] in LIMBS for a in pairs[:, 0]]]
-        print(f"| clip (gap >= {gap:.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | one order "
-              "| limb pairs | model vs heavy | full vs heavy | one order |")
+        cols = f"model vs {ref} | {other} vs {ref} | one order"
+        print(f"| clip (gap >= {gap:.2f} m) | pairs ({ref}) | {cols} | limb pairs | {cols} |")
         print("|---|---|---|---|---|---|---|---|---|")
+
         def counts(model, zf, zh, gap):
             """(2, 3, 2): (all pairs / limbs, model / full / one order, (agree, counted))."""
             return np.array([[depth_order_counts(model, zh, p, gap),
@@ -119,7 +120,7 @@ def main() -> int:
             print(f"| all {len(rels)} clips, gap >= {g:.2f} m | {fractions(total)} |")
         return 0
 
-    print("| clip | min gap m | pairs (heavy) | model vs heavy | BlazePose full vs heavy "
+    print(f"| clip | min gap m | pairs ({ref}) | model vs {ref} | BlazePose {other} vs {ref} "
           "| pairs both agree on | model vs both |")
     print("|---|---|---|---|---|---|---|")
     per_pair = []
@@ -128,7 +129,7 @@ def main() -> int:
         name = Path(rel).name
         for gap in args.gaps:
             ours = depth_order_agreement(model, zh, pairs, min_gap_m=gap)
-            ref = depth_order_agreement(zf, zh, pairs, min_gap_m=gap) if zf is not None else float("nan")
+            theirs = depth_order_agreement(zf, zh, pairs, min_gap_m=gap) if zf is not None else float("nan")
             gaps = pair_gaps(zh, pairs)
             counted = int((np.abs(np.nan_to_num(gaps)) >= gap).sum())  # pairs-frames the heavy teacher separates
             both, settled = float("nan"), 0
@@ -136,7 +137,7 @@ def main() -> int:
                 agree = np.sign(pair_gaps(zf, pairs)) == np.sign(gaps)  # (T, N, M): both teachers put the same side nearer
                 settled = int((agree & (np.abs(np.nan_to_num(gaps)) >= gap)).sum())
                 both = depth_order_agreement(model, zh, pairs, min_gap_m=gap, keep=agree)
-            print(f"| {name} | {gap:.2f} | {counted} | {ours:.2f} | {ref:.2f} | {settled} | {both:.2f} |")
+            print(f"| {name} | {gap:.2f} | {counted} | {ours:.2f} | {theirs:.2f} | {settled} | {both:.2f} |")
         gap = min(args.gaps)
         for a, b in pairs:
             one = np.array([[a, b]])
@@ -147,7 +148,8 @@ def main() -> int:
             per_pair.append(f"| {name} | {net.spec.joint_names[a].removeprefix('left_')} | {n} | "
                             + " | ".join(f"{v:.2f}" for v in scores) + " |")
     if args.per_pair:
-        print(f"\n| clip | pair (gap >= {min(args.gaps):.2f} m) | pairs (heavy) | model vs heavy | full vs heavy | model vs full |")
+        print(f"\n| clip | pair (gap >= {min(args.gaps):.2f} m) | pairs ({ref}) | model vs {ref} | {other} vs {ref} "
+              f"| model vs {other} |")
         print("|---|---|---|---|---|---|")
         print("\n".join(per_pair))
     return 0
