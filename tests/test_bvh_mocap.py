@@ -1,8 +1,8 @@
 """Real motion capture through our BVH writer and back (needs ../shared/data/bvh; skips when absent).
 
 Each file is read with bvhio (an independent reader), its joints are mapped to
-human18 by name (hips, knees, ankles, shoulders, elbows, wrists; the face
-points are laid rigidly on the source Head joint), written with
+human18 by name (``posetracker.train.mocap``: hips, knees, ankles, shoulders,
+elbows, wrists; the face points laid rigidly on the source Head joint), written with
 :class:`BvhExporter`, read back with bvhio and compared joint by joint.
 Mocap spines and clavicles bend, which our rigid humanoid (straight trunk,
 constant shoulder width) cannot follow exactly: legs come back exactly (0.1 mm)
@@ -23,19 +23,10 @@ from conftest import shared_path  # noqa: E402
 
 from posetracker.export.bvh import BvhExporter  # noqa: E402
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # noqa: E402
+from posetracker.train.mocap import MocapError, mocap_points, read_positions  # noqa: E402
 from posetracker.skeletons import load_skeleton  # noqa: E402
 from posetracker.types import PoseFrame, PoseSequence  # noqa: E402
 
-#: human18 joint -> source joint names (first found wins; "mixamorig:" prefixes are dropped)
-SOURCE_NAMES = {
-    "left_hip": ("LeftUpLeg", "UpperLeg_L", "LeftHip"), "right_hip": ("RightUpLeg", "UpperLeg_R", "RightHip"),
-    "left_knee": ("LeftLeg", "LowerLeg_L", "LeftKnee"), "right_knee": ("RightLeg", "LowerLeg_R", "RightKnee"),
-    "left_ankle": ("LeftFoot", "Foot_L", "LeftAnkle"), "right_ankle": ("RightFoot", "Foot_R", "RightAnkle"),
-    "left_shoulder": ("LeftArm", "UpperArm_L", "LeftShoulder"), "right_shoulder": ("RightArm", "UpperArm_R", "RightShoulder"),
-    "left_elbow": ("LeftForeArm", "LowerArm_L", "LeftElbow"), "right_elbow": ("RightForeArm", "LowerArm_R", "RightElbow"),
-    "left_wrist": ("LeftHand", "Hand_L", "LeftWrist"), "right_wrist": ("RightHand", "Hand_R", "RightWrist"),
-    "head": ("Head",),
-}
 #: metres per file unit
 SCALES = {"bvh_cmu_fairmotion_tests": 0.056444, "bvh_xia_style_cmu_skeleton": 0.056444,
           "bvh_bandai_namco_motion": 0.01, "bvh_20tab_tests": 0.0254}
@@ -46,50 +37,15 @@ LEGS = [n for n in OUR_JOINTS if "Leg" in n or "Foot" in n]
 ARMS = [n for n in OUR_JOINTS if n not in LEGS]
 
 
-def read_positions(path, frames: int | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], float]:
-    """({joint: (T, 3) world positions}, {joint: (T, 3, 3) world rotations}, frame time) via bvhio."""
-    root = bvhio.readAsHierarchy(str(path))
-    layout = [j for j, _, _ in root.layout()]
-    n = root.getKeyframeRange()[1] + 1 if frames is None else frames
-    pos = {j.Name.split(":")[-1]: np.empty((n, 3)) for j in layout}
-    rot = {j.Name.split(":")[-1]: np.empty((n, 3, 3)) for j in layout}
-    for f in range(n):
-        root.loadPose(f)
-        for j in layout:
-            name = j.Name.split(":")[-1]
-            pos[name][f] = list(j.PositionWorld)
-            rot[name][f] = np.array(glm.mat3_cast(j.RotationWorld).to_list()).T  # glm is column-major
-    frame_time = bvhio.readAsBvh(str(path), loadKeyFrames=False).FrameTime
-    return pos, rot, frame_time
-
-
 def mocap_sequence(path, scale: float, frames: int | None = None) -> tuple[PoseSequence, dict[str, np.ndarray]]:
     """(human18 sequence in camera space, {human18 joint: (T, 3) source positions in metres, BVH space})."""
-    pos, rot, dt = read_positions(path, frames)
-    src = {}
-    for joint, names in SOURCE_NAMES.items():
-        name = next((n for n in names if n in pos), None)
-        if name is None:
-            pytest.skip(f"{path.name}: no joint for {joint}")
-        src[joint] = pos[name] * scale
-    head, r_head = src.pop("head"), rot[next(n for n in SOURCE_NAMES["head"] if n in rot)]
-    left = src["left_shoulder"][0] - src["right_shoulder"][0]
-    left /= np.linalg.norm(left)
-    up = head[0] - 0.5 * (src["left_shoulder"][0] + src["right_shoulder"][0])
-    up -= np.dot(up, left) * left
-    up /= np.linalg.norm(up)
-    fwd = np.cross(left, up)
-    face = {"nose": 0.10 * fwd - 0.03 * up, "left_eye": 0.035 * left + 0.08 * fwd, "right_eye": -0.035 * left + 0.08 * fwd,
-            "left_ear": 0.075 * left, "right_ear": -0.075 * left}
-    for name, off in face.items():  # rigid on the source head: laid out at frame 0, then carried by its rotation
-        local = r_head[0].T @ off
-        src[name] = head + r_head @ local
     spec = load_skeleton("human18")
-    t = len(head)
-    bvh = np.zeros((t, spec.num_joints, 3))
-    for name, p in src.items():
-        bvh[:, spec.index(name)] = p
-    bvh[:, spec.index("centre")] = 0.5 * (src["left_hip"] + src["right_hip"])
+    try:
+        bvh, dt = mocap_points(path, scale, frames, spec)
+    except MocapError as exc:
+        pytest.skip(str(exc))
+    src = {name: bvh[:, j] for j, name in enumerate(spec.joint_names) if j != spec.root}
+    t = len(bvh)
     world = (bvh @ BVH_FROM_CAMERA.T).astype(np.float32)
     fr = [PoseFrame(i, i * dt, world[i : i + 1].copy(), np.ones((1, spec.num_joints), np.float32),
                     np.ones(1, np.float32), np.zeros(1, np.int64), (0, 0), world[i : i + 1].copy()) for i in range(t)]
