@@ -3,6 +3,7 @@
     posetracker train distill --config configs/distill.yaml [--resume | --fresh] [--stage depth|temporal|all]
                               [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
     posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
+    posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
 
 Labels and features are cached under ~/.cache/posetracker (POSETRACKER_CACHE);
 a run's checkpoint and losses.csv under <cache>/train/<run>/.
@@ -94,7 +95,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
             wnet = load_posenet(weights)
             session = TrackingSession(wnet, SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
-                                                          smoothing=not args.no_smoothing),
+                                                          smoothing=not args.no_smoothing,
+                                                          pose_prior=not args.no_pose_prior),
                                       refiners=chain_for(args.refiners, wnet.spec, weights))
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
@@ -102,6 +104,41 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             _log(f"{Path(weights).name} {rel}: " + ", ".join(f"{k}={v:.3f}" for k, v in r.items()))
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2))
+    return 0
+
+
+def cmd_pose_prior(args: argparse.Namespace) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from posetracker.decoding.pose_prior import save_pose_prior
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.pose_prior import VirtualViews, load_prior_config, mocap_poses, teacher_poses, train_prior
+
+    torch.set_num_threads(max(1, args.threads))
+    cfg = load_prior_config(args.config)
+    spec = load_skeleton("human18")
+    if cfg.bvh and not cfg.bvh_path.is_dir():
+        _log(f"error: motion capture folder not found: {cfg.bvh_path}")
+        return 2
+    poses = mocap_poses(cfg, spec, _log) + (teacher_poses(cfg, spec, _log) if cfg.distill_config else [])
+    _log(f"{sum(len(p) for p in poses)} 3-D poses from {len(poses)} sequences")
+    views = VirtualViews(poses, spec, noise=cfg.noise, seed=cfg.seed)
+    bar = tqdm(total=cfg.steps, desc="pose prior", unit="step", dynamic_ncols=True, disable=None)
+
+    def progress(step: int, loss: float) -> None:
+        bar.update(1)
+        if step % 200 == 0:
+            bar.set_postfix(loss=f"{loss:.4f}")
+
+    net = train_prior(views, cfg, progress)
+    bar.close()
+    sources = [f"mocap {rel}" for rel, _ in cfg.bvh]
+    if cfg.distill_config:
+        sources.append(f"BlazePose {cfg.blazepose} world poses of the training clips of {cfg.distill_config}")
+    save_pose_prior(net, spec, args.out, source=f"posetracker train pose-prior ({Path(args.config).name}: "
+                    f"{'; '.join(sources)}; {cfg.steps} steps in {net.train_seconds / 60:.1f} min)")
+    _log(f"wrote {args.out} ({len(views.poses)} poses, {net.train_seconds / 60:.1f} min)")
     return 0
 
 
@@ -132,6 +169,7 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--mode", choices=["live", "offline"], default="live")
     e.add_argument("--lookahead", type=int, default=0)
     e.add_argument("--no-smoothing", action="store_true", help="measure the network without the One Euro/SG smoother")
+    e.add_argument("--no-pose-prior", action="store_true", help="the depth head alone, without the pose prior's mix")
     e.add_argument("--blazepose", choices=["full", "heavy"], help="BlazePose variant of the reference 3-D "
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--out", help="write the results as JSON")
@@ -139,6 +177,12 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
                    help="with these refiners on (read beside each weights file)")
     e.set_defaults(func=cmd_clip_eval)
+
+    p = tsub.add_parser("pose-prior", help="train the pose prior (2-D pose -> joint depths) on mocap and teacher 3-D poses")
+    p.add_argument("--config", default="configs/pose_prior.yaml")
+    p.add_argument("--out", required=True, help="weights to write (e.g. models/pose-prior-human18.safetensors)")
+    p.add_argument("--threads", type=int, default=2, help="torch threads (default 2: nothing else runs while training)")
+    p.set_defaults(func=cmd_pose_prior)
 
     from posetracker.cli_detector import add_detector_parsers
 

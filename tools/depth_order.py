@@ -3,12 +3,12 @@
 
     python3 tools/depth_order.py [--config configs/distill_quick.yaml] [--weights models/posenet-human18.safetensors]
                                  [--gaps 0.05 0.10 0.15 0.20] [--per-pair] [--clips val|held-out] [--smoothing]
-                                 [--reference heavy|full]
+                                 [--reference heavy|full] [--no-pose-prior]
 
 For each validation clip of the config and each minimum gap (pairs whose sides the heavy
 teacher sees closer than the gap, or where a teacher does not see both joints, are skipped),
 prints the fraction of left/right joint pairs
-whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing) and for
+whose nearer side agrees with BlazePose heavy: for the model (offline, no smoothing, pose prior on unless --no-pose-prior) and for
 BlazePose full, the training teacher. The second is the reference's own noise level: where
 the two BlazePose variants disagree, the model cannot agree with both; the last columns count
 only the pair-frames where they agree (the order both teachers settle). ``--per-pair`` adds a
@@ -58,6 +58,8 @@ def main() -> int:
     ap.add_argument("--reference", choices=("heavy", "full"), default="heavy",
                     help="the teacher to compare with (full: the one the model is trained on)")
     ap.add_argument("--smoothing", action="store_true", help="the product's track smoothing on (default: raw per-frame output)")
+    ap.add_argument("--no-pose-prior", action="store_true", help="the depth head alone (default: mixed with the pose prior, "
+                    "as the product runs)")
     ap.add_argument("--clips", choices=("val", "held-out"), default="val",
                     help="val: the config's validation clips; held-out: every clip the config does not train on")
     args = ap.parse_args()
@@ -91,7 +93,8 @@ def main() -> int:
         lab_full, lab_heavy = (visible_depth(cached_clip_labels(t, path, net.spec, sel.key(), frames)) for t in (full, heavy))
         if args.reference == "full":  # swap the roles: full is the reference, heavy the other teacher
             lab_full, lab_heavy = lab_heavy, lab_full
-        run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=args.smoothing, threads=1)), path, lab_heavy)
+        run = run_clip(TrackingSession(net, SessionConfig(mode="offline", smoothing=args.smoothing, threads=1,
+                                                             pose_prior=not args.no_pose_prior)), path, lab_heavy)
         model = np.where(run["matched_ok"], run["matched_depth"], np.nan)
         same_tracks = lab_full.depth.shape == lab_heavy.depth.shape  # both label runs track the same people
         return model, (lab_full.depth if same_tracks else None), lab_heavy.depth
