@@ -25,15 +25,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from posetracker.skeletons import SkeletonSpec, load_skeleton
+from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
 
 FORMAT = "pose-prior-v1"
 TORSO = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
 class PosePriorError(RuntimeError):
@@ -155,26 +153,15 @@ class PosePrior:
 
 
 def save_pose_prior(net: PosePriorNet, spec: SkeletonSpec, path: str | Path, source: str) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"format": FORMAT, "skeleton": spec.name, "source": source,
             "params": json.dumps({"hidden": net.hidden, "blocks": net.num_blocks})}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file({k: v.detach().contiguous() for k, v in net.state_dict().items()}, str(tmp), metadata=meta)
-    tmp.replace(path)
+    write_weights(path, net.state_dict(), meta)
 
 
 def load_pose_prior(path: str | Path | None = None, spec: SkeletonSpec | None = None, weight: float = 0.5) -> PosePrior:
     """The pose prior from its weights file (default: the shipped human18 one)."""
     path = Path(path) if path is not None else default_prior_path(spec.name if spec else "human18")
-    if not path.is_file():
-        raise PosePriorError(f"pose prior weights not found: {path}")
-    try:
-        with safe_open(str(path), "pt") as f:
-            meta = dict(f.metadata() or {})
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise PosePriorError(f"cannot read pose prior weights {path}: {exc}") from None
+    meta, state = read_weights(path, PosePriorError, "pose prior weights")
     if meta.get("format") != FORMAT:
         raise PosePriorError(f"{path} is not a pose prior weights file (format {meta.get('format')!r})")
     spec = spec or load_skeleton(meta["skeleton"])

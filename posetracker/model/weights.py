@@ -11,14 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
 from posetracker.model.network import PoseNet
 from posetracker.skeletons import SkeletonSpec, load_skeleton
+from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
+from posetracker.weights_file import read_metadata as _read_metadata
 
 FORMAT = "posenet-v1"
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 
 
 class WeightsError(RuntimeError):
@@ -30,23 +29,12 @@ def default_weights_path(skeleton: str = "human18") -> Path:
 
 
 def save_posenet(net: PoseNet, path: str | Path, source: str, trained: str = "") -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     meta = {"skeleton": net.spec.name, "format": FORMAT, "source": source, "trained": trained}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file(state, str(tmp), metadata=meta)
-    tmp.replace(path)
+    write_weights(path, net.state_dict(), meta)
 
 
 def read_metadata(path: str | Path) -> dict[str, str]:
-    from safetensors import safe_open
-
-    try:
-        with safe_open(str(path), "pt") as f:
-            return dict(f.metadata() or {})
-    except (SafetensorError, OSError) as exc:
-        raise WeightsError(f"cannot read weights {path}: {exc}") from None
+    return _read_metadata(path, WeightsError)
 
 
 def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = None) -> PoseNet:
@@ -54,17 +42,13 @@ def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = Non
     path = Path(path) if path is not None else default_weights_path(spec.name if spec else "human18")
     if not path.exists():
         raise WeightsError(f"model weights not found: {path}")
-    meta = read_metadata(path)
+    meta, state = read_weights(path, WeightsError)
     if meta.get("format") != FORMAT:
         raise WeightsError(f"{path} is not a PoseTracker weights file (format {meta.get('format')!r})")
     spec = spec or load_skeleton(meta["skeleton"])
     if spec.name != meta["skeleton"]:
         raise WeightsError(f"{path} holds weights for skeleton {meta['skeleton']!r}, not {spec.name!r}")
     net = PoseNet(spec)
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise WeightsError(f"cannot read weights {path}: {exc}") from None
     missing, unexpected = net.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise WeightsError(f"{path} does not fit PoseNet({spec.name}): missing {missing[:5]}, unexpected {unexpected[:5]}")

@@ -31,15 +31,13 @@ from pathlib import Path
 from typing import ClassVar
 
 import torch
-from safetensors import SafetensorError, safe_open
-from safetensors.torch import load_file, save_file
 from torch import nn
 
 from posetracker.decoding.people import DecodedPeople
 from posetracker.skeletons import SkeletonSpec, load_skeleton
+from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
 
 FORMAT = "refiner-v1"
-MODELS_DIR = Path(__file__).resolve().parents[2] / "models"
 Maps = dict[str, torch.Tensor]
 
 
@@ -132,27 +130,14 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
 
 
 def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "") -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     meta = {"format": FORMAT, "kind": refiner.kind, "skeleton": refiner.spec.name,
             "params": json.dumps(params, sort_keys=True), "detector": detector}
-    state = {k: v.detach().contiguous() for k, v in refiner.state_dict().items()}
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    save_file(state, str(tmp), metadata=meta)
-    tmp.replace(path)
+    write_weights(path, refiner.state_dict(), meta)
 
 
 def load_refiner(path: str | Path, spec: SkeletonSpec | None = None) -> Refiner:
     """A trained refiner from its weights file, in eval mode. ``spec`` must match the file's skeleton."""
-    path = Path(path)
-    if not path.is_file():
-        raise RefinerError(f"refiner weights not found: {path}")
-    try:
-        with safe_open(str(path), "pt") as f:
-            meta = dict(f.metadata() or {})
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as exc:
-        raise RefinerError(f"cannot read refiner weights {path}: {exc}") from None
+    meta, state = read_weights(path, RefinerError, "refiner weights")
     if meta.get("format") != FORMAT:
         raise RefinerError(f"{path} is not a refiner weights file (format {meta.get('format')!r})")
     spec = spec or load_skeleton(meta["skeleton"])

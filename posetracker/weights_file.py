@@ -1,0 +1,43 @@
+"""Shipped weights files: the ``models/`` folder, and safetensors read / written with string metadata.
+
+Used by PoseNet (``model.weights``), the refiners and the pose prior; loading never unpickles.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import load_file, save_file
+
+MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+
+
+def write_weights(path: str | Path, state: dict[str, torch.Tensor], meta: dict[str, str]) -> None:
+    """Write ``state`` with ``meta`` to ``path`` atomically (a temporary file beside it, then renamed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    save_file({k: v.detach().contiguous() for k, v in state.items()}, str(tmp), metadata=meta)
+    tmp.replace(path)
+
+
+def read_metadata(path: str | Path, error: type[Exception], what: str = "weights") -> dict[str, str]:
+    """The metadata of a weights file; unreadable -> ``error`` naming the file."""
+    try:
+        with safe_open(str(path), "pt") as f:
+            return dict(f.metadata() or {})
+    except (SafetensorError, OSError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
+
+
+def read_weights(path: str | Path, error: type[Exception], what: str = "weights") -> tuple[dict[str, str], dict[str, torch.Tensor]]:
+    """(metadata, state dict) of a weights file; missing -> ``error`` "... not found", unreadable -> ``error``."""
+    if not Path(path).is_file():
+        raise error(f"{what} not found: {path}")
+    meta = read_metadata(path, error, what)
+    try:
+        return meta, load_file(str(path))
+    except (SafetensorError, OSError) as exc:
+        raise error(f"cannot read {what} {path}: {exc}") from None
