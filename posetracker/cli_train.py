@@ -143,7 +143,7 @@ def cmd_pose_prior(args: argparse.Namespace) -> int:
 
 
 def add_train_parser(subparsers) -> None:
-    """Add ``train`` (with ``distill`` and ``clip-eval``) to the top-level sub-parsers."""
+    """Add ``train`` (``distill``, ``clip-eval``, ``pose-prior`` and the detector commands) to the top-level sub-parsers."""
     t = subparsers.add_parser("train", help="train parts of the model (distillation from teachers)")
     tsub = t.add_subparsers(dest="train_command", required=True)
 

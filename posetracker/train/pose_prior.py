@@ -27,7 +27,6 @@ from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (
 from posetracker.skeletons import SkeletonSpec
 
 
-
 @dataclass(frozen=True)
 class PriorConfig:
     """``configs/pose_prior.yaml``: where the poses come from and how long to train."""
