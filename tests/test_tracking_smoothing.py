@@ -104,3 +104,27 @@ def test_seek_back_resets_filters() -> None:
         sm(frame(10 + i, kp + i, [0]))
     res = sm(frame(0, kp + 300.0, [0]))  # earlier timestamp: fresh filter, passes through
     np.testing.assert_array_equal(res.keypoints, (kp + 300.0).astype(np.float32))
+
+
+def smoothed_track(scale: float, reference_size: float | None) -> np.ndarray:
+    """A noisy person walking and waving, drawn at ``scale`` x its size -> smoothed keypoints (T, K, 3)."""
+    rng = np.random.default_rng(5)
+    pose = np.concatenate([rng.uniform(0, 300, (K, 2)), np.full((K, 1), 3.0)], axis=-1)  # ~420 px box diagonal
+    sm = PoseSmoother(SPEC, reference_size=reference_size)
+    out = []
+    for i in range(90):
+        kp = pose + [6.0 * i, 40.0 * np.sin(i / 4.0), 0.0]
+        kp[:, :2] += rng.normal(0, 3.0, (K, 2))
+        kp[:, :2] *= scale
+        out.append(sm(frame(i, kp[None], [1])).keypoints[0])
+    return np.array(out)
+
+
+def test_pixels_smoothed_relative_to_the_person_size() -> None:
+    """The same motion drawn 10x smaller (a far person) is smoothed to the same result, 10x smaller:
+    the cutoff follows speed relative to the body, so a small fast runner does not lag more."""
+    near, far = smoothed_track(1.0, 450.0), smoothed_track(0.1, 450.0)
+    np.testing.assert_allclose(far[..., :2] * 10.0, near[..., :2], atol=1e-2)
+    np.testing.assert_allclose(far[..., 2], near[..., 2], atol=1e-6)  # depth (m) unaffected
+    plain_far = smoothed_track(0.1, None)  # plain pixel units: the small person is smoothed harder, lagging
+    assert np.abs(plain_far[..., :2] * 10.0 - near[..., :2]).mean() > 3.0  # ~10 px at the near person's size

@@ -10,6 +10,14 @@ when the id has not been seen for ``drop_after`` seconds (or on
 :meth:`PoseSmoother.forget`). People with id -1 (not yet confirmed) pass
 through unchanged.
 
+Image x, y are smoothed in units of the person's size: the pixel ``beta`` is
+multiplied by ``reference_size`` / the diagonal of the box around the person's
+keypoints in this frame, so the filter's cutoff depends on how fast a
+joint moves relative to the body, not in pixels (a 30 px sprinter far away is
+followed as closely as a 450 px one near the camera; the same clip at half the
+resolution is smoothed to the same result, halved). Depth and world xyz are in
+metres, already independent of image size.
+
 Low-confidence joints (``confidence < min_confidence``) are not fed to the
 filter: the joint keeps its last smoothed offset from the skeleton root (the
 body centre) and moves with the smoothed root ("hold relative to the body").
@@ -32,7 +40,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.one_euro import OneEuroParams, one_euro_step, preset
+from posetracker.tracking.one_euro import REFERENCE_PERSON_PX, OneEuroParams, one_euro_step, preset
 from posetracker.types import PoseFrame
 
 _FIELDS = ("_x", "_dx", "_t", "_rel")
@@ -48,6 +56,8 @@ class PoseSmoother:
                     "m" preset of ``params``' mode ("live" if params is explicit).
     min_confidence: joints below it are held (see the module docstring).
     drop_after:     seconds after which the filters of an unseen track are dropped.
+    reference_size: person size (px, keypoint-box diagonal) the pixel parameters are for;
+                    None = plain pixels, whatever the person's size.
     """
 
     def __init__(
@@ -58,6 +68,7 @@ class PoseSmoother:
         *,
         min_confidence: float = 0.3,
         drop_after: float = 0.5,
+        reference_size: float | None = REFERENCE_PERSON_PX,
     ) -> None:
         mode = params if isinstance(params, str) else "live"
         px = preset(params, "px") if isinstance(params, str) else params
@@ -66,6 +77,7 @@ class PoseSmoother:
         self.pixel_params, self.metric_params = px, m
         self.min_confidence = float(min_confidence)
         self.drop_after = float(drop_after)
+        self.reference_size = reference_size
         # Per-column parameters: keypoint x, y (px), z (m), world x, y, z (m).
         self._args = tuple(
             np.array([getattr(px, f)] * 2 + [getattr(m, f)] * 4) for f in ("min_cutoff", "beta", "d_cutoff")
@@ -133,7 +145,13 @@ class PoseSmoother:
             x[..., 3:] = frame.world[people]
         ok = np.broadcast_to((frame.confidence[people] >= self.min_confidence)[..., None], x.shape)
         finite = ~np.isnan(x)
-        xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], *self._args)
+        min_cutoff, beta, d_cutoff = self._args
+        if self.reference_size is not None:
+            scale = np.ones((m, 1, 6))
+            size = _person_size(x[..., :2])
+            scale[:, 0, :2] = np.where(np.isnan(size), 1.0, self.reference_size / size)[:, None]
+            beta = beta * scale
+        xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], min_cutoff, beta, d_cutoff)
         out = np.where(np.isnan(xs), x, xs)  # never observed: raw
         # Low-confidence joints keep their last offset from the smoothed root.
         root = out[:, self.spec.root : self.spec.root + 1]  # (M, 1, 6)
@@ -153,3 +171,12 @@ class PoseSmoother:
         return dataclasses.replace(frame, keypoints=kp, world=world)
 
     __call__ = update
+
+
+def _person_size(xy: np.ndarray, min_px: float = 8.0) -> np.ndarray:
+    """xy (M, K, 2) px, nan = no joint -> (M,) diagonal of the box around each person's keypoints (px, at
+    least ``min_px``; every joint the network placed, so the box does not jump as joints' confidence
+    flickers); nan for a person without keypoints."""
+    seen = np.isfinite(xy).all(-1, keepdims=True)  # (M, K, 1)
+    box = np.where(seen, xy, -np.inf).max(1) - np.where(seen, xy, np.inf).min(1)  # (M, 2), -inf without joints
+    return np.where(seen.any((1, 2)), np.maximum(np.hypot(*box.T), min_px), np.nan)
