@@ -43,6 +43,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
     except RefinerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    for notice in session.notices:
+        print(f"warning: {notice}", file=sys.stderr)
     try:
         source = open_source(args.input)
     except CaptureError as exc:

@@ -29,7 +29,7 @@ import torch
 
 from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.pose_prior import PosePrior, default_prior_path, has_torso, load_pose_prior
+from posetracker.decoding.pose_prior import PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.model.network import CausalStream, PoseNet
@@ -106,6 +106,7 @@ class TrackingSession:
         self.refiners = refiners if refiners is not None else load_chain(list(self.config.refiners), self.spec)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
+        self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
         self.pose_prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read,
@@ -117,9 +118,16 @@ class TrackingSession:
         self.reset()
 
     def _load_pose_prior(self) -> PosePrior | None:
-        """The shipped pose prior of this skeleton, if there is one."""
+        """The shipped pose prior of this skeleton, if there is one; an unreadable one leaves depth to the
+        depth head alone, with a notice (tracking does not depend on it)."""
         path = default_prior_path(self.spec.name)
-        return load_pose_prior(path, self.spec) if path.is_file() and has_torso(self.spec) else None
+        if not (path.is_file() and has_torso(self.spec)):
+            return None
+        try:
+            return load_pose_prior(path, self.spec)
+        except PosePriorError as exc:
+            self.notices.append(f"Pose prior not used (joint depths from the depth head alone): {exc}")
+            return None
 
     @classmethod
     def from_weights(cls, weights: str | Path | None = None, config: SessionConfig | None = None) -> TrackingSession:

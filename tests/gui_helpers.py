@@ -40,9 +40,11 @@ _TEMPLATE = np.array([
 class FakeSession:
     """Stands in for TrackingSession: one stick figure per person, optional delay per frame."""
 
-    def __init__(self, spec: SkeletonSpec | None = None, delay: float = 0.0, people: int = 1):
+    def __init__(self, spec: SkeletonSpec | None = None, delay: float = 0.0, people: int = 1,
+                 notices: tuple[str, ...] = ()):
         self.spec = spec or load_skeleton("human18")
         self.delay, self.people = delay, people
+        self.notices = list(notices)
         self.steps = 0
         self.resets = 0
 
@@ -106,7 +108,8 @@ class LookaheadSession(FakeSession):
         return None if previous is None else self.pose_for(previous)
 
 
-def fake_services(delay: float = 0.0, camera: dict | None = None, session_error: Exception | None = None):
+def fake_services(delay: float = 0.0, camera: dict | None = None, session_error: Exception | None = None,
+                  session_notices: tuple[str, ...] = ()):
     """Services with FakeSession models and a FakeCamera at index 0 (no hardware, no weights)."""
     from ui.services import Services
 
@@ -118,7 +121,7 @@ def fake_services(delay: float = 0.0, camera: dict | None = None, session_error:
         choices.append(choice)
         if session_error is not None:
             raise session_error
-        return FakeSession(delay=delay)
+        return FakeSession(delay=delay, notices=session_notices)
 
     def open_camera(index: int):
         return WebcamSource(index, opener=FakeCamera.factory(**camera_kwargs))

@@ -110,3 +110,15 @@ def test_process_with_refiners(tmp_path, capsys):
     assert main(["process", SAMPLE, "--out", str(out), "--refiners", "graph"]) == 0 and out.exists()
     assert main(["process", SAMPLE, "--out", str(tmp_path / "h.csv"), "--refiners", "heatmap"]) == 2
     assert "refiner weights not found" in capsys.readouterr().err and not (tmp_path / "h.csv").exists()
+
+
+def test_process_warns_when_the_pose_prior_is_unreadable(tmp_path, capsys, monkeypatch):
+    """An unreadable optional pose prior: a warning, then the poses all the same (depth from the head)."""
+    import posetracker.session
+
+    bad = tmp_path / "prior.safetensors"
+    bad.write_bytes(b"not a weights file")
+    monkeypatch.setattr(posetracker.session, "default_prior_path", lambda skeleton: bad)
+    out = tmp_path / "p.csv"
+    assert main(["process", SAMPLE, "--out", str(out)]) == 0 and out.exists()
+    assert "warning: Pose prior not used" in capsys.readouterr().err

@@ -129,6 +129,14 @@ def test_camera_unplugged_mid_session(qtbot):
     window.close()
 
 
+def test_a_model_notice_shows_and_tracking_goes_on(qtbot, clip):
+    window = make_window(qtbot, session_notices=("Pose prior not used (joint depths from the depth head alone): bad file",))
+    window.open_source(str(clip))
+    qtbot.waitUntil(lambda: any("Pose prior not used" in m for m in window.banner.messages()), timeout=5000)
+    poses_after(qtbot, window)
+    window.close()
+
+
 def test_missing_weights_show_a_message_and_the_video_still_plays(qtbot, clip):
     window = make_window(qtbot, session_error=WeightsError("model weights not found: models/posenet-human18.safetensors"))
     window.open_source(str(clip))

@@ -64,6 +64,7 @@ class ModelInfo:
     load_s: float
     sequence: PoseSequence | None = None  # replay sessions: the whole sequence they play
     refiners: tuple[str, ...] = ()  # kinds of the session's refiner chain, in the order they run
+    notices: tuple[str, ...] = ()  # problems the session worked around (e.g. an unreadable optional weights file)
 
 
 @dataclass(frozen=True)

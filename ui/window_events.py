@@ -55,6 +55,8 @@ class WindowEvents:
         refiners = f", refiners: {', '.join(info.refiners)}" if info.refiners else ""
         self.model_panel.model_label.setText(
             f"Model: {info.description} ({info.skeleton}){refiners}, ready in {info.load_s:.1f} s")
+        for i, notice in enumerate(info.notices):
+            self.banner.show_message(notice, key=f"model-notice-{i}", error=False)
 
     def _on_pose_ready(self: MainWindow, result: PoseResult) -> None:
         pose = result.pose

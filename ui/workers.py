@@ -221,7 +221,7 @@ class InferenceWorker(QObject):
         self.ready_flag = True
         refiners = tuple(getattr(getattr(session, "refiners", None), "names", ()) or ())
         self.ready.emit(ModelInfo(name, type(session).__name__, time.perf_counter() - t0, getattr(session, "seq", None),
-                                  refiners))
+                                  refiners, tuple(getattr(session, "notices", ()))))
         return session
 
     def _serve(self, session: PoseSession) -> None:
