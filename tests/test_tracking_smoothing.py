@@ -122,9 +122,12 @@ def smoothed_track(scale: float, reference_size: float | None) -> np.ndarray:
 
 def test_pixels_smoothed_relative_to_the_person_size() -> None:
     """The same motion drawn 10x smaller (a far person) is smoothed to the same result, 10x smaller:
-    the cutoff follows speed relative to the body, so a small fast runner does not lag more."""
+    the cutoff follows speed relative to the body, so a small fast runner does not lag more;
+    people bigger than the reference size keep the pixel parameters."""
     near, far = smoothed_track(1.0, 450.0), smoothed_track(0.1, 450.0)
     np.testing.assert_allclose(far[..., :2] * 10.0, near[..., :2], atol=1e-2)
     np.testing.assert_allclose(far[..., 2], near[..., 2], atol=1e-6)  # depth (m) unaffected
     plain_far = smoothed_track(0.1, None)  # plain pixel units: the small person is smoothed harder, lagging
     assert np.abs(plain_far[..., :2] * 10.0 - near[..., :2]).mean() > 3.0  # ~10 px at the near person's size
+    # a person bigger than the reference (a close-up) keeps the pixel parameters: no extra lag
+    np.testing.assert_array_equal(smoothed_track(3.0, 450.0), smoothed_track(3.0, None))

@@ -76,9 +76,8 @@ PRESETS: dict[str, dict[str, OneEuroParams]] = {
 
 #: The person size the pixel presets are tuned for: the diagonal (px) of the box around a
 #: standing person's keypoints, ~300-600 px tall. :class:`~posetracker.tracking.smoothing.PoseSmoother`
-#: divides each person's pixel speeds by its own size relative to this, so a small far
-#: runner is smoothed like a near one relative to its body (and a clip smooths the same at
-#: any resolution).
+#: divides a smaller person's pixel speeds by its size relative to this, so a small far
+#: runner is smoothed like a near one relative to its body.
 REFERENCE_PERSON_PX = 450.0
 
 Mode = Literal["live", "offline"]

@@ -10,13 +10,15 @@ when the id has not been seen for ``drop_after`` seconds (or on
 :meth:`PoseSmoother.forget`). People with id -1 (not yet confirmed) pass
 through unchanged.
 
-Image x, y are smoothed in units of the person's size: the pixel ``beta`` is
-multiplied by ``reference_size`` / the diagonal of the box around the person's
-keypoints in this frame, so the filter's cutoff depends on how fast a
-joint moves relative to the body, not in pixels (a 30 px sprinter far away is
-followed as closely as a 450 px one near the camera; the same clip at half the
-resolution is smoothed to the same result, halved). Depth and world xyz are in
-metres, already independent of image size.
+People smaller than ``reference_size`` are smoothed in units of their size:
+the pixel ``beta`` is multiplied by ``reference_size`` / the diagonal of the
+box around the person's keypoints in this frame, so the filter's cutoff
+depends on how fast a joint moves relative to the body, not in pixels (a 30 px
+sprinter far away is followed as closely as a 450 px one near the camera).
+Larger people keep the pixel parameters: smoothing them harder would add lag
+where it shows most (a close-up webcam user), and their keypoints are already
+precise relative to their size. Depth and world xyz are in metres,
+independent of image size.
 
 Low-confidence joints (``confidence < min_confidence``) are not fed to the
 filter: the joint keeps its last smoothed offset from the skeleton root (the
@@ -57,7 +59,7 @@ class PoseSmoother:
     min_confidence: joints below it are held (see the module docstring).
     drop_after:     seconds after which the filters of an unseen track are dropped.
     reference_size: person size (px, keypoint-box diagonal) the pixel parameters are for;
-                    None = plain pixels, whatever the person's size.
+                    smaller people are smoothed relative to their size; None = plain pixels.
     """
 
     def __init__(
@@ -149,7 +151,7 @@ class PoseSmoother:
         if self.reference_size is not None:
             scale = np.ones((m, 1, 6))
             size = _person_size(x[..., :2])
-            scale[:, 0, :2] = np.where(np.isnan(size), 1.0, self.reference_size / size)[:, None]
+            scale[:, 0, :2] = np.where(np.isnan(size), 1.0, np.maximum(self.reference_size / size, 1.0))[:, None]
             beta = beta * scale
         xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], min_cutoff, beta, d_cutoff)
         out = np.where(np.isnan(xs), x, xs)  # never observed: raw
