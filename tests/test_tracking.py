@@ -107,7 +107,8 @@ def test_short_disappearance_keeps_id() -> None:
     assert len(a) == len(b) == 1 and a | b == {0, 1}
 
 
-def test_retired_after_max_age_and_id_reused_only_then() -> None:
+def test_retired_after_max_age_and_ids_never_reused() -> None:
+    """A person who comes after someone else's track is retired gets a new id, not theirs."""
     tracker = PoseTracker(SPEC, max_age=0.5)
     rng = np.random.default_rng(1)
     retired_at = None
@@ -129,9 +130,9 @@ def test_retired_after_max_age_and_id_reused_only_then() -> None:
             retired_at = (i, tracker.last_retired)
     assert retired_at == (25, (0,))  # first frame with t - 0.3 > 0.5
     assert seen["a"] == {-1, 0} and seen["b"] == {-1, 1}
-    assert seen["c"] == {-1, 2}  # 0 was not free yet
-    assert seen["d"] == {-1, 0}  # lowest free id after retirement
-    assert tracker.active_ids == [0, 1, 2]
+    assert seen["c"] == {-1, 2}
+    assert seen["d"] == {-1, 3}  # where A was, after A is retired: still a new id
+    assert tracker.active_ids == [1, 2, 3]
 
 
 def test_single_frame_false_positive_never_confirmed() -> None:

@@ -113,8 +113,7 @@ class BoneLengthEstimator:
     refresh_every:  recompute the medians every n updates of a track (the
                     median of 300 frames moves slowly; a recompute costs ~70 us).
     drop_after:     seconds after which an unseen track's buffer is dropped
-                    (1 s = the tracker's default ``max_age``; keep it <= max_age so
-                    a reused id never inherits another person's lengths).
+                    (1 s = the tracker's default ``max_age``).
     """
 
     def __init__(

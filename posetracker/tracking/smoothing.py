@@ -28,10 +28,10 @@ own noisy velocity would overshoot. A joint never seen confidently passes
 through raw; a nan input (unknown depth) stays nan. A timestamp earlier than
 the previous frame's (a seek) resets every filter.
 
-Ids are reused by :class:`~posetracker.tracking.tracker.PoseTracker` only
-after ``max_age`` seconds; keep ``drop_after <= max_age`` (defaults 0.5 <= 1.0)
-so a reused id never inherits another person's filter state, or call
-``smoother.forget(tracker.last_retired)`` after each tracker update.
+:class:`~posetracker.tracking.tracker.PoseTracker` never reuses an id within a
+recording (a seek resets it and ids start again at 0: a timestamp going back
+resets the filters too); ``smoother.forget(tracker.last_retired)`` after each
+tracker update frees the filters of retired tracks at once.
 """
 
 from __future__ import annotations

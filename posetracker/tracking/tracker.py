@@ -3,7 +3,7 @@
 Per frame (:meth:`PoseTracker.update`):
 
 1. Confirmed tracks unmatched for more than ``max_age`` **seconds** (frame
-   timestamps, not frame counts) are retired; their ids become free.
+   timestamps, not frame counts) are retired; their ids are never handed out again.
 2. Every track predicts its joints to the frame time with constant velocity,
    ``dt = t - t_last``. Velocities come from the track's last two matched
    observations: per joint ``v_j = (x_j - x_j') / dt'``; the body velocity
@@ -19,16 +19,17 @@ Per frame (:meth:`PoseTracker.update`):
 4. Unmatched detections with at least ``min_joints`` confident joints start
    *tentative* tracks. A tentative track becomes *confirmed* once seen in
    ``min_hits`` consecutive frames (its first included) and then takes the
-   lowest free id;
-   a tentative track missing one frame is dropped. Until confirmed, its person
+   next unused id; a tentative track missing one frame is dropped. Until confirmed, its person
    is output with id -1, so a detection that lasts fewer than ``min_hits``
    frames (a false positive) never shows an id and uses none up.
 5. Confirmed tracks without a detection are kept (not output) and can be
    matched again until they are retired.
 
-Ids are small non-negative integers, reused only after retirement. The result
-depends only on the input frames: tracks confirmed in the same frame take ids
-in creation order, new tracks are created in detection order.
+Ids are non-negative integers counted up from 0 and unique within a recording:
+a new person never gets an id someone else had, so every per-person export
+(BVH, TRC, angle summaries) holds one person. The result depends only on the
+input frames: tracks confirmed in the same frame take ids in creation order,
+new tracks are created in detection order.
 
 A timestamp earlier than the previous frame's (a seek, a new video) resets
 the tracker first: ids start again at 0.
@@ -121,6 +122,7 @@ class PoseTracker:
         self.hits = np.zeros(0, np.int64)  # (N,) matched frames (consecutive while tentative)
         self.ids = np.zeros(0, np.int64)  # (N,) track id, -1 = tentative
         self.last_retired: tuple[int, ...] = ()  # ids retired by the last update
+        self._next_id = 0  # ids handed out so far
         self._last_t = -np.inf
 
     @property
@@ -144,12 +146,9 @@ class PoseTracker:
         for f in _FIELDS:
             setattr(self, f, getattr(self, f)[mask])
 
-    def _free_id(self) -> int:
-        used = set(self.ids.tolist())
-        i = 0
-        while i in used:
-            i += 1
-        return i
+    def _new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id - 1
 
     def update(self, frame: PoseFrame) -> PoseFrame:
         """Track one frame; returns the same people with ``track_ids`` set (-1 = unconfirmed)."""
@@ -189,7 +188,7 @@ class PoseTracker:
         matched = np.zeros(self.num_tracks, bool)
         matched[rows] = True
         for r in np.flatnonzero(matched & (self.ids < 0) & (self.hits >= self.min_hits)):
-            self.ids[r] = self._free_id()
+            self.ids[r] = self._new_id()
         out = np.full(n_det, -1, np.int64)
         out[cols] = self.ids[rows]
         self._keep((self.ids >= 0) | matched)
@@ -201,7 +200,7 @@ class PoseTracker:
             self._start(det_xy[new], det_ok[new], det_area[new], t)
             if self.min_hits <= 1:
                 for r in range(first, self.num_tracks):
-                    self.ids[r] = self._free_id()
+                    self.ids[r] = self._new_id()
             out[new] = self.ids[first:]
         return dataclasses.replace(frame, track_ids=out)
 
