@@ -33,11 +33,16 @@ def read_metadata(path: str | Path, error: type[Exception], what: str = "weights
 
 
 def read_weights(path: str | Path, error: type[Exception], what: str = "weights") -> tuple[dict[str, str], dict[str, torch.Tensor]]:
-    """(metadata, state dict) of a weights file; missing -> ``error`` "... not found", unreadable -> ``error``."""
+    """(metadata, state dict) of a weights file; missing -> ``error`` "... not found", unreadable or
+    holding NaN / infinite values (a damaged or diverged file) -> ``error`` naming the first bad tensor."""
     if not Path(path).is_file():
         raise error(f"{what} not found: {path}")
     meta = read_metadata(path, error, what)
     try:
-        return meta, load_file(str(path))
+        state = load_file(str(path))
     except (SafetensorError, OSError) as exc:
         raise error(f"cannot read {what} {path}: {exc}") from None
+    for name, tensor in state.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            raise error(f"{what} {path} is damaged: tensor {name!r} holds NaN or infinite values")
+    return meta, state

@@ -124,3 +124,16 @@ def test_bad_weights_give_clear_errors(tmp_path):
     junk.write_bytes(b"\x00" * 100)
     with pytest.raises(WeightsError, match="cannot read"):
         load_posenet(junk)
+
+
+def test_weights_full_of_nan_are_refused_on_load(tmp_path, net):
+    """A diverged or damaged file must not load and then find nobody (issue: exit 0, 0 people)."""
+    from posetracker.model.weights import WeightsError
+
+    path = tmp_path / "nan.safetensors"
+    with torch.no_grad():
+        broken = load_posenet(None)
+        next(broken.heads.parameters()).fill_(float("nan"))
+    save_posenet(broken, path, source="test")
+    with pytest.raises(WeightsError, match="NaN or infinite"):
+        load_posenet(path)
