@@ -58,6 +58,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
     finally:
         bar.close()
     files = exporter.write(seq, out, force=args.force)
+    for message in seq.metadata.get("skipped", []):
+        print(f"warning: skipped: {message}", file=sys.stderr)
     if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped
         print(f"error: {seq.metadata['incomplete']}", file=sys.stderr)
         print(f"wrote the {len(seq)} frames read before the failure to {', '.join(map(str, files))}", file=sys.stderr)

@@ -240,7 +240,8 @@ class TrackingSession:
         returns what was processed so far. If the source fails part-way (a
         file corrupt in the middle, a camera unplugged), the frames read
         before the failure are still processed and returned, and
-        ``metadata["incomplete"]`` says where and why it stopped. People shown
+        ``metadata["incomplete"]`` says where and why it stopped; images of a
+        folder that cannot be read are skipped and listed in ``metadata["skipped"]``. People shown
         with id -1 before their track was confirmed take its id
         (``tracking.offline.backfill_ids``), which a live stream cannot do.
         """
@@ -264,6 +265,8 @@ class TrackingSession:
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
         if failure:
             meta["incomplete"] = failure[0]
+        if getattr(frames, "skipped", None):  # unreadable images of a folder, skipped (capture.FrameSource)
+            meta["skipped"] = list(frames.skipped)
         return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
 
     def _run_live(self, frames, total, progress, cancel) -> list[PoseFrame]:

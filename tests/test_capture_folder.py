@@ -93,7 +93,7 @@ def test_unreadable_image_names_the_file_and_reading_continues(numbered: Path) -
     with ImageFolderSource(numbered) as src:
         got = []
         with pytest.raises(UnreadableImageError, match="frame5.png") as info:
-            for frame in src:
+            while (frame := src.read()) is not None:
                 got.append(frame.index)
         assert got == [0, 1, 2, 3]
         err = info.value
@@ -101,6 +101,14 @@ def test_unreadable_image_names_the_file_and_reading_continues(numbered: Path) -
         assert err.image_path.name == "frame5.png" and err.index == 4 and err.last_good_index == 3
         rest = list(src)  # the source skips the bad file and goes on
         assert [f.index for f in rest] == list(range(5, 12))
+
+
+def test_iterating_skips_an_unreadable_image_and_says_which(numbered: Path) -> None:
+    (numbered / "frame5.png").write_bytes(b"\x89PNG\r\n\x1a\n this is not really a png")
+    with ImageFolderSource(numbered) as src:
+        got = [f.index for f in src]
+        assert got == [0, 1, 2, 3] + list(range(5, 12))
+        assert len(src.skipped) == 1 and "frame5.png" in src.skipped[0]
 
 
 def test_empty_missing_and_not_a_folder(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from posetracker.capture import CaptureError, FrameSource
+from posetracker.capture import CaptureError, FrameSource, UnreadableImageError
 from posetracker.recording import RecordingError, SessionRecorder
 from posetracker.types import Frame, PoseFrame, PoseSequence
 from ui.packets import (
@@ -95,6 +95,9 @@ class CaptureWorker(QObject):
             single, self._single = self._single, False
             try:
                 frame = source.read()
+            except UnreadableImageError as exc:  # one bad image of a folder: say so, play on
+                self.failed.emit(describe_error(exc))
+                continue
             except CaptureError as exc:
                 self.failed.emit(describe_error(exc))
                 if source.is_live:
@@ -350,6 +353,9 @@ class OfflineWorker(QObject):
         try:
             seq = self._process()
             if seq is not None and not self._stop.is_set():
+                if skipped := seq.metadata.get("skipped"):
+                    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+                    self.failed.emit(f"Skipped: {skipped[0]}{more}")
                 self.done.emit(seq)
         except Exception as exc:  # noqa: BLE001 - reported, the app stays usable
             self.failed.emit(f"Processing the file failed: {describe_error(exc)}")

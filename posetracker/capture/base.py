@@ -173,12 +173,24 @@ class FrameSource(ABC):
         raise CaptureError(f"{self.name}: this source does not support seeking")
 
     def __iter__(self) -> Iterator[Frame]:
-        """Yield frames until the end of the stream (errors propagate)."""
+        """Yield frames until the end of the stream. An unreadable image of an image folder is
+        skipped and its message kept in :attr:`skipped`; every other error propagates."""
         while True:
-            frame = self.read()
+            try:
+                frame = self.read()
+            except UnreadableImageError as exc:
+                self.skipped.append(str(exc))
+                continue
             if frame is None:
                 return
             yield frame
+
+    @property
+    def skipped(self) -> list[str]:
+        """Messages of the frames iteration skipped (unreadable images), in order."""
+        if "_skipped" not in self.__dict__:
+            self._skipped: list[str] = []
+        return self._skipped
 
     def __enter__(self) -> FrameSource:
         return self
