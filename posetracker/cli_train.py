@@ -54,7 +54,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         _log(f"error: run {name!r} already has a checkpoint ({trainer.checkpoint_path}); pass --resume or --fresh")
         return 2
     if args.fresh:
-        for f in ("checkpoint.pt", "losses.csv"):
+        for f in (trainer.checkpoint_path.name, "losses.csv"):
             (trainer.dir / f).unlink(missing_ok=True)
     elif args.resume and trainer.load_checkpoint():
         _log(f"resumed {name}: stage {trainer.state.stage}, epoch {trainer.state.epoch}, step {trainer.state.step}")

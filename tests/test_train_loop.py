@@ -114,6 +114,10 @@ def test_checkpoint_resume_restores_step_and_optimizer():
     a = Trainer(PoseNet(SPEC), _cfg(), [entry], [entry], progress=False)
     a.run(("depth", "temporal"))
     assert a.state.done == ["depth", "temporal"] and a.checkpoint_path.exists()
+    from safetensors import safe_open
+
+    with safe_open(str(a.checkpoint_path), "pt") as f:  # tensors + JSON: loading never unpickles
+        assert "checkpoint" in f.metadata() and "torch_rng" in f.keys()
     b = Trainer(PoseNet(SPEC), _cfg(), [entry], [entry], progress=False)
     assert b.load_checkpoint()
     assert b.state.step == a.state.step > 0 and b.state.done == a.state.done

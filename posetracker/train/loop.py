@@ -9,14 +9,17 @@ Stages (the backbone is frozen throughout; its features are cached):
   look-ahead (live mode); the other heads optionally at a low rate
   (``head_lr``, ``depth_lr``; 0 = frozen).
 
-A run lives in ``<cache>/train/<run>/``: ``checkpoint.pt`` (network,
+A run lives in ``<cache>/train/<run>/``: ``checkpoint.safetensors`` (network,
 optimiser, step, epoch, stage, RNG; written every ``checkpoint_every`` steps,
-at each epoch end and when the time limit hits) and ``losses.csv``.
+at each epoch end and when the time limit hits) and ``losses.csv``. A
+checkpoint is tensors in safetensors plus a JSON document in its metadata:
+resuming never unpickles, so a checkpoint from elsewhere cannot run code.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +33,7 @@ from posetracker.train.cache import cache_dir
 from posetracker.train.config import DistillConfig, StageConfig
 from posetracker.train.dataset import SINGLE, ClipEntry, WindowDataset, run_temporal, sample_temporal_mode
 from posetracker.train.losses import LossWeights, distill_loss, masked_l1
+from posetracker.weights_file import read_weights, write_weights
 
 STAGES = ("depth", "temporal")
 CSV_FIELDS = ("time", "stage", "epoch", "step", "split", "mode", "total", "heatmaps", "offsets", "vectors", "depth",
@@ -103,26 +107,29 @@ class Trainer:
     # -- checkpoints -----------------------------------------------------------------------
     @property
     def checkpoint_path(self) -> Path:
-        return self.dir / "checkpoint.pt"
+        return self.dir / "checkpoint.safetensors"
 
     def save_checkpoint(self) -> None:
-        ckpt = {"net": self.net.state_dict(), "state": self.state.__dict__,
-                "optimizer": None if self.optimizer is None else self.optimizer.state_dict(),
-                "rng": self.rng.bit_generator.state, "torch_rng": torch.get_rng_state()}
-        tmp = self.checkpoint_path.with_suffix(".tmp")
-        torch.save(ckpt, tmp)
-        tmp.replace(self.checkpoint_path)
+        tensors = {f"net/{k}": v for k, v in self.net.state_dict().items()}
+        tensors["torch_rng"] = torch.get_rng_state()
+        optimizer = None
+        if self.optimizer is not None:
+            optimizer, opt_tensors = _split_optimizer(self.optimizer.state_dict())
+            tensors.update(opt_tensors)
+        doc = {"state": self.state.__dict__, "rng": self.rng.bit_generator.state, "optimizer": optimizer}
+        write_weights(self.checkpoint_path, tensors, {"checkpoint": json.dumps(doc)})
 
     def load_checkpoint(self) -> bool:
         """Restore network, state, RNG (and the optimiser when its stage starts); False when none."""
         if not self.checkpoint_path.exists():
             return False
-        ckpt = torch.load(self.checkpoint_path, map_location="cpu", weights_only=False)
-        self.net.load_state_dict(ckpt["net"])
-        self.state = RunState(**ckpt["state"])
-        self.rng.bit_generator.state = ckpt["rng"]
-        torch.set_rng_state(ckpt["torch_rng"])
-        self._pending_optimizer = ckpt["optimizer"]
+        meta, tensors = read_weights(self.checkpoint_path, RuntimeError, "training checkpoint")
+        doc = json.loads(meta["checkpoint"])
+        self.net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net/")})
+        self.state = RunState(**doc["state"])
+        self.rng.bit_generator.state = doc["rng"]
+        torch.set_rng_state(tensors["torch_rng"])
+        self._pending_optimizer = None if doc["optimizer"] is None else _join_optimizer(doc["optimizer"], tensors)
         return True
 
     # -- logging ---------------------------------------------------------------------------
@@ -273,3 +280,26 @@ def _depth_errors(out: dict[str, torch.Tensor], batch: dict[str, torch.Tensor]) 
     d, t, w = out["depth"], batch["depth"], batch["depth_weight"]
     return {"depth_root_m": float(masked_l1(d[:, :, :1], t[:, :, :1], w[:, :, :1])),
             "depth_edges_m": float(masked_l1(d[:, :, 1:], t[:, :, 1:], w[:, :, 1:]))}
+
+
+def _split_optimizer(sd: dict) -> tuple[dict, dict[str, torch.Tensor]]:
+    """An optimiser state dict -> (its JSON-able part, its tensors keyed ``opt/<param>/<name>``)."""
+    tensors, plain = {}, {}
+    for pid, entry in sd["state"].items():
+        plain[str(pid)] = {}
+        for name, value in entry.items():
+            if torch.is_tensor(value):
+                tensors[f"opt/{pid}/{name}"] = value
+            else:
+                plain[str(pid)][name] = value
+    return {"state": plain, "param_groups": sd["param_groups"]}, tensors
+
+
+def _join_optimizer(doc: dict, tensors: dict[str, torch.Tensor]) -> dict:
+    """Inverse of :func:`_split_optimizer`."""
+    state = {int(pid): dict(values) for pid, values in doc["state"].items()}
+    for key, value in tensors.items():
+        if key.startswith("opt/"):
+            _, pid, name = key.split("/", 2)
+            state[int(pid)][name] = value
+    return {"state": state, "param_groups": doc["param_groups"]}
