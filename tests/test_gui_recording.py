@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import errno
 import json
 import shutil
@@ -110,6 +112,26 @@ def test_angle_history_and_series_follow_a_track():
     for name, side in history.names:
         deg, methods = table.series(0, name, side)
         assert len(deg) == 20 and np.isfinite(deg).all() and set(methods) == {"2d"}  # FakeSession has no depth
+
+
+def test_angle_history_breaks_its_series_at_gaps():
+    """A track unseen for seconds gets a nan row in the gap, so the plot draws no line across it."""
+    session = FakeSession()
+    poses = [session.pose_for(f) for f in frames(20)]  # 25 fps
+    history = AngleHistory(SPEC)
+    for p in poses[:10]:
+        history.add(p)
+    for p in poses[10:]:  # the same person, 3 s later
+        history.add(dataclasses.replace(p, timestamp=p.timestamp + 3.0))
+    t, a = history.series(0)
+    assert len(t) == 20 and np.isfinite(a).all()  # plain series: only the samples
+    t, a = history.series(0, break_gaps=True)
+    assert len(t) == 21 and np.isnan(a[10]).all() and np.isfinite(np.delete(a, 10, 0)).all()
+    assert t[9] < t[10] < t[11] and t[11] - t[9] > 3.0
+    history.clear()
+    for p in poses:  # no gap: nothing inserted
+        history.add(p)
+    assert len(history.series(0, break_gaps=True)[0]) == 20
 
 
 def test_angle_history_keeps_the_chosen_angles_in_order():

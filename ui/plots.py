@@ -175,7 +175,7 @@ class AnglePlot(QWidget):
             return
         self._fill_people(self.history.track_ids())
         tid = self.current_person()
-        times, values = self.history.series(tid, self.seconds) if tid is not None else (np.zeros(0), None)
+        times, values = self.history.series(tid, self.seconds, break_gaps=True) if tid is not None else (np.zeros(0), None)
         for key, curve in self._curves.items():
             if len(times) == 0:
                 curve.setData([], [])

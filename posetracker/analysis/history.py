@@ -68,8 +68,13 @@ class AngleHistory:
     def track_ids(self) -> list[int]:
         return sorted(self._tracks)
 
-    def series(self, track_id: int, seconds: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(times (N,), angles (N, A))`` of one track over the last ``seconds``; columns follow :attr:`names`."""
+    def series(self, track_id: int, seconds: float | None = None,
+               break_gaps: bool = False) -> tuple[np.ndarray, np.ndarray]:
+        """``(times (N,), angles (N, A))`` of one track over the last ``seconds``; columns follow :attr:`names`.
+
+        break_gaps: where the track was not seen for longer than :func:`gap_seconds` of its
+        samples, insert one row of nan angles (midway in time), so a plot drawn with
+        ``connect="finite"`` breaks its lines there instead of joining across the gap."""
         rows = self._tracks.get(track_id)
         empty = np.zeros(0), np.zeros((0, len(self.names)))
         if not rows or self.latest_time is None:
@@ -78,4 +83,21 @@ class AngleHistory:
         kept = [(t, a) for t, a in rows if t >= start]
         if not kept:
             return empty
-        return np.array([t for t, _ in kept]), np.stack([a for _, a in kept])
+        times, angles = np.array([t for t, _ in kept]), np.stack([a for _, a in kept])
+        return break_at_gaps(times, angles) if break_gaps else (times, angles)
+
+
+def gap_seconds(times: np.ndarray) -> float:
+    """The longest step between samples (N,) s that is not a gap: 3 median steps, at least 0.25 s."""
+    steps = np.diff(times)
+    return max(0.25, 3.0 * float(np.median(steps))) if steps.size else np.inf
+
+
+def break_at_gaps(times: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """times (N,), values (N, A) -> the same with a nan row inserted in every gap (see :func:`gap_seconds`)."""
+    gaps = np.flatnonzero(np.diff(times) > gap_seconds(times))
+    if gaps.size == 0:
+        return times, values
+    mid = 0.5 * (times[gaps] + times[gaps + 1])
+    nan_rows = np.full((gaps.size, values.shape[1]), np.nan)
+    return np.insert(times, gaps + 1, mid), np.insert(values, gaps + 1, nan_rows, axis=0)
