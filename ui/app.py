@@ -61,6 +61,11 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    from ui.platform_check import check_platform
+
+    if (problem := check_platform()) is not None:  # before Qt, which aborts the process instead
+        print(problem, file=sys.stderr)
+        return 2
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     import torch
 

@@ -1,0 +1,121 @@
+"""Before Qt starts: name the system libraries a bare Linux desktop lacks, instead of a Qt abort.
+
+Qt aborts the whole process (exit 134) when its X11 platform plugin cannot load, and
+importing PySide6 without libglib or libEGL ends in a traceback. :func:`missing_libraries`
+finds what is missing first (``ldd`` of the xcb plugin, plus ``libxcb-cursor``, which Qt
+loads at run time), so the app can print one ``apt-get install`` line and exit cleanly.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# shared object -> Debian / Ubuntu package that ships it
+PACKAGES = {
+    "libxcb-cursor.so.0": "libxcb-cursor0",
+    "libxcb-icccm.so.4": "libxcb-icccm4",
+    "libxcb-keysyms.so.1": "libxcb-keysyms1",
+    "libxcb-shape.so.0": "libxcb-shape0",
+    "libxcb-xinerama.so.0": "libxcb-xinerama0",
+    "libxcb-randr.so.0": "libxcb-randr0",
+    "libxcb-render-util.so.0": "libxcb-render-util0",
+    "libxcb-image.so.0": "libxcb-image0",
+    "libxcb-xkb.so.1": "libxcb-xkb1",
+    "libxkbcommon-x11.so.0": "libxkbcommon-x11-0",
+    "libxkbcommon.so.0": "libxkbcommon0",
+    "libX11-xcb.so.1": "libx11-xcb1",
+    "libEGL.so.1": "libegl1",
+    "libGL.so.1": "libgl1",
+    "libOpenGL.so.0": "libopengl0",
+    "libfontconfig.so.1": "libfontconfig1",
+    "libdbus-1.so.3": "libdbus-1-3",
+    "libglib-2.0.so.0": "libglib2.0-0",
+    "libgthread-2.0.so.0": "libglib2.0-0",
+}
+# What README's set-up line installs (the libraries Qt's X11 plugin and pyqtgraph's 3-D view need).
+APT_LINE = ("sudo apt-get install -y --no-install-recommends libegl1 libglib2.0-0 libfontconfig1 libdbus-1-3 "
+            "libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0")
+
+_NOT_FOUND = re.compile(r"^\s*(\S+)\s*=>\s*not found", re.MULTILINE)
+_CANNOT_OPEN = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
+
+
+def uses_xcb(env: dict[str, str] | None = None) -> bool:
+    """Whether Qt will pick its X11 (xcb) platform plugin on this machine."""
+    env = os.environ if env is None else env
+    if not sys.platform.startswith("linux"):
+        return False
+    platform = env.get("QT_QPA_PLATFORM", "")
+    if platform:
+        return platform.split(":")[0] == "xcb"
+    return bool(env.get("DISPLAY")) and not env.get("WAYLAND_DISPLAY")
+
+
+def _ldd_missing(plugin: Path) -> list[str]:
+    ldd = shutil.which("ldd")
+    if ldd is None or not plugin.is_file():
+        return []
+    try:
+        out = subprocess.run([ldd, str(plugin)], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return _NOT_FOUND.findall(out)
+
+
+def _loads(soname: str) -> bool:
+    try:
+        ctypes.CDLL(soname)
+    except OSError:
+        return False
+    return True
+
+
+def missing_libraries(qt_dir: Path | None = None) -> list[str]:
+    """Shared objects the xcb platform plugin needs and this machine lacks (sorted, unique)."""
+    if qt_dir is None:
+        import PySide6
+
+        qt_dir = Path(PySide6.__file__).parent / "Qt"
+    found = set(_ldd_missing(qt_dir / "plugins" / "platforms" / "libqxcb.so"))
+    found.update(_ldd_missing(qt_dir / "lib" / "libQt6XcbQpa.so.6"))
+    if not _loads("libxcb-cursor.so.0"):  # Qt >= 6.5 dlopens it and aborts without it
+        found.add("libxcb-cursor.so.0")
+    return sorted(found)
+
+
+def advice(libraries: list[str]) -> str:
+    """The message for missing ``libraries``: what is missing, which packages, the set-up line."""
+    packages = sorted({PACKAGES.get(lib, lib) for lib in libraries})
+    return (f"PoseTracker cannot open its window: this system lacks {', '.join(libraries)} "
+            f"(Debian/Ubuntu packages: {' '.join(packages)}).\nInstall what the desktop needs with:\n  {APT_LINE}\n"
+            "or run without a window: posetracker process VIDEO")
+
+
+def import_error_advice(exc: ImportError) -> str | None:
+    """The message for an ImportError of PySide6 caused by a missing system library, else None."""
+    match = _CANNOT_OPEN.search(str(exc))
+    return advice([match.group(1)]) if match else None
+
+
+def check_platform() -> str | None:
+    """None when Qt can start its window here, else the message to print."""
+    try:
+        import PySide6.QtWidgets  # noqa: F401 - links QtCore / QtGui (libglib, libEGL, fontconfig)
+    except ImportError as exc:
+        return import_error_advice(exc) or f"PoseTracker cannot start its window: {exc}"
+    env = os.environ
+    if sys.platform.startswith("linux") and not (env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")
+                                                 or env.get("QT_QPA_PLATFORM")):
+        return ("PoseTracker cannot open its window: there is no display (DISPLAY is not set).\n"
+                "On a machine without a screen, run it under a virtual one: xvfb-run -a python main.py\n"
+                "or without a window: posetracker process VIDEO")
+    if not uses_xcb():
+        return None
+    missing = missing_libraries()
+    return advice(missing) if missing else None
