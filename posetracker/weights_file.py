@@ -1,6 +1,7 @@
 """Shipped weights files: the ``models/`` folder, and safetensors read / written with string metadata.
 
 Used by PoseNet (``model.weights``), the refiners and the pose prior; loading never unpickles.
+``MODELS_DIR`` is the checkout's or the installed ``models/`` (:func:`posetracker.resources.data_dir`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ import torch
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import load_file, save_file
 
-MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
+from posetracker.resources import data_dir
+
+MODELS_DIR = data_dir("models")
 
 
 def write_weights(path: str | Path, state: dict[str, torch.Tensor], meta: dict[str, str]) -> None:

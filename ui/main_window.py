@@ -12,13 +12,13 @@ from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, QThreadPool, QTimer
 from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QFileDialog, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
-from posetracker.export import exporter_for_path, exporters, get_exporter
+from posetracker.export import exporter_for_path, get_exporter
 from posetracker.recording import SessionRecorder
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
 from posetracker.types import PoseFrame, PoseSequence
-from ui.menus import build_menus
+from ui.menus import MenuActions, build_menus
 from ui.jobs import ExportJob, new_recording_folder, recording_session, recording_video
 from ui.packets import PoseResult, RecordingSummary, SourceInfo
 from ui.panels import ModelPanel, SourcePanel
@@ -56,16 +56,13 @@ class MainWindow(WindowEvents, QMainWindow):
         self.sequence: PoseSequence | None = None  # offline result or replayed recording
         self.last_recording: RecordingSummary | None = None
         self.poses_received = 0
-        self._pending_offline = False
-        self._ticks = 0
-        self._pose_3d: PoseFrame | None = None  # newest pose not yet drawn in the 3-D view
-        self._plots_stale = False  # poses arrived since the plots were last refreshed
+        self.pending_offline = False  # offline mode chosen: process the file once it has opened
         self._build()
         self._connect()
         self._apply_state()
         self.timer = QTimer(self)
         self.timer.setInterval(1000 // DISPLAY_HZ)
-        self.timer.timeout.connect(self._on_timer_tick)
+        self.timer.timeout.connect(self.on_timer_tick)
         self.timer.start()
 
     # ------------------------------------------------------------------ construction
@@ -92,7 +89,9 @@ class MainWindow(WindowEvents, QMainWindow):
         self.status = PipelineStatusBar()
         self.setStatusBar(self.status)
         self._build_toolbar()
-        build_menus(self)
+        docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock)
+        self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_recording, self.ask_export,
+                                                         self.toggle_play, self.controller.step, self.record_action, docks))
         self.source_panel.set_cameras(self.services.list_cameras())
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
@@ -127,41 +126,41 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def _connect(self) -> None:
         c, sp, mp = self.controller, self.source_panel, self.model_panel
-        c.source_opened.connect(self._on_source_opened)
-        c.source_ended.connect(self._on_source_ended)
-        c.model_ready.connect(self._on_model_ready)
-        c.pose_ready.connect(self._on_pose_ready)
+        c.source_opened.connect(self.on_source_opened)
+        c.source_ended.connect(self.on_source_ended)
+        c.model_ready.connect(self.on_model_ready)
+        c.pose_ready.connect(self.on_pose_ready)
         c.failed.connect(self.show_error)
-        c.recording_stopped.connect(self._on_recording_stopped)
+        c.recording_stopped.connect(self.on_recording_stopped)
         c.processing_progress.connect(sp.set_progress)
-        c.processing_done.connect(self._on_processing_done)
-        c.processing_finished.connect(self._on_processing_finished)
+        c.processing_done.connect(self.on_processing_done)
+        c.processing_finished.connect(self.on_processing_finished)
         sp.camera_chosen.connect(lambda i: self.open_source(f"camera:{i}"))
         sp.refresh_cameras.connect(lambda: sp.set_cameras(self.services.list_cameras()))
-        sp.open_file_clicked.connect(self._ask_open_file)
-        sp.open_recording_clicked.connect(self._ask_open_recording)
+        sp.open_file_clicked.connect(self.ask_open_file)
+        sp.open_recording_clicked.connect(self.ask_open_recording)
         sp.recent_chosen.connect(self.open_source)
         sp.play_toggled.connect(self.toggle_play)
         sp.step_requested.connect(c.step)
         sp.seek_requested.connect(c.seek)
-        sp.speed_changed.connect(self._on_speed_changed)
-        sp.loop_toggled.connect(self._on_loop_toggled)
+        sp.speed_changed.connect(self.on_speed_changed)
+        sp.loop_toggled.connect(self.on_loop_toggled)
         sp.process_clicked.connect(self.process_whole_file)
         sp.cancel_clicked.connect(c.cancel_processing)
-        mp.skeleton_chosen.connect(self._on_skeleton_chosen)
+        mp.skeleton_chosen.connect(self.on_skeleton_chosen)
         mp.mode_chosen.connect(self.set_mode)
-        mp.lookahead_changed.connect(self._on_lookahead_changed)
-        mp.max_people_changed.connect(self._on_max_people_changed)
-        mp.sync_toggled.connect(self._on_sync_toggled)
-        mp.refiners_changed.connect(self._on_refiners_changed)
-        self.plots.person_changed.connect(self._on_person_changed)
-        self.plots.angles_changed.connect(self._on_angles_changed)
-        self.plots.window_spin.valueChanged.connect(self._on_plot_window_changed)
-        self.skeleton_view.follow.toggled.connect(self._on_follow_toggled)
-        self.record_action.toggled.connect(self._on_record_toggled)
+        mp.lookahead_changed.connect(self.on_lookahead_changed)
+        mp.max_people_changed.connect(self.on_max_people_changed)
+        mp.sync_toggled.connect(self.on_sync_toggled)
+        mp.refiners_changed.connect(self.on_refiners_changed)
+        self.plots.person_changed.connect(self.on_person_changed)
+        self.plots.angles_changed.connect(self.on_angles_changed)
+        self.plots.window_spin.valueChanged.connect(self.on_plot_window_changed)
+        self.skeleton_view.follow.toggled.connect(self.on_follow_toggled)
+        self.record_action.toggled.connect(self.on_record_toggled)
         for action in (self.labels_action, self.low_conf_action, self.boxes_action):
-            action.toggled.connect(self._on_overlay_changed)
-        self.threshold.valueChanged.connect(self._on_overlay_changed)
+            action.toggled.connect(self.on_overlay_changed)
+        self.threshold.valueChanged.connect(self.on_overlay_changed)
 
     def _apply_state(self) -> None:
         s = replace(self.state)  # widgets echo changes back into self.state while being set
@@ -186,9 +185,9 @@ class MainWindow(WindowEvents, QMainWindow):
         self.plots.set_person(s.person)
         self.plots.set_window(s.plot_seconds)
         self.state = s
-        self._set_spec(self.spec)
+        self.set_spec(self.spec)
         self._refresh_refiners()
-        self._on_overlay_changed()
+        self.on_overlay_changed()
 
     def _load_spec(self, name: str) -> SkeletonSpec:
         try:
@@ -205,13 +204,17 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def select_model(self, skeleton: str, refiners: tuple[str, ...] = ()) -> None:
         """Choose the skeleton and the refiners before a source is opened (command line)."""
-        self.state.skeleton = skeleton
         self.state.refiners = tuple(refiners)
-        self._set_spec(self._load_spec(skeleton))
-        self._refresh_refiners()
+        self.set_skeleton(skeleton)
         self.model_panel.set_values(skeleton, self.state.mode, self.state.lookahead, self.state.sync_overlay)
 
-    def _set_spec(self, spec: SkeletonSpec) -> None:
+    def set_skeleton(self, name: str) -> None:
+        """Switch the drawing, plots and refiner list to skeleton ``name`` (human18 if it cannot be read)."""
+        self.state.skeleton = name
+        self.set_spec(self._load_spec(name))
+        self._refresh_refiners()
+
+    def set_spec(self, spec: SkeletonSpec) -> None:
         self.spec = spec
         self.video.set_spec(spec)
         self.skeleton_view.set_spec(spec)
@@ -234,8 +237,8 @@ class MainWindow(WindowEvents, QMainWindow):
             self.state.add_recent(spec)
             self.source_panel.set_recent(self.state.recent_files)
         mode = (mode or self.state.mode) if kind == "file" else "live"
-        self._pending_offline = mode == "offline"
-        self._show_mode(mode)
+        self.pending_offline = mode == "offline"
+        self.show_mode(mode)
         self.controller.start(opener, factory)
 
     def _source_builders(self, spec: str, kind: str):
@@ -253,8 +256,7 @@ class MainWindow(WindowEvents, QMainWindow):
     def _reset_source(self) -> None:
         self.source_info = None
         self.model_ok = False
-        self.latest = None
-        self._pose_3d = None
+        self.clear_display()
         self.sequence = None
         self.history.clear()
         self.plots.clear()
@@ -265,16 +267,6 @@ class MainWindow(WindowEvents, QMainWindow):
         self.record_action.setChecked(False)
         self.record_action.blockSignals(False)
         self.banner.withdraw("source")
-
-    def _ask_open_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)")
-        if path:
-            self.open_source(path)
-
-    def _ask_open_recording(self) -> None:
-        folder = QFileDialog.getExistingDirectory(self, "Open recording", self.state.recordings_dir)
-        if folder:
-            self.open_source(folder)
 
     def toggle_play(self) -> None:
         if self.controller.snapshot().playing:
@@ -288,21 +280,21 @@ class MainWindow(WindowEvents, QMainWindow):
         if mode == "offline":
             self.process_whole_file()
         elif self.state.mode != "live" or self.sequence is not None:
-            self._show_mode("live")
-            self._restart_live()
+            self.show_mode("live")
+            self.restart_live()
 
-    def _show_mode(self, mode: str) -> None:
+    def show_mode(self, mode: str) -> None:
         self.state.mode = mode
         self.model_panel.set_values(self.state.skeleton, mode, self.state.lookahead, self.state.sync_overlay)
 
-    def _model_changed(self) -> bool:
-        """A live-session setting changed (look-ahead, refiners): rebuild the live session, if one runs."""
+    def rebuild_live_session(self) -> bool:
+        """A live-session setting changed (look-ahead, refiners): rebuild the live session, if one runs (True)."""
         if self.state.mode == "live" and self.sequence is None:
-            self._restart_live()
+            self.restart_live()
             return True
         return False
 
-    def _restart_live(self) -> None:
+    def restart_live(self) -> None:
         if self.source_info is None or classify(self.state.source) == "recording":
             return
         self.sequence = None
@@ -315,9 +307,9 @@ class MainWindow(WindowEvents, QMainWindow):
         """Offline mode: bidirectional pass over the whole file, then play the result."""
         if classify(self.state.source) != "file" or self.source_info is None or self.source_info.is_live:
             self.show_error("Offline processing needs a video file: open one first.")
-            self._show_mode("live")
+            self.show_mode("live")
             return
-        self._show_mode("offline")
+        self.show_mode("offline")
         self.model_panel.model_label.setText("Model: processing the whole file (bidirectional)…")
         self.controller.pause()
         self.controller.stop_inference()
@@ -334,7 +326,7 @@ class MainWindow(WindowEvents, QMainWindow):
         info = self.source_info
         if info is None:
             self.show_error("Open a source before recording.")
-            self._uncheck_record()
+            self.uncheck_record()
             return None
         folder = Path(folder) if folder else new_recording_folder(Path(self.state.recordings_dir))
         meta = {"source": self.state.source, "mode": self.state.mode, "source_fps": info.fps}
@@ -347,9 +339,9 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def stop_recording(self) -> None:
         self.controller.stop_recording()
-        self._uncheck_record()
+        self.uncheck_record()
 
-    def _uncheck_record(self) -> None:
+    def uncheck_record(self) -> None:
         self.record_action.blockSignals(True)
         self.record_action.setChecked(False)
         self.record_action.blockSignals(False)
@@ -382,13 +374,6 @@ class MainWindow(WindowEvents, QMainWindow):
         self._jobs.add(job)
         self.pool.start(job)
         return job
-
-    def ask_export(self, name: str) -> None:
-        exporter = exporters()[name]
-        pattern = " ".join(f"*{s}" for s in exporter.suffixes)
-        path, _ = QFileDialog.getSaveFileName(self, f"Export {name.upper()}", "", f"{exporter.description} ({pattern})")
-        if path:
-            self.export_to(path, name)
 
     def _on_export_done(self, job: ExportJob, files: list) -> None:
         self._jobs.discard(job)

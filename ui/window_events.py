@@ -1,21 +1,19 @@
-"""MainWindow's slots and Qt event handlers (a mixin, to keep each module short)."""
+"""MainWindow's slots, file dialogs and Qt event handlers (a mixin, to keep each module short)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QPainter, QResizeEvent
+from PySide6.QtWidgets import QFileDialog
 
+from posetracker.export import exporters
 from posetracker.recording import ReplaySession
 from posetracker.skeletons import SkeletonError, load_skeleton
 from ui.overlay import OverlayOptions
+from posetracker.types import PoseFrame
 from ui.packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
 from ui.state import save_layout, save_state
-
-if TYPE_CHECKING:
-    from ui.main_window import MainWindow
 
 TOO_SMALL = (520, 360)
 SLOW_EVERY = 3  # display ticks per 3-D view / panel refresh
@@ -23,11 +21,18 @@ MAX_HISTORY = 200_000
 
 
 class WindowEvents:
-    """Mixed into MainWindow (first base): reacts to the controller, panels and Qt events."""
+    """Mixed into MainWindow (first base): reacts to the controller, panels and Qt events.
+
+    Uses the window's widgets, ``state``, ``controller`` and public methods; owns the display-timer state below.
+    """
+
+    _ticks = 0
+    _pose_3d: PoseFrame | None = None  # newest pose not yet drawn in the 3-D view
+    _plots_stale = False  # poses arrived since the plots were last refreshed
 
     # ------------------------------------------------------------------ controller
 
-    def _on_source_opened(self: MainWindow, info: SourceInfo) -> None:
+    def on_source_opened(self, info: SourceInfo) -> None:
         self.source_info = info
         self.setWindowTitle(f"PoseTracker - {info.name}")
         self.source_panel.set_source(info)
@@ -35,19 +40,19 @@ class WindowEvents:
         self.controller.set_speed(self.state.speed)
         self.controller.set_loop(self.state.loop)
         self.statusBar().showMessage(f"Opened {info.name}: {info.size[0]}x{info.size[1]} at {info.fps:g} fps", 5000)
-        if self._pending_offline:
-            self._pending_offline = False
+        if self.pending_offline:
+            self.pending_offline = False
             self.process_whole_file()
 
-    def _on_source_ended(self: MainWindow) -> None:
+    def on_source_ended(self) -> None:
         if self.source_info is not None and self.source_info.is_live:
             self.show_error(f"{self.source_info.name} ended.")
 
-    def _on_model_ready(self: MainWindow, info: ModelInfo) -> None:
+    def on_model_ready(self, info: ModelInfo) -> None:
         self.model_ok = True
         if info.skeleton != self.spec.name:
             try:
-                self._set_spec(load_skeleton(info.skeleton))
+                self.set_spec(load_skeleton(info.skeleton))
             except SkeletonError as exc:
                 self.show_error(str(exc))
         if info.sequence is not None:
@@ -58,7 +63,7 @@ class WindowEvents:
         for i, notice in enumerate(info.notices):
             self.banner.show_message(notice, key=f"model-notice-{i}", error=False)
 
-    def _on_pose_ready(self: MainWindow, result: PoseResult) -> None:
+    def on_pose_ready(self, result: PoseResult) -> None:
         pose = result.pose
         self.poses_received += 1
         if len(self.history) < MAX_HISTORY:
@@ -66,7 +71,7 @@ class WindowEvents:
         self.plots.add_pose(pose)
         self._plots_stale = True
 
-    def _on_processing_done(self: MainWindow, seq) -> None:
+    def on_processing_done(self, seq) -> None:
         self.sequence = seq
         self.history.clear()
         self.plots.clear()
@@ -75,76 +80,74 @@ class WindowEvents:
         self.controller.play()
         self.statusBar().showMessage(f"Processed {len(seq)} frames (offline, bidirectional); playing the result", 8000)
 
-    def _on_processing_finished(self: MainWindow) -> None:
+    def on_processing_finished(self) -> None:
         self.source_panel.set_processing(False)
         if self.sequence is None and self.controller.inference is None and self.source_info is not None:
-            self._show_mode("live")  # cancelled or failed: back to live tracking
-            self._restart_live()
+            self.show_mode("live")  # cancelled or failed: back to live tracking
+            self.restart_live()
 
-    def _on_recording_stopped(self: MainWindow, summary: RecordingSummary) -> None:
+    def on_recording_stopped(self, summary: RecordingSummary) -> None:
         self.last_recording = summary
-        self._uncheck_record()
+        self.uncheck_record()
         note = f" ({summary.dropped} frames dropped)" if summary.dropped else ""
         self.statusBar().showMessage(
             f"Recording saved in {summary.folder}: {summary.frames} frames, {summary.poses} poses{note}", 10000)
 
     # ------------------------------------------------------------------ panels
 
-    def _on_record_toggled(self: MainWindow, checked: bool) -> None:
+    def on_record_toggled(self, checked: bool) -> None:
         if checked:
             self.start_recording()
         else:
             self.stop_recording()
 
-    def _on_skeleton_chosen(self: MainWindow, name: str) -> None:
+    def on_skeleton_chosen(self, name: str) -> None:
         if name != self.state.skeleton:
-            self.state.skeleton = name
-            self._set_spec(self._load_spec(name))
-            self._refresh_refiners()
-            self._restart_live()
+            self.set_skeleton(name)
+            self.restart_live()
 
-    def _on_lookahead_changed(self: MainWindow, value: int) -> None:
+    def on_lookahead_changed(self, value: int) -> None:
         self.state.lookahead = int(value)
         fps = self.source_info.fps if self.source_info else 30.0
         self.model_panel.show_cost(self.state.lookahead, fps)
-        self._model_changed()
+        self.rebuild_live_session()
 
-    def _on_max_people_changed(self: MainWindow, value: int) -> None:
+    def on_max_people_changed(self, value: int) -> None:
         self.state.max_people = int(value)
-        if not self._model_changed() and self.state.mode == "offline":
+        if not self.rebuild_live_session() and self.state.mode == "offline":
             self.statusBar().showMessage("The new maximum applies the next time the whole file is processed", 5000)
 
-    def _on_refiners_changed(self: MainWindow, kinds: tuple) -> None:
+    def on_refiners_changed(self, kinds: tuple) -> None:
         self.state.refiners = tuple(kinds)
-        if not self._model_changed() and self.state.mode == "offline":
+        if not self.rebuild_live_session() and self.state.mode == "offline":
             self.statusBar().showMessage("Refiners apply the next time the whole file is processed", 5000)
 
-    def _on_sync_toggled(self: MainWindow, checked: bool) -> None:
+    def on_sync_toggled(self, checked: bool) -> None:
         self.state.sync_overlay = checked
 
-    def _on_speed_changed(self: MainWindow, speed: float) -> None:
+    def on_speed_changed(self, speed: float) -> None:
         self.state.speed = speed
         self.controller.set_speed(speed)
 
-    def _on_loop_toggled(self: MainWindow, loop: bool) -> None:
+    def on_loop_toggled(self, loop: bool) -> None:
         self.state.loop = loop
         self.controller.set_loop(loop)
 
-    def _on_person_changed(self: MainWindow, track_id: int) -> None:
+    def on_person_changed(self, track_id: int) -> None:
         self.state.person = track_id
         self._plots_stale = True
 
-    def _on_angles_changed(self: MainWindow, names: list) -> None:
+    def on_angles_changed(self, names: list) -> None:
         self.state.plot_angles = list(names)
 
-    def _on_plot_window_changed(self: MainWindow, seconds: float) -> None:
+    def on_plot_window_changed(self, seconds: float) -> None:
         self.state.plot_seconds = float(seconds)
         self._plots_stale = True
 
-    def _on_follow_toggled(self: MainWindow, checked: bool) -> None:
+    def on_follow_toggled(self, checked: bool) -> None:
         self.state.follow_person = checked
 
-    def _on_overlay_changed(self: MainWindow, *_: object) -> None:
+    def on_overlay_changed(self, *_: object) -> None:
         s = self.state
         s.show_labels, s.show_low_confidence = self.labels_action.isChecked(), self.low_conf_action.isChecked()
         s.show_boxes, s.confidence_threshold = self.boxes_action.isChecked(), float(self.threshold.value())
@@ -154,7 +157,12 @@ class WindowEvents:
 
     # ------------------------------------------------------------------ display timer
 
-    def _on_timer_tick(self: MainWindow) -> None:
+    def clear_display(self) -> None:
+        """Forget the newest result (a new source is opening)."""
+        self.latest = None
+        self._pose_3d = None
+
+    def on_timer_tick(self) -> None:
         """~30 Hz: paint the newest result (or preview frame) if one arrived since the last tick;
         the 3-D view and the panels every third tick (10 Hz, staggered), and only if data changed."""
         result = self.controller.display.take()
@@ -176,7 +184,7 @@ class WindowEvents:
         if self._ticks % SLOW_EVERY == 0:
             self._refresh_panels()
 
-    def _refresh_panels(self: MainWindow) -> None:
+    def _refresh_panels(self) -> None:
         stats = self.controller.snapshot()
         people = 0
         if self.latest is not None:
@@ -187,9 +195,28 @@ class WindowEvents:
             self._plots_stale = False
             self.plots.refresh()
 
+    # ------------------------------------------------------------------ dialogs
+
+    def ask_open_file(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)")
+        if path:
+            self.open_source(path)
+
+    def ask_open_recording(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open recording", self.state.recordings_dir)
+        if folder:
+            self.open_source(folder)
+
+    def ask_export(self, name: str) -> None:
+        exporter = exporters()[name]
+        pattern = " ".join(f"*{s}" for s in exporter.suffixes)
+        path, _ = QFileDialog.getSaveFileName(self, f"Export {name.upper()}", "", f"{exporter.description} ({pattern})")
+        if path:
+            self.export_to(path, name)
+
     # ------------------------------------------------------------------ Qt events
 
-    def resizeEvent(self: MainWindow, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
         size = event.size()
         if size.width() < TOO_SMALL[0] or size.height() < TOO_SMALL[1]:
@@ -198,17 +225,17 @@ class WindowEvents:
         else:
             self.banner.withdraw("size")
 
-    def dragEnterEvent(self: MainWindow, event: QDragEnterEvent) -> None:  # noqa: N802
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802
         if any(url.isLocalFile() for url in event.mimeData().urls()):
             event.acceptProposedAction()
 
-    def dropEvent(self: MainWindow, event: QDropEvent) -> None:  # noqa: N802
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802
         paths = [url.toLocalFile() for url in event.mimeData().urls() if url.isLocalFile()]
         if paths:
             event.acceptProposedAction()
             self.open_source(paths[0])
 
-    def closeEvent(self: MainWindow, event: QCloseEvent) -> None:  # noqa: N802
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802
         """Save settings, then stop every thread (2 s budget) before the window goes."""
         self.timer.stop()
         save_state(self.settings, self.state)
@@ -219,7 +246,7 @@ class WindowEvents:
         self.pool.waitForDone(2000)
         super().closeEvent(event)
 
-    def save_screenshots(self: MainWindow, path: str | Path) -> list[Path]:
+    def save_screenshots(self, path: str | Path) -> list[Path]:
         """``path`` (whole window), ``<stem>-3d.png`` (3-D scene) and ``<stem>-plots.png``."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
