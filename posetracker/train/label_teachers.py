@@ -34,8 +34,8 @@ from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.model.network import PoseNet
 from posetracker.model.runtime import _weights_key
 from posetracker.model.temporal import TemporalBlock
+from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
 from posetracker.session import SessionConfig, TrackingSession
-from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
 from posetracker.train.labels import PersonLabel
 
 THUNDER_JSON = Path(__file__).resolve().parents[3] / "shared" / "pretrained" / "movenet" / "movenet-thunder.json"
@@ -122,8 +122,9 @@ def person_box(label: PersonLabel, margin: float = 0.1) -> np.ndarray | None:
 
 
 def _oks(a: np.ndarray, a_ok: np.ndarray, b: np.ndarray, b_ok: np.ndarray, sigmas: np.ndarray) -> float:
-    area = keypoint_bbox_area(a[None], a_ok[None])
-    return float(oks_matrix(a[None], a_ok[None], area, b[None], b_ok[None], area, sigmas)[0, 0])
+    """OKS of two (K, 2) people over the joints known in both; area: ``a``'s keypoint box, at least 32^2 px^2."""
+    area = max(float(keypoint_bbox_area(a[None], a_ok[None])[0]), 32.0**2)
+    return float(oks(((a - b) ** 2).sum(-1), area, sigmas, a_ok & b_ok))
 
 
 class TeacherEnsemble:
