@@ -32,8 +32,8 @@ from torch import nn
 
 from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.model.network import PoseNet
-from posetracker.model.runtime import _weights_key
 from posetracker.model.temporal import TemporalBlock
+from posetracker.model.weights import weights_key
 from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.train.labels import PersonLabel
@@ -91,7 +91,7 @@ class PipelineTeacher:
         image_model.temporal = TemporalBlock(image_model.temporal.channels)  # untrained: an exact pass-through
         used = nn.ModuleDict({"backbone": image_model.backbone, **{
             f"heads_{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}})
-        self.name = f"pipeline-{_weights_key(used)[:10]}"
+        self.name = f"pipeline-{weights_key(used)[:10]}"
         cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
                             score_threshold=score_threshold)
         self.session = TrackingSession(image_model, cfg)

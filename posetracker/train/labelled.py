@@ -32,7 +32,9 @@ import cv2
 import numpy as np
 import torch
 
-from posetracker.evaluation.datasets import FrameCache, LabelledItem, load_labelled_set, read_image
+from posetracker.evaluation.datasets import (
+    FrameCache, LabelledItem, item_points, joint_columns, load_labelled_set, read_image,
+)
 from posetracker.model.network import PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, letterbox
 from posetracker.skeletons import SkeletonSpec
@@ -62,27 +64,6 @@ class LabelledSamples:
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
-
-
-def joint_columns(names: tuple[str, ...] | list[str], spec: SkeletonSpec) -> np.ndarray:
-    """(K,) column of each skeleton joint in the set's keypoint list, -1 where the set lacks it
-    (only virtual joints may be missing)."""
-    cols = np.array([list(names).index(j) if j in names else -1 for j in spec.joint_names])
-    missing = [spec.joint_names[k] for k in np.flatnonzero(cols < 0) if k not in spec.virtual]
-    if missing:
-        raise ValueError(f"the labelled set has no {missing} (skeleton {spec.name} joints: {list(spec.joint_names)})")
-    return cols
-
-
-def item_points(item: LabelledItem, cols: np.ndarray) -> np.ndarray:
-    """(P, K, 2) source pixels of every instance, nan where not labelled."""
-    out = np.full((len(item.instances), len(cols), 2), np.nan)
-    for p, inst in enumerate(item.instances):
-        kp = np.asarray(inst.keypoints, np.float64)
-        for k, c in enumerate(cols):
-            if c >= 0 and kp[c, 2] > 0:
-                out[p, k] = kp[c, :2]
-    return out
 
 
 def split_items(items: list, val_fraction: float) -> tuple[list, list]:
@@ -150,10 +131,10 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
                      progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
     """(RGB (H, W, 3), points (P, K, 2) source px) pairs -> cached :class:`LabelledSamples`
     (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None)."""
-    from posetracker.model.runtime import _weights_key
+    from posetracker.model.weights import weights_key
 
     variants = 1 if aug is None else aug.variants
-    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), _weights_key(net.backbone), spec.name)
+    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), weights_key(net.backbone), spec.name)
     hit = load_npz(entry_path("features", key, ".npz"))
     if hit is not None:
         return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
