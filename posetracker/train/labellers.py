@@ -1,7 +1,7 @@
 """Label makers: our own pipeline, and the BlazePose + MoveNet Thunder ensemble.
 
 - :class:`PipelineTeacher`: the shipped PoseNet through ``TrackingSession``
-  (per frame, no tracking: :mod:`.labels` tracks and smooths afterwards).
+  (per frame, no tracking: :mod:`.clip_labels` tracks and smooths afterwards).
   2-D keypoints and the root depth from the person's scale; no world pose.
 - :class:`TeacherEnsemble`: person boxes from the pipeline; 2-D from MoveNet
   Thunder on each box (kept when it agrees with the pipeline's person, OKS >=
@@ -36,7 +36,7 @@ from posetracker.model.temporal import TemporalBlock
 from posetracker.model.weights import weights_key
 from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
 from posetracker.session import SessionConfig, TrackingSession
-from posetracker.train.labels import PersonLabel
+from posetracker.train.clip_labels import PersonLabel
 
 THUNDER_JSON = Path(__file__).resolve().parents[3] / "shared" / "pretrained" / "movenet" / "movenet-thunder.json"
 
