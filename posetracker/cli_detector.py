@@ -23,7 +23,7 @@ def _setup(args: argparse.Namespace):
 
     from posetracker.skeletons import load_skeleton
     from posetracker.train.detector import load_detector_config
-    from posetracker.train.labelled import load_split
+    from posetracker.train.detector_samples import load_split
 
     torch.set_num_threads(max(1, args.threads))
     torch.manual_seed(0)
@@ -40,8 +40,7 @@ def _setup(args: argparse.Namespace):
 def _samples(cfg, spec, net, items, cols):
     from tqdm import tqdm
 
-    from posetracker.train.labelled import prepare_samples
-    from posetracker.train.teacher_samples import teacher_samples
+    from posetracker.train.detector_samples import prepare_samples, teacher_samples
 
     bar = tqdm(total=len(items) or None, desc="features", dynamic_ncols=True)
     update = lambda d, t: (setattr(bar, "total", t), bar.update(d - bar.n))  # noqa: E731

@@ -76,7 +76,7 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
     from posetracker.model.weights import load_posenet
     from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
-    from posetracker.train.labels import cached_clip_labels
+    from posetracker.train.clip_labels import cached_clip_labels
     from posetracker.train.metrics import evaluate_clip
     from posetracker.train.prepare import make_teacher, selection_for
     from posetracker.train.features import iter_frames

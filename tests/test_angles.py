@@ -10,8 +10,8 @@ import pytest
 from test_bvh_synthetic import make_sequence
 
 from posetracker.analysis import ANGLES, angle_names, check_angle_names, compute_angles, frame_angles, summarise
-from posetracker.analysis.summary import SUMMARY_COLUMNS
 from posetracker.export import get_exporter
+from posetracker.export.angles_csv import SUMMARY_COLUMNS
 from posetracker.skeletons import load_skeleton, spec_from_dict
 from posetracker.types import PoseFrame, PoseSequence
 

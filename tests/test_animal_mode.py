@@ -27,7 +27,7 @@ def test_mouse_held_out_scores():
     from posetracker.refiners import load_chain
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
-    from posetracker.train.labelled import load_split
+    from posetracker.train.detector_samples import load_split
 
     data = shared_path("data", "animal", "dlc_openfield_mouse", "normalized.json")
     mouse = load_skeleton("mouse4")

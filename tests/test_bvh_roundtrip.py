@@ -15,8 +15,8 @@ from test_bvh_synthetic import make_sequence, synthetic_world  # noqa: E402
 from posetracker.export import ExportError, exporter_for_path, get_exporter  # noqa: E402
 from posetracker.export.bvh import BvhExporter, BvhOptions, solve_person  # noqa: E402
 from posetracker.export.bvh_rig import HUMANOID  # noqa: E402
-from posetracker.analysis.tracks import person_tracks  # noqa: E402
 from posetracker.skeletons import load_skeleton  # noqa: E402
+from posetracker.tracks import person_tracks  # noqa: E402
 from posetracker.types import PoseFrame, PoseSequence  # noqa: E402
 
 #: our BVH joints that sit on a keypoint (or a documented virtual point)

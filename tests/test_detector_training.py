@@ -13,7 +13,7 @@ from posetracker.refiners.heatmap import HeatmapRefiner
 from posetracker.skeletons import load_skeleton
 from posetracker.train.detector import (DetectorConfig, batch_targets, detector_loss, heatmap_refiner_loss, lr_schedule,
                                         new_detector)
-from posetracker.train.labelled import AugmentConfig, LabelledSamples, split_items, warp_matrix, warp_sample
+from posetracker.train.detector_samples import AugmentConfig, LabelledSamples, split_items, warp_matrix, warp_sample
 from posetracker.types import PoseFrame
 
 

@@ -234,13 +234,13 @@ def test_failure_midway_leaves_nothing(tmp_path, monkeypatch):
         get_exporter("bvh").write(seq, tmp_path / "p.bvh")
     assert _leftovers(tmp_path) == []
 
-    from posetracker.export import bvh_files
+    from posetracker.export import files
 
     def broken_replace(src, dst):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(bvh, "bvh_text", real)
-    monkeypatch.setattr(bvh_files.os, "replace", broken_replace)
+    monkeypatch.setattr(files.os, "replace", broken_replace)
     with pytest.raises(ExportError, match="No space left"):
         get_exporter("bvh").write(seq, tmp_path / "p.bvh")
     assert _leftovers(tmp_path) == []

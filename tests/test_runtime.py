@@ -52,4 +52,4 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     assert net.temporal.forward_dir.fallback.gate.weight.grad is not None
     plain(net)
     assert net.backbone.__class__.__name__ == "MoveNetBackbone"
-    assert net.temporal.forward_dir.__class__.__name__ == "_Direction"
+    assert net.temporal.forward_dir.__class__.__name__ == "Direction"

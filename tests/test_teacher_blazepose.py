@@ -199,7 +199,7 @@ def test_predict_crops_and_tracking(teacher_full, fx):
 def test_tflite_reader_lists_ops_and_densifies():
     from collections import Counter
 
-    from posetracker.model.convert.tflite import TfliteGraph
+    from posetracker.train.teachers.tflite import TfliteGraph
 
     g = TfliteGraph(shared_path("pretrained", "blazepose", "pose_detection.tflite"))
     assert Counter(op.name for op in g.ops) == {

@@ -9,7 +9,7 @@ import torch
 from posetracker.skeletons import load_skeleton
 from posetracker.train import cache
 from posetracker.train.augment import ClipAugment
-from posetracker.train.labels import ClipLabels, PersonLabel, augment_labels, label_clip
+from posetracker.train.clip_labels import ClipLabels, PersonLabel, augment_labels, label_clip
 from posetracker.types import Frame
 
 SPEC = load_skeleton("human18")
@@ -127,7 +127,7 @@ def test_augmented_world_follows_the_image():
 
 
 def test_solve_translation_recovers_the_camera_position_and_z_sign():
-    from posetracker.train.label_teachers import focal_from_fov, project, solve_translation
+    from posetracker.train.labellers import focal_from_fov, project, solve_translation
 
     rng = np.random.default_rng(2)
     world = rng.normal(0, 0.3, (33, 3))

@@ -8,10 +8,10 @@ import torch
 
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.skeletons import load_skeleton
+from posetracker.train.clip_labels import ClipLabels
 from posetracker.train.config import DistillConfig, StageConfig
 from posetracker.train.dataset import ClipEntry, WindowDataset, run_temporal
 from posetracker.train.features import ClipFeatures
-from posetracker.train.labels import ClipLabels
 from posetracker.train.losses import distill_loss
 
 SPEC = load_skeleton("human18")

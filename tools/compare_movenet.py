@@ -26,16 +26,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from posetracker.evaluation.movenet_baseline import MoveNetBaseline  # noqa: E402
 from posetracker.model.weights import load_posenet  # noqa: E402
 from posetracker.session import SessionConfig, TrackingSession  # noqa: E402
-from posetracker.tracking.similarity import joint_sigmas  # noqa: E402
+from posetracker.oks import joint_sigmas, oks  # noqa: E402
 
 MIN_SCORE = 0.2  # people drawn/counted on both sides
 
 
-def oks(a: np.ndarray, b: np.ndarray, sig: np.ndarray) -> float:
+def similarity(a: np.ndarray, b: np.ndarray, sig: np.ndarray) -> float:
     """OKS of two (17, 2) people, scale from b's keypoint box."""
     area = max(np.ptp(b[:, 0]) * np.ptp(b[:, 1]), 1.0)
-    d2 = ((a - b) ** 2).sum(-1)
-    return float(np.mean(np.exp(-d2 / (2 * area * (2 * sig) ** 2))))
+    return float(oks(((a - b) ** 2).sum(-1), area, sig))
 
 
 def draw(img: np.ndarray, pose, spec, colour) -> np.ndarray:
@@ -73,7 +72,7 @@ def main() -> int:
         a, b = ours.process_image(rgb), base.predict(rgb)
         ia = np.flatnonzero(a.scores >= MIN_SCORE)
         ib = np.flatnonzero(b.scores >= MIN_SCORE)
-        sim = np.array([[oks(a.keypoints[p, :17, :2], b.keypoints[q, :17, :2], sig) for q in ib] for p in ia]).reshape(len(ia), len(ib))
+        sim = np.array([[similarity(a.keypoints[p, :17, :2], b.keypoints[q, :17, :2], sig) for q in ib] for p in ia]).reshape(len(ia), len(ib))
         r, c = linear_sum_assignment(-sim) if sim.size else ([], [])
         same = int(sum(sim[x, y] >= 0.5 for x, y in zip(r, c)))
         rows.append((path.relative_to(args.shared).as_posix(), len(ia), len(ib), same,

@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from posetracker.model.weights import load_posenet
 from posetracker.train.config import load_config
 from posetracker.train.features import iter_frames
-from posetracker.train.labels import cached_clip_labels
+from posetracker.train.clip_labels import cached_clip_labels
 from posetracker.train.metrics import depth_order_agreement, depth_order_counts, mirror_pairs
 from posetracker.train.prepare import make_teacher, selection_for
 

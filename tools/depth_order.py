@@ -71,7 +71,7 @@ def main() -> int:
     from posetracker.train.clips import list_clips
     from posetracker.train.config import load_config
     from posetracker.train.features import iter_frames
-    from posetracker.train.labels import cached_clip_labels
+    from posetracker.train.clip_labels import cached_clip_labels
     from posetracker.train.metrics import (depth_order_agreement, depth_order_counts, mirror_pairs,
                                            one_order_counts, run_clip)
     from posetracker.train.prepare import make_teacher, selection_for

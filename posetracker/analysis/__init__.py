@@ -8,16 +8,17 @@
   frame -> ``{(angle, side): (P,) degrees}``, live use);
 - :mod:`.history`: :class:`AngleHistory`, a rolling window of
   :func:`frame_angles` per track (the GUI's live plots);
-- :mod:`.summary`: range of motion, left-right differences, CSV export;
-- :mod:`.tracks`: per-person arrays of a sequence.
+- :mod:`.summary`: range of motion, left-right differences (the ``angles``
+  exporter, :mod:`posetracker.export.angles_csv`, writes them as CSV).
+
+Per-person arrays of a sequence are in :mod:`posetracker.tracks`.
 """
 
 from posetracker.analysis.history import AngleHistory
 from posetracker.analysis.joint_angles import (
     ANGLES, AngleDef, AngleKey, AngleTable, angle_names, check_angle_names, compute_angles, frame_angles,
 )
-from posetracker.analysis.summary import AnglesCsvExporter, SummaryRow, summarise
-from posetracker.analysis.tracks import PersonTrack, TrackError, person_tracks
+from posetracker.analysis.summary import SummaryRow, summarise
 
 __all__ = [
     "ANGLES",
@@ -25,14 +26,10 @@ __all__ = [
     "AngleHistory",
     "AngleKey",
     "AngleTable",
-    "AnglesCsvExporter",
-    "PersonTrack",
     "SummaryRow",
-    "TrackError",
     "angle_names",
     "check_angle_names",
     "compute_angles",
     "frame_angles",
-    "person_tracks",
     "summarise",
 ]

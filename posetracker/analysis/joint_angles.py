@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posetracker.analysis.tracks import person_tracks, valid_points
+from posetracker.tracks import person_tracks, valid_points
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame, PoseSequence
 

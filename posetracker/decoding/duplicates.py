@@ -3,7 +3,8 @@
 Two centre peaks can fall on one body (a wide person, a person split by an
 occluder); the tree walk then lands both on the same joints. People are
 taken strongest first and one is dropped when its keypoint similarity (OKS,
-over joints confident in both) with a kept person exceeds ``threshold``.
+over joints confident in both; area: the kept person's keypoint box, see
+:mod:`posetracker.oks`) with a kept person exceeds ``threshold``.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from posetracker.decoding.people import DecodedPeople
+from posetracker.oks import keypoint_bbox_area, oks
 
 
 def keypoint_similarity(a: np.ndarray, b: np.ndarray, ok: np.ndarray, sigmas: np.ndarray, area: float) -> float:
-    """OKS of two (K, 2) people over the joints where ``ok`` (K,) is True."""
-    if not ok.any():
-        return 0.0
+    """OKS of two (K, 2) people over the joints where ``ok`` (K,) is True; ``area`` floored at 1 px^2."""
     d2 = ((a - b) ** 2).sum(-1)
-    return float(np.mean(np.exp(-d2[ok] / (2 * max(area, 1.0) * (2 * sigmas[ok]) ** 2))))
+    return float(oks(d2[ok], max(area, 1.0), sigmas[ok]))
 
 
 def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: float = 0.5,
@@ -33,9 +33,9 @@ def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: fl
         ok_i = people.confidence[i] >= min_confidence
         dup = False
         for j in keep:
-            ok = ok_i & (people.confidence[j] >= min_confidence)
-            xy = people.keypoints[j][people.confidence[j] >= min_confidence]
-            area = float(np.ptp(xy[:, 0]) * np.ptp(xy[:, 1])) if len(xy) > 1 else 1.0
+            ok_j = people.confidence[j] >= min_confidence
+            area = float(keypoint_bbox_area(people.keypoints[j][None], ok_j[None])[0])
+            ok = ok_i & ok_j
             if keypoint_similarity(people.keypoints[i], people.keypoints[j], ok, sig, area) > threshold:
                 dup = True
                 break

@@ -25,12 +25,16 @@ from typing import Any
 
 import numpy as np
 
+from posetracker.skeletons import SkeletonSpec
+
 __all__ = [
     "FrameCache",
     "Instance",
     "LabelledItem",
     "LabelledSet",
     "LabelledSetError",
+    "item_points",
+    "joint_columns",
     "keypoint_bbox",
     "load_labelled_set",
     "read_image",
@@ -186,6 +190,27 @@ def load_labelled_set(path: str | os.PathLike[str]) -> LabelledSet:
     extra = {k: data[k] for k in ("visibility_note", "source_annotation", "skeleton") if k in data}
     return LabelledSet(name=str(data.get("dataset") or src.parent.name), kind=str(data.get("kind") or ""),
                        keypoint_names=names, items=tuple(items), source=src, extra=extra)
+
+
+def joint_columns(names: tuple[str, ...] | list[str], spec: SkeletonSpec) -> np.ndarray:
+    """(K,) column of each skeleton joint in the set's keypoint list, -1 where the set lacks it
+    (only virtual joints may be missing)."""
+    cols = np.array([list(names).index(j) if j in names else -1 for j in spec.joint_names])
+    missing = [spec.joint_names[k] for k in np.flatnonzero(cols < 0) if k not in spec.virtual]
+    if missing:
+        raise ValueError(f"the labelled set has no {missing} (skeleton {spec.name} joints: {list(spec.joint_names)})")
+    return cols
+
+
+def item_points(item: LabelledItem, cols: np.ndarray) -> np.ndarray:
+    """(P, K, 2) source pixels of every instance, nan where not labelled."""
+    out = np.full((len(item.instances), len(cols), 2), np.nan)
+    for p, inst in enumerate(item.instances):
+        kp = np.asarray(inst.keypoints, np.float64)
+        for k, c in enumerate(cols):
+            if c >= 0 and kp[c, 2] > 0:
+                out[p, k] = kp[c, :2]
+    return out
 
 
 class FrameCache:

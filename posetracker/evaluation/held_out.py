@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.evaluation.datasets import FrameCache, LabelledItem, read_image
+from posetracker.evaluation.datasets import FrameCache, LabelledItem, item_points, read_image
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 
@@ -42,8 +42,6 @@ def match_instances(pred: np.ndarray, gt: np.ndarray) -> list[tuple[int, int]]:
 
 def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[LabelledItem], cols: np.ndarray,
                    spec: SkeletonSpec, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
-    from posetracker.train.labelled import item_points
-
     real = np.array([k not in spec.virtual for k in range(spec.num_joints)])
     errors, hits1, hits2, per_joint, instances, found = [], 0, 0, np.zeros((2, spec.num_joints)), 0, 0
     cache = FrameCache()

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from posetracker.oks import oks
+
 __all__ = [
     "COCO_OKS_THRESHOLDS",
     "ImageEval",
@@ -62,7 +64,7 @@ def oks_matrix(
     sigmas: np.ndarray,
     boxes: np.ndarray | None = None,
 ) -> np.ndarray:
-    """COCO object keypoint similarity, ``(P, G)`` float64 in [0, 1].
+    """COCO object keypoint similarity (:func:`posetracker.oks.oks`), ``(P, G)`` float64 in [0, 1].
 
     For a ground truth with ``n > 0`` labelled joints:
     ``OKS = sum_labelled exp(-d^2 / (2 * area * (2 sigma)^2)) / n``; a joint
@@ -77,24 +79,21 @@ def oks_matrix(
     if p == 0 or g == 0:
         return out
     valid = _valid(pred, np.asarray(pred_conf))
-    var = (2.0 * np.asarray(sigmas, dtype=np.float64)) ** 2  # (K,)
+    sigmas = np.asarray(sigmas, dtype=np.float64)  # (K,)
     areas = np.asarray(areas, dtype=np.float64).reshape(g)
     with np.errstate(invalid="ignore", over="ignore"):
         for j in range(g):
             lab = gt[j, :, 2] > 0
-            n = int(lab.sum())
-            scale = var * (areas[j] + _EPS) * 2.0  # (K,)
-            if n > 0:
-                d2 = ((pred - gt[j, None, :, :2]) ** 2).sum(-1)  # (P, K)
-                term = np.where(valid, np.exp(-d2 / scale), 0.0)
-                out[:, j] = term[:, lab].sum(axis=1) / n
+            area = areas[j] + _EPS
+            if lab.any():
+                d2 = np.where(valid, ((pred - gt[j, None, :, :2]) ** 2).sum(-1), np.inf)  # (P, K)
+                out[:, j] = oks(d2[:, lab], area, sigmas[lab])
             elif boxes is not None:
                 bx, by, bw, bh = np.asarray(boxes[j], dtype=np.float64)
                 x0, x1, y0, y1 = bx - bw, bx + 2 * bw, by - bh, by + 2 * bh
                 dx = np.maximum(0, x0 - pred[..., 0]) + np.maximum(0, pred[..., 0] - x1)
                 dy = np.maximum(0, y0 - pred[..., 1]) + np.maximum(0, pred[..., 1] - y1)
-                term = np.where(valid, np.exp(-(dx**2 + dy**2) / scale), 0.0)
-                out[:, j] = term.mean(axis=1)
+                out[:, j] = oks(np.where(valid, dx**2 + dy**2, np.inf), area, sigmas)
     return out
 
 

@@ -6,7 +6,7 @@ Several share the ``.csv`` suffix: a bare ``.csv`` path means the tidy CSV
 ``angles``).
 """
 
-from posetracker.analysis.summary import AnglesCsvExporter
+from posetracker.export.angles_csv import AnglesCsvExporter
 from posetracker.export.bvh import BvhExporter
 from posetracker.export.csv_tidy import TidyCsvExporter
 from posetracker.export.dlc import DlcCsvExporter

@@ -36,8 +36,6 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.analysis.tracks import PersonTrack, TrackError, fill_gaps, frame_time, person_tracks, runs
-from posetracker.export.bvh_files import person_path, write_files
 from posetracker.export.bvh_rig import (
     BVH_FROM_CAMERA,
     HUMANOID_REQUIRED,
@@ -48,8 +46,10 @@ from posetracker.export.bvh_rig import (
     skeleton_rig,
 )
 from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, local_rotations, skeleton_rotations
+from posetracker.export.files import person_path, write_files
 from posetracker.export.registry import ExportError
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracks import PersonTrack, TrackError, fill_gaps, frame_time, person_tracks, runs
 from posetracker.types import PoseSequence
 
 UNITS = {"cm": 100.0, "m": 1.0, "mm": 1000.0}

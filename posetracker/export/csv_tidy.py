@@ -9,11 +9,12 @@ confirmed). Numbers are written with '.' decimals whatever the locale.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
 
-from posetracker.export.registry import ExportError, atomic_path, check_target
+from posetracker.export.files import write_files
 from posetracker.types import PoseSequence
 
 COLUMNS = ("frame", "time_s", "person_id", "joint", "x_px", "y_px", "x_m", "y_m", "z_m", "confidence")
@@ -29,22 +30,17 @@ class TidyCsvExporter:
     description = "CSV, one row per frame, person and joint"
 
     def write(self, seq: PoseSequence, path: Path, force: bool = False, **_: object) -> list[Path]:
-        path = Path(path)
-        check_target(path, force)
         names = seq.skeleton.joint_names
-        try:
-            with atomic_path(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
-                w = csv.writer(fh)
-                w.writerow(COLUMNS)
-                for f in seq.frames:
-                    world = f.world if f.world is not None else np.full(f.keypoints.shape, np.nan)
-                    for p in range(f.num_people):
-                        pid = int(f.track_ids[p])
-                        for k, name in enumerate(names):
-                            x, y = f.keypoints[p, k, :2]
-                            w.writerow((f.index, f"{f.timestamp:.6f}", pid, name, _num(x, 2), _num(y, 2),
-                                        _num(world[p, k, 0], 4), _num(world[p, k, 1], 4), _num(world[p, k, 2], 4),
-                                        _num(f.confidence[p, k], 4)))
-        except OSError as exc:
-            raise ExportError(f"cannot write {path}: {exc}") from None
-        return [path]
+        buf = io.StringIO()
+        w = csv.writer(buf)
+        w.writerow(COLUMNS)
+        for f in seq.frames:
+            world = f.world if f.world is not None else np.full(f.keypoints.shape, np.nan)
+            for p in range(f.num_people):
+                pid = int(f.track_ids[p])
+                for k, name in enumerate(names):
+                    x, y = f.keypoints[p, k, :2]
+                    w.writerow((f.index, f"{f.timestamp:.6f}", pid, name, _num(x, 2), _num(y, 2),
+                                _num(world[p, k, 0], 4), _num(world[p, k, 1], 4), _num(world[p, k, 2], 4),
+                                _num(f.confidence[p, k], 4)))
+        return write_files({Path(path): buf.getvalue()}, force)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.analysis.tracks import TrackError, person_tracks
-from posetracker.export.bvh_files import write_files
+from posetracker.export.files import write_files
 from posetracker.export.registry import ExportError
+from posetracker.tracks import TrackError, person_tracks
 from posetracker.types import PoseSequence
 
 SCORER = "PoseTracker"

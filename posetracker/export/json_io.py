@@ -22,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.export.registry import ExportError, atomic_path, check_target
+from posetracker.export.files import write_files
+from posetracker.export.registry import ExportError, check_target
 from posetracker.skeletons import load_skeleton
 from posetracker.types import PoseFrame, PoseSequence
 
@@ -106,8 +107,7 @@ class JsonExporter:
         path = Path(path)
         check_target(path, force)
         try:
-            with atomic_path(path) as tmp:
-                tmp.write_text(json.dumps(sequence_to_dict(seq), allow_nan=False), encoding="utf-8")
-        except (OSError, ValueError) as exc:
+            text = json.dumps(sequence_to_dict(seq), allow_nan=False)
+        except ValueError as exc:
             raise ExportError(f"cannot write {path}: {exc}") from None
-        return [path]
+        return write_files({path: text}, force)

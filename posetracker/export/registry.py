@@ -2,16 +2,13 @@
 
 An exporter has ``name``, ``suffixes`` (lower-case, with the dot) and
 ``write(seq, path, **options)``. Unknown names or suffixes fail loudly and
-list the choices. Writers go through :func:`atomic_path` so a failure never
-leaves a half-written file behind.
+list the choices. Writers go through :func:`posetracker.export.files.write_files`
+so a failure never leaves a half-written file behind.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
@@ -75,16 +72,3 @@ def check_target(path: Path, force: bool) -> None:
     if not os.access(parent, os.W_OK):
         raise ExportError(f"folder is not writable: {parent}")
 
-
-@contextlib.contextmanager
-def atomic_path(path: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; rename it onto ``path`` only on success."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.replace(tmp_path, path)
-    except BaseException:
-        tmp_path.unlink(missing_ok=True)
-        raise

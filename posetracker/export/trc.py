@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.analysis.tracks import TrackError, frame_time, person_tracks
-from posetracker.export.bvh_files import person_path, write_files
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
+from posetracker.export.files import person_path, write_files
 from posetracker.export.registry import ExportError
+from posetracker.tracks import TrackError, frame_time, person_tracks
 from posetracker.types import PoseSequence
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.export.bvh_files import write_files
+from posetracker.export.files import write_files
 from posetracker.export.registry import ExportError
 from posetracker.types import PoseSequence
 

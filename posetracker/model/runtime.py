@@ -17,7 +17,6 @@ the network now uses; without onnxruntime it leaves torch.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import warnings
 from pathlib import Path
@@ -30,7 +29,8 @@ from posetracker.model.backbone import MoveNetBackbone
 from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
 from posetracker.model.onnx_pads import fold_pads
-from posetracker.model.temporal import _Direction
+from posetracker.model.temporal import Direction
+from posetracker.model.weights import weights_key
 
 INPUT_SIZE = 256
 EXPORT_VERSION = 2  # bump when an export changes, so that cached files are made again
@@ -39,14 +39,6 @@ EXPORT_VERSION = 2  # bump when an export changes, so that cached files are made
 def cache_dir() -> Path:
     root = os.environ.get("POSETRACKER_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "posetracker")
     return Path(root) / "onnx" / f"v{EXPORT_VERSION}"
-
-
-def _weights_key(module: nn.Module) -> str:
-    h = hashlib.sha256(torch.__version__.encode())
-    for name, t in sorted(module.state_dict().items()):
-        h.update(name.encode())
-        h.update(t.detach().cpu().numpy().tobytes())
-    return h.hexdigest()[:16]
 
 
 class OnnxBackbone(nn.Module):
@@ -107,7 +99,7 @@ class OnnxHeads(nn.Module):
 class _DirectionStep(nn.Module):
     """A direction's full step (x, ctx, s) -> (ctx, s), for export."""
 
-    def __init__(self, direction: _Direction):
+    def __init__(self, direction: Direction):
         super().__init__()
         self.direction = direction
 
@@ -118,7 +110,7 @@ class _DirectionStep(nn.Module):
 class _DirectionFirst(nn.Module):
     """A direction's first step with a later one to follow: x -> ctx (the state is x itself), for export."""
 
-    def __init__(self, direction: _Direction):
+    def __init__(self, direction: Direction):
         super().__init__()
         self.direction = direction
 
@@ -128,13 +120,13 @@ class _DirectionFirst(nn.Module):
 
 
 class OnnxDirection(nn.Module):
-    """Drop-in for one temporal direction (``model.temporal._Direction``): its ``step`` via ONNX Runtime.
+    """Drop-in for one temporal direction (``model.temporal.Direction``): its ``step`` via ONNX Runtime.
 
     x, s: (N, 24, 64, 64); ctx: (N, hidden, 32, 32). Other sizes, other state combinations and
     calls with gradients enabled use the torch module.
     """
 
-    def __init__(self, torch_direction: _Direction, paths: tuple[Path, Path], threads: int = 1):
+    def __init__(self, torch_direction: Direction, paths: tuple[Path, Path], threads: int = 1):
         super().__init__()
         self.full, self.first = _session(paths[0], threads), _session(paths[1], threads)
         self.fallback = torch_direction
@@ -197,7 +189,7 @@ def export_heads(heads: PoseHeads, path: Path) -> Path:
     return _export(_HeadsTuple(heads), (dummy,), path, ["features"], list(HEAD_KEYS))
 
 
-def export_direction(direction: _Direction, paths: tuple[Path, Path]) -> tuple[Path, Path]:
+def export_direction(direction: Direction, paths: tuple[Path, Path]) -> tuple[Path, Path]:
     """Export a temporal direction's full step and first step to ONNX (dynamic batch, 24 x 64 x 64 features)."""
     side = INPUT_SIZE // 4
     x = torch.zeros(1, MoveNetBackbone.out_channels, side, side)
@@ -217,9 +209,9 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
         return "torch"
     backbone, heads, temporal = net.backbone, net.heads, net.temporal
     dirs = (temporal.forward_dir, temporal.backward_dir)
-    paths = [cache_dir() / f"backbone-{_weights_key(backbone)}.onnx", cache_dir() / f"heads-{_weights_key(heads)}.onnx"]
+    paths = [cache_dir() / f"backbone-{weights_key(backbone)}.onnx", cache_dir() / f"heads-{weights_key(heads)}.onnx"]
     dir_paths = [(cache_dir() / f"direction-{key}.onnx", cache_dir() / f"direction-{key}-first.onnx")
-                 for key in map(_weights_key, dirs)]
+                 for key in map(weights_key, dirs)]
     try:
         if not paths[0].exists():
             export_backbone(backbone, paths[0])
@@ -242,7 +234,7 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
     return "onnxruntime"
 
 
-def _check(fast_backbone, backbone, fast_heads, heads, directions: list[tuple[OnnxDirection, _Direction]]) -> None:
+def _check(fast_backbone, backbone, fast_heads, heads, directions: list[tuple[OnnxDirection, Direction]]) -> None:
     x = torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
     with torch.no_grad():
         f = backbone(x)

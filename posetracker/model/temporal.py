@@ -60,7 +60,7 @@ class ConvGRUCell(nn.Module):
         return (1 - z) * h + z * n
 
 
-class _Direction(nn.Module):
+class Direction(nn.Module):
     """One direction: context ConvGRU at stride 8 + memory gate for the full-resolution recurrence."""
 
     def __init__(self, channels: int, hidden: int):
@@ -95,8 +95,8 @@ class TemporalBlock(nn.Module):
     def __init__(self, channels: int = 24, hidden: int = GRU_HIDDEN):
         super().__init__()
         self.channels = channels
-        self.forward_dir = _Direction(channels, hidden)
-        self.backward_dir = _Direction(channels, hidden)
+        self.forward_dir = Direction(channels, hidden)
+        self.backward_dir = Direction(channels, hidden)
 
     def forward(self, feats: torch.Tensor, state: State | None = None,
                 emit: int | None = None) -> tuple[torch.Tensor, State]:

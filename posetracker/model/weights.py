@@ -8,9 +8,11 @@ e.g. ``temporal,depth``; empty when none).
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from posetracker.model.network import PoseNet
 from posetracker.skeletons import SkeletonSpec, load_skeleton
@@ -22,6 +24,15 @@ FORMAT = "posenet-v1"
 
 class WeightsError(RuntimeError):
     """A weights file is missing, corrupt or does not fit the network."""
+
+
+def weights_key(module: nn.Module) -> str:
+    """16 hex digits naming ``module``'s weights (and the torch version): a key for caches built from them."""
+    h = hashlib.sha256(torch.__version__.encode())
+    for name, t in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().numpy().tobytes())
+    return h.hexdigest()[:16]
 
 
 def default_weights_path(skeleton: str = "human18") -> Path:

@@ -14,6 +14,7 @@ import av
 import cv2
 import numpy as np
 
+from posetracker.export.files import write_atomic
 from posetracker.export.json_io import sequence_to_dict
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import Frame, PoseFrame, PoseSequence
@@ -37,12 +38,8 @@ def is_recording_folder(path: str | os.PathLike[str]) -> bool:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(data, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    """Replace ``path`` by ``data`` as JSON, synced; the file gets the default permissions."""
+    write_atomic({path: json.dumps(data, indent=1)}, perm=0o666, sync=True)
 
 
 def _even(n: int) -> int:

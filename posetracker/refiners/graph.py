@@ -15,7 +15,7 @@ Steps (``methods.md`` C), each a named piece here:
    the shift the correction makes to the patch's soft-argmax (cells + the
    detector's sub-cell offsets), so an unchanged patch leaves the point where
    the decoder put it;
-6. training (``posetracker.train.labelled``): loss on the first (detector) and the
+6. training (``posetracker.train.detector``): loss on the first (detector) and the
    second (GNN) predictions against the labels, one optimiser over the detector's
    heads and the GNN together.
 

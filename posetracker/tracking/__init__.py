@@ -8,9 +8,10 @@
 Typical live chain: ``smoother(tracker(frame))`` (then ``bones(...)``).
 """
 
+from posetracker.oks import joint_sigmas, keypoint_bbox_area
 from posetracker.tracking.bones import BoneLengthEstimator, BoneLengthSolver, bone_lengths, rigidify
 from posetracker.tracking.one_euro import PRESETS, OneEuroFilter, OneEuroParams, one_euro_step, preset, smooth_offline
-from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
+from posetracker.tracking.similarity import oks_matrix
 from posetracker.tracking.smoothing import PoseSmoother
 from posetracker.tracking.tracker import PoseTracker
 

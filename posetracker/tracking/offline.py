@@ -7,8 +7,9 @@ import dataclasses
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from posetracker.oks import keypoint_bbox_area
 from posetracker.tracking.one_euro import smooth_offline
-from posetracker.tracking.similarity import keypoint_bbox_area, oks_matrix
+from posetracker.tracking.similarity import oks_matrix
 from posetracker.types import PoseFrame
 
 

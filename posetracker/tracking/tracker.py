@@ -45,8 +45,9 @@ import dataclasses
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from posetracker.oks import joint_sigmas, keypoint_bbox_area
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
+from posetracker.tracking.similarity import oks_matrix
 from posetracker.types import PoseFrame, ShapeError
 
 _FIELDS = ("xy", "known", "observed", "vel", "vbody", "t", "area", "hits", "ids")

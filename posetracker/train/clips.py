@@ -20,7 +20,7 @@ import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.train.augment import AugmentPlan, PathLimits, path_matrices, smooth_path
-from posetracker.train.labels import ClipLabels, PersonLabel, augment_labels
+from posetracker.train.clip_labels import ClipLabels, PersonLabel, augment_labels
 from posetracker.types import Frame
 
 VIDEO_EXTS = (".mp4", ".avi", ".mkv", ".mov", ".webm", ".gif")

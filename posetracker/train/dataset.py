@@ -29,8 +29,8 @@ from torch.utils.data import Dataset
 
 from posetracker.decoding.encode import encode_targets
 from posetracker.skeletons import SkeletonSpec
+from posetracker.train.clip_labels import ClipLabels
 from posetracker.train.features import ClipFeatures
-from posetracker.train.labels import ClipLabels
 
 TARGET_KEYS = ("heatmaps", "offsets", "vectors", "depth")
 

@@ -7,7 +7,7 @@ by one optimiser on one loss: the heads' map losses, the L1 of the detector's
 *first* predicted points (soft-decoded near each label) and the L1 of the GNN's
 *second* predicted points, against the labels. The backbone's FPN is trained
 with them (``train_fpn``; MoveNet's 24 output channels were made for people);
-its MobileNetV2 body is frozen (its outputs are cached, see :mod:`.labelled`):
+its MobileNetV2 body is frozen (its outputs are cached, see :mod:`.detector_samples`):
 on this CPU that is what makes a few hundred labelled frames train in minutes.
 
 ``posetracker train refiner --kind heatmap --config ...``: method B step 6. The
@@ -16,7 +16,7 @@ softly into coordinates, and the L1 of those coordinates against the labels
 (plus the heatmap loss of the corrected maps, so no peak grows away from the
 labels where the soft decoding does not look) trains the refiner.
 
-Batches: taps (see :mod:`.labelled`), images (B, 3, 256, 256) float, points (B, P, K, 2) input px.
+Batches: taps (see :mod:`.detector_samples`), images (B, 3, 256, 256) float, points (B, P, K, 2) input px.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from posetracker.model.preprocess import to_tensor
 from posetracker.refiners.graph import GraphRefiner
 from posetracker.refiners.heatmap import HeatmapRefiner
 from posetracker.skeletons import SkeletonSpec
-from posetracker.train.labelled import AugmentConfig, LabelledSamples
+from posetracker.train.detector_samples import AugmentConfig, LabelledSamples
 from posetracker.train.losses import heatmap_loss, masked_l1, soft_positions
 
 REPO = Path(__file__).resolve().parents[2]

@@ -26,7 +26,8 @@ import torch
 
 from posetracker.model.network import PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, letterbox, to_tensor
-from posetracker.model.runtime import _weights_key, accelerate
+from posetracker.model.runtime import accelerate
+from posetracker.model.weights import weights_key
 from posetracker.train.augment import ClipAugment
 from posetracker.train.cache import combine_key, entry_path, file_hash, load_npz, save_npy, save_npz
 from posetracker.types import Frame
@@ -87,7 +88,7 @@ class FeatureExtractor:
     """Frozen backbone (a private copy, ONNX Runtime when available) -> cached clip features."""
 
     def __init__(self, net: PoseNet, threads: int = 1, batch: int = 8, runtime: str = "auto"):
-        self.weights_key = _weights_key(net.backbone)
+        self.weights_key = weights_key(net.backbone)
         self.net = copy.deepcopy(net).eval()
         self.runtime = accelerate(self.net, threads) if runtime == "auto" else "torch"
         self.threads = threads

@@ -226,7 +226,7 @@ def _gather(arr: np.ndarray, match: np.ndarray) -> np.ndarray:
 def run_clip(session, clip_path: str | Path, labels) -> dict[str, np.ndarray]:
     """Run ``session`` (a TrackingSession, live or offline) over the labelled frames of a clip.
 
-    labels: :class:`posetracker.train.labels.ClipLabels` of the unaugmented clip (source pixels).
+    labels: :class:`posetracker.train.clip_labels.ClipLabels` of the unaugmented clip (source pixels).
     Returns the model's own tracks (:func:`sequence_tracks`: ``xy``, ``ok``, ``depth``, ``world``,
     (T, N, ...)), the same gathered onto the label tracks (``matched_xy`` ... (T, N_ref, ...)),
     ``match`` (the model track of each label track, -1 none) and ``frames`` (frames run).

@@ -80,7 +80,7 @@ def teacher_poses(cfg: PriorConfig, spec: SkeletonSpec, log: Callable[[str], Non
 
     from posetracker.train.config import load_config
     from posetracker.train.features import iter_frames
-    from posetracker.train.labels import cached_clip_labels
+    from posetracker.train.clip_labels import cached_clip_labels
     from posetracker.train.prepare import make_teacher, selection_for
 
     dcfg = load_config(cfg.root / cfg.distill_config)

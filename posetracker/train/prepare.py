@@ -20,11 +20,11 @@ from posetracker.model.network import PoseNet
 from posetracker.skeletons import SkeletonSpec
 from posetracker.train.augment import ClipAugment
 from posetracker.train.cache import combine_key, entry_path, file_hash, load_npz, save_npz
+from posetracker.train.clip_labels import ClipLabels, LabelTeacher, augment_labels, cached_clip_labels
 from posetracker.train.clips import list_clips, list_stills, read_still, split_clips, still_labels, virtual_camera_clip
 from posetracker.train.config import DistillConfig
 from posetracker.train.dataset import ClipEntry
 from posetracker.train.features import FeatureExtractor, FrameSelection, frame_step_for, iter_frames
-from posetracker.train.labels import ClipLabels, LabelTeacher, augment_labels, cached_clip_labels
 
 Log = Callable[[str], None]
 
@@ -37,7 +37,7 @@ def make_teacher(cfg: DistillConfig) -> LabelTeacher:
     """
     from posetracker.model.weights import load_posenet
     from posetracker.train.config import resolve
-    from posetracker.train.label_teachers import PipelineTeacher, TeacherEnsemble
+    from posetracker.train.labellers import PipelineTeacher, TeacherEnsemble
 
     net = load_posenet(None if cfg.teacher_weights is None else resolve(cfg.teacher_weights))
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from posetracker.model.convert.tflite import TfliteGraph, TfliteOp
 from posetracker.train.teachers.layers import ConvSpec
+from posetracker.train.teachers.tflite import TfliteGraph, TfliteOp
 
 
 @dataclass

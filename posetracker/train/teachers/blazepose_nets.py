@@ -22,11 +22,11 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from posetracker.model.convert.tflite import TfliteGraph
 from posetracker.train.teachers.blazepose_graph import Block, EncoderSpec, detector_spec, landmark_spec
 from posetracker.train.teachers.layers import (
     Chain, ConvSpec, InvertedResidual, Neck, ResBlock, SepConv, Skip, Taps, TfConv, Upsample2x, depth_to_space,
 )
+from posetracker.train.teachers.tflite import TfliteGraph
 
 
 def build_chain(blocks: list[Block]) -> Chain:

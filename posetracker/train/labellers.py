@@ -1,7 +1,7 @@
 """Label makers: our own pipeline, and the BlazePose + MoveNet Thunder ensemble.
 
 - :class:`PipelineTeacher`: the shipped PoseNet through ``TrackingSession``
-  (per frame, no tracking: :mod:`.labels` tracks and smooths afterwards).
+  (per frame, no tracking: :mod:`.clip_labels` tracks and smooths afterwards).
   2-D keypoints and the root depth from the person's scale; no world pose.
 - :class:`TeacherEnsemble`: person boxes from the pipeline; 2-D from MoveNet
   Thunder on each box (kept when it agrees with the pipeline's person, OKS >=
@@ -32,11 +32,11 @@ from torch import nn
 
 from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.model.network import PoseNet
-from posetracker.model.runtime import _weights_key
 from posetracker.model.temporal import TemporalBlock
+from posetracker.model.weights import weights_key
+from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
 from posetracker.session import SessionConfig, TrackingSession
-from posetracker.tracking.similarity import joint_sigmas, keypoint_bbox_area, oks_matrix
-from posetracker.train.labels import PersonLabel
+from posetracker.train.clip_labels import PersonLabel
 
 THUNDER_JSON = Path(__file__).resolve().parents[3] / "shared" / "pretrained" / "movenet" / "movenet-thunder.json"
 
@@ -91,7 +91,7 @@ class PipelineTeacher:
         image_model.temporal = TemporalBlock(image_model.temporal.channels)  # untrained: an exact pass-through
         used = nn.ModuleDict({"backbone": image_model.backbone, **{
             f"heads_{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}})
-        self.name = f"pipeline-{_weights_key(used)[:10]}"
+        self.name = f"pipeline-{weights_key(used)[:10]}"
         cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
                             score_threshold=score_threshold)
         self.session = TrackingSession(image_model, cfg)
@@ -122,8 +122,9 @@ def person_box(label: PersonLabel, margin: float = 0.1) -> np.ndarray | None:
 
 
 def _oks(a: np.ndarray, a_ok: np.ndarray, b: np.ndarray, b_ok: np.ndarray, sigmas: np.ndarray) -> float:
-    area = keypoint_bbox_area(a[None], a_ok[None])
-    return float(oks_matrix(a[None], a_ok[None], area, b[None], b_ok[None], area, sigmas)[0, 0])
+    """OKS of two (K, 2) people over the joints known in both; area: ``a``'s keypoint box, at least 32^2 px^2."""
+    area = max(float(keypoint_bbox_area(a[None], a_ok[None])[0]), 32.0**2)
+    return float(oks(((a - b) ** 2).sum(-1), area, sigmas, a_ok & b_ok))
 
 
 class TeacherEnsemble:

@@ -1,6 +1,6 @@
 """Per-clip training labels: teacher people per frame -> tracks -> offline-smoothed targets.
 
-A teacher (:class:`LabelTeacher`) labels single frames: a list of
+A teacher (:class:`LabelTeacher`, see :mod:`.labellers`) labels single frames: a list of
 :class:`PersonLabel` (human18 2-D keypoints in source pixels, visibility,
 camera-space depth per joint, hip-centred metric world coordinates).
 :func:`label_clip` runs it over a clip, links people over time with

@@ -1,10 +1,20 @@
-"""Labelled images for training a skeleton's detector heads and its refiners.
+"""Samples for training a skeleton's detector heads and its refiners (:mod:`.detector`).
 
-For animal modes (and any skeleton): a ``normalized*.json`` set whose keypoint
-names are the skeleton's joint names (the body centre may be virtual). The set
-is split by item order: the last ``val_fraction`` of its items is held out (for
-a set cut from one video this is a contiguous stretch of it, never frames
-interleaved with training frames).
+Two sources give the same :class:`LabelledSamples`:
+
+- :func:`prepare_samples`, hand-labelled images (animal modes, any skeleton):
+  a ``normalized*.json`` set whose keypoint names are the skeleton's joint
+  names (the body centre may be virtual). The set is split by item order: the
+  last ``val_fraction`` of its items is held out (for a set cut from one video
+  this is a contiguous stretch of it, never frames interleaved with training
+  frames).
+- :func:`teacher_samples`, teacher-labelled clips (the human model's
+  refiners): the human labelled sets under ../shared are evaluation sets (a
+  few images each), so the human refiners learn from the distillation clips'
+  cached teacher labels instead: every ``clip_every``-th labelled frame of
+  each *training* clip of a distill config (held-out clips never), at most
+  ``clip_max`` per clip, with the joints the teacher saw (``visible``); hidden
+  joints are left unlabelled.
 
 Each training item becomes ``variants`` augmented copies: one affine warp from
 the source image straight into the 256 x 256 network input (the letterbox,
@@ -32,7 +42,9 @@ import cv2
 import numpy as np
 import torch
 
-from posetracker.evaluation.datasets import FrameCache, LabelledItem, load_labelled_set, read_image
+from posetracker.evaluation.datasets import (
+    FrameCache, LabelledItem, item_points, joint_columns, load_labelled_set, read_image,
+)
 from posetracker.model.network import PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, letterbox
 from posetracker.skeletons import SkeletonSpec
@@ -62,27 +74,6 @@ class LabelledSamples:
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
-
-
-def joint_columns(names: tuple[str, ...] | list[str], spec: SkeletonSpec) -> np.ndarray:
-    """(K,) column of each skeleton joint in the set's keypoint list, -1 where the set lacks it
-    (only virtual joints may be missing)."""
-    cols = np.array([list(names).index(j) if j in names else -1 for j in spec.joint_names])
-    missing = [spec.joint_names[k] for k in np.flatnonzero(cols < 0) if k not in spec.virtual]
-    if missing:
-        raise ValueError(f"the labelled set has no {missing} (skeleton {spec.name} joints: {list(spec.joint_names)})")
-    return cols
-
-
-def item_points(item: LabelledItem, cols: np.ndarray) -> np.ndarray:
-    """(P, K, 2) source pixels of every instance, nan where not labelled."""
-    out = np.full((len(item.instances), len(cols), 2), np.nan)
-    for p, inst in enumerate(item.instances):
-        kp = np.asarray(inst.keypoints, np.float64)
-        for k, c in enumerate(cols):
-            if c >= 0 and kp[c, 2] > 0:
-                out[p, k] = kp[c, :2]
-    return out
 
 
 def split_items(items: list, val_fraction: float) -> tuple[list, list]:
@@ -150,10 +141,10 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
                      progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
     """(RGB (H, W, 3), points (P, K, 2) source px) pairs -> cached :class:`LabelledSamples`
     (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None)."""
-    from posetracker.model.runtime import _weights_key
+    from posetracker.model.weights import weights_key
 
     variants = 1 if aug is None else aug.variants
-    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), _weights_key(net.backbone), spec.name)
+    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), weights_key(net.backbone), spec.name)
     hit = load_npz(entry_path("features", key, ".npz"))
     if hit is not None:
         return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
@@ -196,3 +187,41 @@ def load_split(path: str, spec: SkeletonSpec, val_fraction: float) -> tuple[list
     cols = joint_columns(ls.keypoint_names, spec)
     train, val = split_items(list(ls.items), val_fraction)
     return train, val, cols
+
+
+def teacher_samples(config_path: str, spec: SkeletonSpec, net: PoseNet, aug: AugmentConfig, seed: int,
+                    every: int, most_per_clip: int, log: Callable[[str], None],
+                    progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
+    from posetracker.train.clips import list_clips, split_clips
+    from posetracker.train.config import load_config
+    from posetracker.train.features import iter_frames
+    from posetracker.train.clip_labels import cached_clip_labels
+    from posetracker.train.prepare import make_teacher, selection_for
+
+    cfg = load_config(config_path)
+    clips, _ = split_clips(list_clips(cfg.data_path, cfg.min_frames), list(cfg.val),
+                           None if cfg.train is None else list(cfg.train), list(cfg.exclude))
+    teacher = make_teacher(cfg)
+    chosen: list[tuple[str, object, list[int]]] = []
+    for rel in clips:
+        path = cfg.data_path / rel
+        sel = selection_for(path, cfg)
+        labels = cached_clip_labels(teacher, path, spec, sel.key(), lambda: iter_frames(path, sel))
+        rows = [t for t in range(0, labels.num_frames, every) if labels.present()[t].any()][:most_per_clip]
+        chosen.append((rel, (path, sel, labels), rows))
+    n = sum(len(r) for _, _, r in chosen)
+    most = max(int(c[1][2].present().sum(1).max()) for c in chosen)
+    log(f"teacher samples: {n} frames from {len(chosen)} training clips (held out: {list(cfg.val)})")
+
+    def pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for _, (path, sel, labels), rows in chosen:
+            want = set(rows)
+            for t, frame in enumerate(iter_frames(path, sel)):
+                if t in want:
+                    xy = np.where(labels.visible[t][..., None], labels.xy[t], np.nan)
+                    present = np.isfinite(xy).all(-1).any(-1)
+                    yield frame.image, xy[present]
+
+    key = combine_key("teacher-samples-v1", [file_hash(c[1][0]) for c in chosen], teacher.name, every, most_per_clip,
+                      seed)
+    return warp_and_extract(pairs(), n, most, key, spec, net, aug, seed, progress)
