@@ -27,17 +27,16 @@ from typing import Literal
 import numpy as np
 import torch
 
-from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
+from posetracker.decoding import TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.pose_prior import PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
-from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+from posetracker.depth import (Camera, FarDepthBlend, PosePrior, PosePriorError, default_prior_path, depth_from_scale,
+                               has_torso, lift_keypoints, load_pose_prior)
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.refiners import RefinerChain, load_chain
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
-from posetracker.tracking.far_depth import FarDepthBlend
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -60,7 +59,7 @@ class SessionConfig:
     fov_deg: float = 60.0  # horizontal field of view of the source camera
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
-    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (decoding.pose_prior)
+    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
     rigid_bones: bool = False
     track: bool = True
     threads: int = 1  # threads for inference

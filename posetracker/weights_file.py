@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load_file as load_numpy_file
 from safetensors.torch import load_file, save_file
 
 MODELS_DIR = Path(__file__).resolve().parents[1] / "models"
@@ -32,12 +34,14 @@ def read_metadata(path: str | Path, error: type[Exception], what: str = "weights
         raise error(f"cannot read {what} {path}: {exc}") from None
 
 
-def read_weights(path: str | Path, error: type[Exception], what: str = "weights") -> tuple[dict[str, str], dict[str, torch.Tensor]]:
-    """(metadata, state dict) of a weights file; missing -> ``error`` "... not found", unreadable -> ``error``."""
+def read_weights(path: str | Path, error: type[Exception], what: str = "weights",
+                 numpy: bool = False) -> tuple[dict[str, str], dict[str, torch.Tensor] | dict[str, np.ndarray]]:
+    """(metadata, state dict: torch tensors, or numpy arrays if ``numpy``) of a weights file;
+    missing -> ``error`` "... not found", unreadable -> ``error``."""
     if not Path(path).is_file():
         raise error(f"{what} not found: {path}")
     meta = read_metadata(path, error, what)
     try:
-        return meta, load_file(str(path))
+        return meta, (load_numpy_file if numpy else load_file)(str(path))
     except (SafetensorError, OSError) as exc:
         raise error(f"cannot read {what} {path}: {exc}") from None

@@ -11,20 +11,19 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import (
-    Camera,
     TreeDecoder,
     assign_greedy,
     assign_hungarian,
     encode_targets,
     fill_virtual_joints,
     find_peaks,
-    lift_keypoints,
     local_maxima,
     refine_quadratic,
     sample_bilinear,
 )
 from posetracker.decoding.peaks import maxima_above
 from posetracker.decoding.synthetic import ideal_outputs, make_person
+from posetracker.depth import Camera, lift_keypoints
 from posetracker.skeletons import load_skeleton
 from posetracker.types import ShapeError
 
