@@ -23,7 +23,7 @@ from posetracker.decoding.peaks import (
 )
 from posetracker.decoding.people import DecodedPeople
 from posetracker.decoding.sampling import read_cells, sample_bilinear
-from posetracker.decoding.tree import TreeDecoder, VectorRead
+from posetracker.decoding.tree import TreeDecoder, VectorRead, path_matrix
 
 __all__ = [
     "Candidates",
@@ -38,6 +38,7 @@ __all__ = [
     "find_peaks",
     "keypoint_candidates",
     "local_maxima",
+    "path_matrix",
     "read_cells",
     "refine_quadratic",
     "sample_bilinear",
