@@ -111,9 +111,9 @@ def cmd_pose_prior(args: argparse.Namespace) -> int:
     import torch
     from tqdm import tqdm
 
-    from posetracker.decoding.pose_prior import save_pose_prior
     from posetracker.skeletons import load_skeleton
-    from posetracker.train.pose_prior import VirtualViews, load_prior_config, mocap_poses, teacher_poses, train_prior
+    from posetracker.train.pose_prior import (VirtualViews, load_prior_config, mocap_poses, save_pose_prior, teacher_poses,
+                                              train_prior)
 
     torch.set_num_threads(max(1, args.threads))
     cfg = load_prior_config(args.config)

@@ -1,9 +1,13 @@
 """TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
 
-    Frame -> letterbox -> PoseNet (causal stream, or bidirectional chunks)
-          -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-9)
-          -> [refiners, people stage: method C] -> source pixels + depth (+ pose prior) -> metric xyz
-          -> PoseTracker (ids) -> far-people depth blend -> smoothing -> bone lengths -> PoseFrame
+    Frame (H, W, 3) uint8 RGB -> letterbox (256, 256) -> PoseNet (causal stream, or bidirectional chunks)
+          -> outputs of one frame, (C, h, w) each: heatmaps K, offsets 2K, vectors 2E, depth 1+E
+          -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
+          -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
+          -> [refiners, people stage: method C] -> keypoints in source pixels (P, K, 2)
+          -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
+          -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
+          -> smoothing -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
 The CLI, the tests and the GUI worker all use this class and nothing below it.
 
@@ -27,17 +31,15 @@ from typing import Literal
 import numpy as np
 import torch
 
-from posetracker.decoding import Camera, TreeDecoder, lift_keypoints
+from posetracker.decoding import TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.pose_prior import PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
-from posetracker.decoding.scale_depth import depth_from_scale
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.refiners import RefinerChain, load_chain
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
-from posetracker.tracking.far_depth import FarDepthBlend
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -60,7 +62,7 @@ class SessionConfig:
     fov_deg: float = 60.0  # horizontal field of view of the source camera
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
-    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (decoding.pose_prior)
+    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
     rigid_bones: bool = False
     track: bool = True
     threads: int = 1  # threads for inference
@@ -107,7 +109,8 @@ class TrackingSession:
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
-        self.pose_prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
+        prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
+        self.depth = DepthEstimator(self.spec, self.config.fov_deg, self.depth_trained, prior, self.config.far_depth)
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read,
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
@@ -144,12 +147,11 @@ class TrackingSession:
         self.tracker = PoseTracker(self.spec, oks_threshold=0.0) if self.config.max_people == 1 else PoseTracker(self.spec)
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones)
-        self.far_depth = FarDepthBlend(self.spec, self.config.fov_deg)
+        self.depth.reset()
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
         """Ids, then (trained depth head) far people's depth blended with their body scale."""
-        pose = self.tracker.update(pose)
-        return self.far_depth.update(pose) if self.depth_trained and self.config.far_depth else pose
+        return self.depth.blend_tracks(self.tracker.update(pose))
 
     # ------------------------------------------------------------------ frames
 
@@ -172,20 +174,13 @@ class TrackingSession:
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         xy = meta.box.to_source(people.keypoints.astype(np.float64))
         w, h = meta.box.source_size
-        camera = Camera(w, h, fov_deg=self.config.fov_deg)
-        if self.depth_trained:
-            depth = people.depth
-            if self.pose_prior is not None:  # numpy, ~0.4 ms for one person
-                depth = self.pose_prior.fuse(xy, people.confidence, depth, camera.focal)
-        else:
-            depth = depth_from_scale(xy, people.confidence, self.spec, camera.focal)
-        world = lift_keypoints(xy, depth, camera)
+        depth, world = self.depth.estimate(xy, people.confidence, people.depth_reads, (w, h))
         pose = PoseFrame(
             index=meta.index, timestamp=meta.timestamp,
             keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
             confidence=people.confidence.astype(np.float32), scores=people.scores.astype(np.float32),
             track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
-            world=world.astype(np.float32),
+            world=world,
         )
         self.times.decode_ms = (time.perf_counter() - t0) * 1000
         return pose

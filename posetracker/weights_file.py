@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError, safe_open
+from safetensors.numpy import load_file as load_numpy_file
 from safetensors.torch import load_file, save_file
 
 from posetracker.resources import data_dir
@@ -35,17 +37,20 @@ def read_metadata(path: str | Path, error: type[Exception], what: str = "weights
         raise error(f"cannot read {what} {path}: {exc}") from None
 
 
-def read_weights(path: str | Path, error: type[Exception], what: str = "weights") -> tuple[dict[str, str], dict[str, torch.Tensor]]:
-    """(metadata, state dict) of a weights file; missing -> ``error`` "... not found", unreadable or
-    holding NaN / infinite values (a damaged or diverged file) -> ``error`` naming the first bad tensor."""
+def read_weights(path: str | Path, error: type[Exception], what: str = "weights",
+                 numpy: bool = False) -> tuple[dict[str, str], dict[str, torch.Tensor] | dict[str, np.ndarray]]:
+    """(metadata, state dict: torch tensors, or numpy arrays if ``numpy``) of a weights file;
+    missing -> ``error`` "... not found", unreadable or holding NaN / infinite values (a damaged
+    or diverged file) -> ``error`` naming the first bad tensor."""
     if not Path(path).is_file():
         raise error(f"{what} not found: {path}")
     meta = read_metadata(path, error, what)
     try:
-        state = load_file(str(path))
+        state = (load_numpy_file if numpy else load_file)(str(path))
     except (SafetensorError, OSError) as exc:
         raise error(f"cannot read {what} {path}: {exc}") from None
-    for name, tensor in state.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+    for name, value in state.items():
+        finite = np.isfinite(value).all() if numpy else (not value.is_floating_point() or torch.isfinite(value).all())
+        if not bool(finite):
             raise error(f"{what} {path} is damaged: tensor {name!r} holds NaN or infinite values")
     return meta, state

@@ -1,7 +1,7 @@
 """Decoding (method A steps 4-9): encode known poses, decode them back (circular tests).
 
 Single people, animals, the MoveNet "centre" semantics, empty frames, the peak
-finder, the target encoder and the camera lift. Multi-person scenes are in
+finder, the target encoder and the camera lift (``posetracker.depth``). Multi-person scenes are in
 test_decoding_multi.py.
 """
 
@@ -11,20 +11,20 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import (
-    Camera,
     TreeDecoder,
     assign_greedy,
     assign_hungarian,
     encode_targets,
     fill_virtual_joints,
     find_peaks,
-    lift_keypoints,
     local_maxima,
+    path_matrix,
     refine_quadratic,
     sample_bilinear,
 )
 from posetracker.decoding.peaks import maxima_above
 from posetracker.decoding.synthetic import ideal_outputs, make_person
+from posetracker.depth import Camera, joint_depths, lift_keypoints
 from posetracker.skeletons import load_skeleton
 from posetracker.types import ShapeError
 
@@ -71,7 +71,7 @@ def test_single_person_round_trip(human, mode, height):
     depth = person_depth(human, people, [3.2])
     dec, truth, z, idx = round_trip(human, people, mode, depth)
     np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
-    np.testing.assert_allclose(dec.depth[idx], z, atol=Z_TOL)
+    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
     np.testing.assert_allclose(dec.predicted[idx], truth, atol=PX_TOL)  # ideal vectors predict exactly
     assert dec.confidence.min() > 0.5
     assert dec.keypoints.dtype == np.float32 and dec.keypoints.shape == (1, 18, 2)
@@ -83,7 +83,7 @@ def test_round_trip_without_depth_or_offsets(human, mode):
     out = ideal_outputs(people, human, vector_write=mode)
     truth, _ = fill_virtual_joints(people, human)
     dec = TreeDecoder(human, vector_read=mode).decode(out)
-    assert np.isnan(dec.depth).all()
+    assert np.isnan(dec.depth_reads).all()
     np.testing.assert_allclose(dec.keypoints[0], truth[0], atol=PX_TOL)
     # Without the offset head, peaks are refined from the heatmap's shape (exact for a Gaussian).
     del out["offsets"]
@@ -103,7 +103,7 @@ def test_animals_round_trip(name, mode):
     depth = person_depth(spec, people, [0.5, 0.6, 0.55], seed=3)
     dec, truth, z, idx = round_trip(spec, people, mode, depth)
     np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
-    np.testing.assert_allclose(dec.depth[idx], z, atol=Z_TOL)
+    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(spec))[idx], z, atol=Z_TOL)
 
 
 def test_empty_heatmaps_give_no_people(human):
@@ -113,7 +113,7 @@ def test_empty_heatmaps_give_no_people(human):
            "offsets": np.zeros((2 * k, h, w), np.float32), "depth": np.zeros((1 + e, h, w), np.float32)}
     dec = TreeDecoder(human).decode(out)
     assert dec.num_people == 0
-    assert dec.keypoints.shape == (0, k, 2) and dec.confidence.shape == (0, k) and dec.depth.shape == (0, k)
+    assert dec.keypoints.shape == (0, k, 2) and dec.confidence.shape == (0, k) and dec.depth_reads.shape == (0, 1 + e)
     # No labelled people encode to empty maps as well.
     targets = encode_targets(np.zeros((0, k, 2)), human)
     assert TreeDecoder(human).decode({n: targets[n] for n in ("heatmaps", "vectors")}).num_people == 0
@@ -317,4 +317,5 @@ def test_decoded_people_lift_to_metric_3d(human, mode):
     people = make_person(human, (110.0, 130.0), 170.0)[None]
     depth = person_depth(human, people, [2.5])
     dec, truth, z, idx = round_trip(human, people, mode, depth)
-    np.testing.assert_allclose(lift_keypoints(dec.keypoints, dec.depth, cam)[idx], cam.to_camera(truth, z), atol=2e-3)
+    depth = joint_depths(dec.depth_reads, path_matrix(human))
+    np.testing.assert_allclose(lift_keypoints(dec.keypoints, depth, cam)[idx], cam.to_camera(truth, z), atol=2e-3)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posetracker.decoding import TreeDecoder, fill_virtual_joints
+from posetracker.decoding import TreeDecoder, fill_virtual_joints, path_matrix
 from posetracker.decoding.synthetic import ideal_outputs, make_person
+from posetracker.depth import joint_depths
 from posetracker.skeletons import load_skeleton
 
 MODES = ("centre", "parent")
@@ -78,7 +79,7 @@ def test_two_people_crossing(human, mode, assign):
     idx = matched(dec, full, human.root)
     _, z = full_pose(human, people, depth=depth)
     np.testing.assert_allclose(dec.keypoints[idx], full, atol=PX_TOL)
-    np.testing.assert_allclose(dec.depth[idx], z, atol=Z_TOL)
+    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
     assert dec.confidence.min() > 0.5
 
 
@@ -103,7 +104,7 @@ def test_six_people(human, mode):
     idx = matched(dec, full, human.root)
     _, z = full_pose(human, people, depth=depth)
     np.testing.assert_allclose(dec.keypoints[idx], full, atol=PX_TOL)
-    np.testing.assert_allclose(dec.depth[idx], z, atol=Z_TOL)
+    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
     assert np.all(np.diff(dec.scores) <= 0)  # strongest first
     assert TreeDecoder(human, vector_read=mode, max_people=4).decode(
         ideal_outputs(people, human, vector_write=mode)).num_people == 4

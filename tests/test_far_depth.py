@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
 
-from posetracker.decoding import Camera
-from posetracker.decoding.scale_depth import TORSO_M
+from posetracker.depth import Camera, FarDepthBlend
+from posetracker.depth.scale_depth import TORSO_M
 from posetracker.session import SessionConfig
-from posetracker.tracking.far_depth import FarDepthBlend
 from posetracker.types import PoseFrame
 
 SIZE = (1280, 720)

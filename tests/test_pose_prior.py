@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import torch
 
-from posetracker.decoding.pose_prior import (
-    PosePrior, PosePriorError, PosePriorNet, default_prior_path, load_pose_prior, numpy_forward, prior_inputs,
-    save_pose_prior)
+from posetracker.depth.pose_prior import (
+    PosePrior, PosePriorError, default_prior_path, load_pose_prior, numpy_forward, prior_inputs)
+from posetracker.model.pose_prior import PosePriorNet
 from posetracker.skeletons import load_skeleton
-from posetracker.train.pose_prior import PriorConfig, VirtualViews, train_prior
+from posetracker.train.pose_prior import PriorConfig, VirtualViews, save_pose_prior, train_prior
 
 SPEC = load_skeleton("human18")
 
@@ -50,7 +50,7 @@ def test_inputs_do_not_depend_on_where_or_how_big_the_person_is():
 def oracle_prior(x: torch.Tensor, y: torch.Tensor, weight: float = 0.5) -> PosePrior:
     """A PosePrior whose network gives the training target of each input (looked up), to check the
     units between training and the product."""
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1), SPEC, weight=weight)
+    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC, weight=weight)
     prior.forward = lambda inputs: y.numpy()[torch.cdist(torch.from_numpy(inputs), x).argmin(1).numpy()]
     return prior
 
@@ -60,7 +60,7 @@ def test_the_numpy_forward_is_the_network():
     x = torch.randn(5, (SPEC.num_joints - 1) * 3)
     with torch.no_grad():
         ref = net(x).numpy()
-    np.testing.assert_allclose(numpy_forward(net)(x.numpy()), ref, atol=1e-5)
+    np.testing.assert_allclose(numpy_forward(net.numpy_state())(x.numpy()), ref, atol=1e-5)
 
 
 def test_training_targets_turn_back_into_metres_in_the_product():
@@ -102,7 +102,7 @@ def test_a_short_training_learns_which_wrist_is_nearer():
     net = train_prior(VirtualViews(poses, SPEC, noise=cfg.noise, seed=0), cfg)
     test = VirtualViews(poses, SPEC, noise=0.0, seed=99)
     xy, ok, z = test.sample(400)
-    rel = PosePrior(net, SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0)
+    rel = PosePrior(net.numpy_state(), SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0)
     a, b = SPEC.index("left_wrist"), SPEC.index("right_wrist")
     truth, pred = z[:, a] - z[:, b], rel[:, a] - rel[:, b]
     clear = np.abs(truth) > 0.1
@@ -114,9 +114,10 @@ def test_weights_round_trip_and_errors(tmp_path):
     path = tmp_path / "prior.safetensors"
     save_pose_prior(net, SPEC, path, source="test")
     loaded = load_pose_prior(path, weight=0.25)
-    assert loaded.weight == 0.25 and loaded.net.hidden == 16
+    assert loaded.weight == 0.25
     x = torch.randn(2, (SPEC.num_joints - 1) * 3)
-    torch.testing.assert_close(loaded.net(x), net.eval()(x))
+    with torch.no_grad():
+        np.testing.assert_allclose(loaded.forward(x.numpy()), net.eval()(x).numpy(), atol=1e-5)
     with pytest.raises(PosePriorError, match="not found"):
         load_pose_prior(tmp_path / "missing.safetensors")
     (tmp_path / "bad.safetensors").write_bytes(b"not a weights file")
@@ -124,6 +125,8 @@ def test_weights_round_trip_and_errors(tmp_path):
         load_pose_prior(tmp_path / "bad.safetensors")
     with pytest.raises(PosePriorError, match="mouse4"):
         load_pose_prior(path, spec=load_skeleton("mouse4"))
+    with pytest.raises(PosePriorError, match="does not fit"):
+        PosePrior(PosePriorNet(SPEC.num_joints - 1, hidden=16, blocks=1).numpy_state(), SPEC)
 
 
 def test_the_session_mixes_in_the_shipped_prior():
@@ -131,8 +134,8 @@ def test_the_session_mixes_in_the_shipped_prior():
 
     assert default_prior_path("human18").is_file()
     session = TrackingSession.from_weights()
-    assert session.depth_trained and session.pose_prior is not None
-    assert TrackingSession.from_weights(config=SessionConfig(pose_prior=False)).pose_prior is None
+    assert session.depth_trained and session.depth.prior is not None
+    assert TrackingSession.from_weights(config=SessionConfig(pose_prior=False)).depth.prior is None
     assert session.notices == []
 
 
@@ -145,6 +148,6 @@ def test_an_unreadable_prior_leaves_depth_to_the_head_with_a_notice(tmp_path, mo
     bad.write_bytes(b"not a weights file")
     monkeypatch.setattr(posetracker.session, "default_prior_path", lambda skeleton: bad)
     session = TrackingSession.from_weights(config=SessionConfig(lookahead=0))
-    assert session.pose_prior is None
+    assert session.depth.prior is None
     assert len(session.notices) == 1 and "Pose prior not used" in session.notices[0] and "cannot read" in session.notices[0]
     assert session.step(Frame(0, 0.0, np.zeros((96, 128, 3), np.uint8))).keypoints.shape[1:] == (18, 3)  # tracks on

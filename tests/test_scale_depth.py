@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posetracker.decoding.scale_depth import DEFAULT_DEPTH_M, SHOULDER_WIDTH_M, TORSO_M, depth_from_scale
+from posetracker.depth.scale_depth import DEFAULT_DEPTH_M, SHOULDER_WIDTH_M, TORSO_M, depth_from_scale
 from posetracker.skeletons import load_skeleton
 
 SPEC = load_skeleton("human18")

@@ -16,7 +16,10 @@ class DecodedPeople:
     keypoints:  (P, K, 2) float32 x, y in input pixels
     confidence: (P, K) float32 in [0, 1]
     scores:     (P,) float32 person score in [0, 1]
-    depth:      (P, K) float32 camera-space depth in metres (nan without a depth head)
+    depth_reads: (P, 1+E) float64 metres (1+E = K), nan without a depth head: the depth head read
+                at the person's centre peak cell (column 0: root depth), then depth(child) -
+                depth(parent) of edge e where the edge's vector was read (column 1+e); the joint
+                depths are summed from them by ``posetracker.depth``
     predicted:  (P, K, 2) float32 positions predicted from the tree vectors before
                 the heatmap search, input pixels (the root: its centre peak)
     """
@@ -24,7 +27,7 @@ class DecodedPeople:
     keypoints: np.ndarray
     confidence: np.ndarray
     scores: np.ndarray
-    depth: np.ndarray
+    depth_reads: np.ndarray
     predicted: np.ndarray
 
     def __post_init__(self) -> None:
@@ -32,7 +35,7 @@ class DecodedPeople:
         for name, arr, shape in (
             ("keypoints", self.keypoints, (p, k, 2)),
             ("scores", self.scores, (p,)),
-            ("depth", self.depth, (p, k)),
+            ("depth_reads", self.depth_reads, (p, k)),
             ("predicted", self.predicted, (p, k, 2)),
         ):
             if arr.shape != shape:
@@ -44,7 +47,7 @@ class DecodedPeople:
 
     def take(self, index: np.ndarray) -> DecodedPeople:
         """The people at ``index`` (int indices or a (P,) bool mask), in that order."""
-        return DecodedPeople(self.keypoints[index], self.confidence[index], self.scores[index], self.depth[index],
+        return DecodedPeople(self.keypoints[index], self.confidence[index], self.scores[index], self.depth_reads[index],
                              self.predicted[index])
 
     @classmethod

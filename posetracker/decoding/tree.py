@@ -1,4 +1,4 @@
-"""Method A steps 4-9: decode people from the heads' outputs by walking the skeleton tree.
+"""Method A steps 4-9: decode people from the heads' outputs by walking the skeleton tree (2-D).
 
 Network outputs of one frame (numpy, stride ``s``: feature cell u -> input pixel u * s):
 
@@ -27,6 +27,10 @@ centre peak value.
 
 Person score = centre peak value x mean confidence of the non-root joints, so a
 strong centre with no limbs found, or limbs around a weak centre, both score low.
+
+Depth (step 9) is only read here: the root depth at the centre peak cell and each
+edge's difference where its vector is read (``DecodedPeople.depth_reads``);
+:mod:`posetracker.depth` sums them along the tree and lifts the people to 3-D.
 """
 
 from __future__ import annotations
@@ -99,7 +103,7 @@ class TreeDecoder:
         self._parents = np.asarray(spec.parents, dtype=np.int64)
         self._edge_of = np.asarray(spec.edge_of_child, dtype=np.int64)
         self._first_edges = self._edge_of[list(self.first_keypoints)]
-        self._path = _path_matrix(spec)
+        self._path = path_matrix(spec)
         self._levels, self._rows = self._walk_levels()
 
     def _walk_levels(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
@@ -161,8 +165,7 @@ class TreeDecoder:
         at_centre = read_cells(vectors, peaks.x, peaks.y).reshape(n, n_edges, 2)
         walk.window = self._windows(at_centre)
         if depth is not None:
-            z_centre = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
-            walk.z_root, walk.dz = z_centre[:, 0], z_centre[:, 1:]
+            walk.depth_reads = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
         if self.vector_read == "centre":  # predicted child = predicted parent + vector at the centre
             walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
 
@@ -175,12 +178,6 @@ class TreeDecoder:
         for level, rows in zip(self._levels[1:], self._rows[1:]):
             self._locate(level, cands.rows(rows), heat, walk)
 
-        # Method A step 9: root depth at the centre; each joint = parent depth + edge difference.
-        if depth is not None:
-            z = walk.z_root[:, None] + walk.dz @ self._path  # sums the differences along the path
-        else:
-            z = np.full((n, n_joints), np.nan)
-
         # Person score = centre peak value x mean confidence of the non-root joints.
         conf = walk.conf
         limbs = conf[:, list(self._non_root)].mean(axis=1) if self._non_root else np.ones(n)
@@ -191,7 +188,7 @@ class TreeDecoder:
             keypoints=(walk.pos[order] * s).astype(np.float32),
             confidence=np.clip(conf[order], 0.0, 1.0).astype(np.float32),
             scores=np.clip(scores[order], 0.0, 1.0).astype(np.float32),
-            depth=z[order].astype(np.float32),
+            depth_reads=walk.depth_reads[order],
             predicted=(walk.pred[order] * s).astype(np.float32),
         ), scores[order], order
 
@@ -235,7 +232,7 @@ class TreeDecoder:
         walk.conf[:, joints] = conf.T
 
 
-def _path_matrix(spec: SkeletonSpec) -> np.ndarray:
+def path_matrix(spec: SkeletonSpec) -> np.ndarray:
     """(E, K) float64: 1 where edge e lies on the path from the root to joint k."""
     path = np.zeros((spec.num_edges, spec.num_joints))
     for k in range(spec.num_joints):
@@ -250,7 +247,8 @@ class _Walk:
     """State of one frame's tree walk (cells): P people, K joints, E edges.
 
     pos, pred: (P, K, 2); conf: (P, K); window: (P,); centre_pred: (P, K, 2) predictions
-    of "centre" reading; z_root: (P,) and dz: (P, E) depth of the root and differences.
+    of "centre" reading; depth_reads: (P, 1+E) depth of the root and the edges' differences
+    (nan without a depth head).
     """
 
     def __init__(self, vectors: np.ndarray, depth: np.ndarray | None, n: int, k: int) -> None:
@@ -263,11 +261,10 @@ class _Walk:
         self.conf = np.zeros((n, k))
         self.window = np.zeros(n)
         self.centre_pred = np.zeros((n, k, 2))
-        self.z_root = np.zeros(n)
-        self.dz = np.zeros((n, c // 2))
+        self.depth_reads = np.full((n, 1 + c // 2), np.nan)
 
     def read_at_parents(self, edges: np.ndarray, xy: np.ndarray) -> np.ndarray:
-        """Bilinear read of each edge's vector (and depth difference, into ``dz``) at its
+        """Bilinear read of each edge's vector (and depth difference, into ``depth_reads``) at its
         located parent. edges: (J,); xy: (P, J, 2) -> (P, J, 2) vectors."""
         n, n_j = xy.shape[:2]
         index, weight = bilinear_weights(xy.transpose(1, 0, 2).reshape(-1, 2), *self.shape)
@@ -275,8 +272,8 @@ class _Walk:
         vx = gather_channels(self.vectors, 2 * edges, index, weight)
         vy = gather_channels(self.vectors, 2 * edges + 1, index, weight)
         if self.depth is not None:
-            self.dz[:, edges] = gather_channels(self.depth, 1 + edges, index, weight).T
+            self.depth_reads[:, 1 + edges] = gather_channels(self.depth, 1 + edges, index, weight).T
         return np.stack([vx.T, vy.T], axis=-1)
 
 
-__all__ = ["TreeDecoder", "DecodedPeople", "VectorRead"]
+__all__ = ["TreeDecoder", "DecodedPeople", "VectorRead", "path_matrix"]

@@ -144,5 +144,5 @@ class GraphRefiner(Refiner):
         second = self.second_points(maps["heatmap_logits"], maps.get("offsets"), first)[0].numpy()
         return DecodedPeople(
             keypoints=(second * stride).astype(np.float32), confidence=people.confidence,
-            scores=people.scores, depth=people.depth, predicted=people.predicted,
+            scores=people.scores, depth_reads=people.depth_reads, predicted=people.predicted,
         )

@@ -1,4 +1,4 @@
-"""Train the pose prior (``posetracker.decoding.pose_prior``) on 3-D poses seen by random virtual cameras.
+"""Train the pose prior (``posetracker.depth.pose_prior``) on 3-D poses seen by random virtual cameras.
 
 Poses: motion capture (BVH, ``posetracker.train.mocap``) and the 3-D teacher's
 world poses on the training clips of a distillation config (held-out clips
@@ -7,12 +7,13 @@ pinhole camera at a random yaw (all round), pitch (-10..35 deg), roll and
 distance (1.5-12 m), the body mirrored (left/right swapped) half the time and
 scaled by 0.85-1.15; some joints are hidden and the 2-D keypoints jittered by
 ``noise`` torso units, like a detector's. The target is each joint's depth
-relative to the hip midpoint in the units :mod:`posetracker.decoding.pose_prior`
+relative to the hip midpoint in the units :mod:`posetracker.depth.pose_prior`
 states (dz / (Z s / f)); the loss is L1.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,9 +23,11 @@ import numpy as np
 import torch
 import yaml
 
-from posetracker.decoding.pose_prior import TORSO, PosePriorNet, prior_inputs
+from posetracker.depth.pose_prior import FORMAT, TORSO, prior_inputs
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (a diagonal flip)
+from posetracker.model.pose_prior import PosePriorNet
 from posetracker.skeletons import SkeletonSpec
+from posetracker.weights_file import write_weights
 
 
 @dataclass(frozen=True)
@@ -173,3 +176,10 @@ def train_prior(views: VirtualViews, cfg: PriorConfig, progress: Callable[[int, 
     net.train(False)
     net.train_seconds = time.time() - t0
     return net
+
+
+def save_pose_prior(net: PosePriorNet, spec: SkeletonSpec, path: str | Path, source: str) -> None:
+    """Write a trained prior as the weights file :func:`posetracker.depth.load_pose_prior` reads."""
+    meta = {"format": FORMAT, "skeleton": spec.name, "source": source,
+            "params": json.dumps({"hidden": net.hidden, "blocks": net.num_blocks})}
+    write_weights(path, net.state_dict(), meta)

@@ -1,4 +1,9 @@
-"""Method A step 9 (3-D): pinhole camera turning (x px, y px, depth m) into metric xyz.
+"""Method A step 9 (3-D), the core: joint depths along the skeleton tree, then the pinhole lift to metric xyz.
+
+The decoder reads each person's root (body-centre) depth and, per edge, the depth
+difference child - parent (``DecodedPeople.depth_reads``: (P, 1+E) m); a joint's
+depth is the root depth plus the differences on the path from the root
+(:func:`joint_depths`). :class:`Camera` turns (x px, y px, depth m) into xyz.
 
 Camera space: x right, y down, z forward along the optical axis (metres), the
 same axes as the skeleton files. The principal point is the image centre
@@ -74,6 +79,15 @@ class Camera:
             return np.stack([f * xyz[..., 0] / xyz[..., 2] + cx, f * xyz[..., 1] / xyz[..., 2] + cy], axis=-1)
 
 
+def joint_depths(depth_reads: np.ndarray, path: np.ndarray) -> np.ndarray:
+    """Joint depths from the depth head's reads: the root depth plus the differences summed along the path.
+
+    depth_reads: (P, 1+E) m, root depth then the edges' differences; path: (E, K) from
+    :func:`posetracker.decoding.tree.path_matrix` -> (P, K) float32 m.
+    """
+    return (depth_reads[:, :1] + depth_reads[:, 1:] @ path).astype(np.float32)
+
+
 def lift_keypoints(keypoints: np.ndarray, depth: np.ndarray, camera: Camera) -> np.ndarray:
     """Metric xyz of decoded people.
 
@@ -82,4 +96,4 @@ def lift_keypoints(keypoints: np.ndarray, depth: np.ndarray, camera: Camera) -> 
     return camera.to_camera(keypoints, depth).astype(np.float32)
 
 
-__all__ = ["Camera", "lift_keypoints"]
+__all__ = ["Camera", "joint_depths", "lift_keypoints"]

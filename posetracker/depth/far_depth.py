@@ -3,7 +3,7 @@
 The distilled depth head is accurate where it was trained (people 1.1-5.7 m
 from the camera, 5th-95th percentile of the training clips) and compresses
 distances beyond that: sprinters 12-13 m away come out at ~0.8x their depth.
-The body-scale estimate (``decoding.scale_depth``: torso length under a
+The body-scale estimate (:mod:`.scale_depth`: torso length under a
 pinhole) has no such bias but is noisy frame to frame (a 15 px torso that
 varies by one pixel moves the person ~0.8 m at 12 m) and is worse close up.
 
@@ -26,8 +26,8 @@ from collections import deque
 
 import numpy as np
 
-from posetracker.decoding import Camera, lift_keypoints
-from posetracker.decoding.scale_depth import root_depth_from_scale
+from posetracker.depth.lift import Camera, lift_keypoints
+from posetracker.depth.scale_depth import root_depth_from_scale
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 

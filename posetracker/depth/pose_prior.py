@@ -1,8 +1,9 @@
 """Pose-prior depth: each joint's depth relative to the hips, read from the person's 2-D pose.
 
-A small network (:class:`PosePriorNet`) sees one person's 2-D keypoints, centred on
-the hip midpoint and divided by the torso's size in the image, and gives every
-joint's depth relative to the hip midpoint. It is trained on 3-D poses seen by
+A small network (:class:`posetracker.model.pose_prior.PosePriorNet`, run here in
+numpy) sees one person's 2-D keypoints, centred on the hip midpoint and divided by
+the torso's size in the image, and gives every joint's depth relative to the hip
+midpoint. It is trained on 3-D poses seen by
 random virtual cameras (``posetracker.train.pose_prior``: motion capture and the
 3-D teacher's world poses), a source of depth independent of the depth head's
 image features, so where the two disagree about which side is nearer, the mix
@@ -19,16 +20,13 @@ Shapes: xy (P, K, 2) px, ok (P, K) bool, depth (P, K) m; inputs (P, (K - 1) * 3)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
-from torch import nn
 
 from posetracker.skeletons import SkeletonSpec, load_skeleton
-from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
+from posetracker.weights_file import MODELS_DIR, read_weights
 
 FORMAT = "pose-prior-v1"
 TORSO = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
@@ -67,34 +65,14 @@ def prior_inputs(xy: np.ndarray, ok: np.ndarray, spec: SkeletonSpec) -> tuple[np
     return x.reshape(*x.shape[:-2], -1).astype(np.float32), s, torso
 
 
-class PosePriorNet(nn.Module):
-    """(P, (K-1)*3) normalised 2-D pose -> (P, K-1) relative depth in torso units (a residual MLP).
-
-    Trained in torch; :class:`PosePrior` runs the same layers in numpy (:func:`numpy_forward`), 2-3x
-    faster than torch eager for a few people a frame (less per-call overhead)."""
-
-    def __init__(self, num_joints: int, hidden: int = 384, blocks: int = 3, dropout: float = 0.1):
-        super().__init__()
-        self.num_joints, self.hidden, self.num_blocks = num_joints, hidden, blocks
-        self.inp = nn.Linear((num_joints - 1) * 3, hidden)
-        self.blocks = nn.ModuleList(
-            nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.GELU(approximate="tanh"), nn.Dropout(dropout),
-                          nn.Linear(hidden, hidden)) for _ in range(blocks))
-        self.out = nn.Linear(hidden, num_joints - 1)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        h = self.inp(x)
-        for block in self.blocks:
-            h = h + block(h)
-        return self.out(h)
-
-
-def numpy_forward(net: PosePriorNet) -> Callable[[np.ndarray], np.ndarray]:
-    """``net`` (eval) as a numpy function: (P, (K-1)*3) float32 -> (P, K-1) float32."""
-    p = {k: np.ascontiguousarray(v.detach().numpy().T if k.endswith("weight") and v.ndim == 2 else v.detach().numpy())
-         for k, v in net.state_dict().items()}  # Linear weights as (in, out)
+def numpy_forward(state: dict[str, np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """The network of ``state`` (a PosePriorNet's state dict as numpy arrays) in eval mode as a numpy
+    function: (P, (K-1)*3) float32 -> (P, K-1) float32. A missing layer raises KeyError."""
+    p = {k: np.ascontiguousarray(v.T if k.endswith("weight") and v.ndim == 2 else v)
+         for k, v in state.items()}  # Linear weights as (in, out)
+    num_blocks = sum(1 for k in p if k.startswith("blocks.") and k.endswith(".0.weight"))
     blocks = [(p[f"blocks.{i}.0.weight"], p[f"blocks.{i}.0.bias"], p[f"blocks.{i}.1.weight"], p[f"blocks.{i}.1.bias"],
-               p[f"blocks.{i}.4.weight"], p[f"blocks.{i}.4.bias"]) for i in range(net.num_blocks)]
+               p[f"blocks.{i}.4.weight"], p[f"blocks.{i}.4.bias"]) for i in range(num_blocks)]
     w_in, b_in, w_out, b_out = p["inp.weight"], p["inp.bias"], p["out.weight"], p["out.bias"]
     c = np.float32(np.sqrt(2.0 / np.pi))
 
@@ -112,15 +90,22 @@ def numpy_forward(net: PosePriorNet) -> Callable[[np.ndarray], np.ndarray]:
 
 
 class PosePrior:
-    """A trained :class:`PosePriorNet` and the mix of its depths with the depth head's."""
+    """A trained pose-prior network (its state dict as numpy arrays) and the mix of its depths with the
+    depth head's."""
 
-    def __init__(self, net: PosePriorNet, spec: SkeletonSpec, weight: float = 0.5, min_confidence: float = 0.3):
-        if net.num_joints != spec.num_joints or not has_torso(spec):
-            raise PosePriorError(f"the pose prior does not fit skeleton {spec.name}")
+    def __init__(self, state: dict[str, np.ndarray], spec: SkeletonSpec, weight: float = 0.5,
+                 min_confidence: float = 0.3):
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"pose prior weight must be in [0, 1], got {weight}")
-        self.net, self.spec = net.eval(), spec
-        self.forward = numpy_forward(self.net)
+        n_in = (spec.num_joints - 1) * 3
+        try:
+            self.forward = numpy_forward(state)
+            fits = has_torso(spec) and self.forward(np.zeros((1, n_in), np.float32)).shape == (1, spec.num_joints - 1)
+        except (KeyError, ValueError) as exc:
+            raise PosePriorError(f"the pose prior does not fit skeleton {spec.name}: {exc}") from None
+        if not fits:
+            raise PosePriorError(f"the pose prior does not fit skeleton {spec.name}")
+        self.spec = spec
         self.weight, self.min_confidence = weight, min_confidence
         self.joints = [j for j in range(spec.num_joints) if j != spec.root]
         self.hips = [spec.index("left_hip"), spec.index("right_hip")]
@@ -152,24 +137,13 @@ class PosePrior:
         return np.where(np.isfinite(prior), mixed, depth).astype(depth.dtype)
 
 
-def save_pose_prior(net: PosePriorNet, spec: SkeletonSpec, path: str | Path, source: str) -> None:
-    meta = {"format": FORMAT, "skeleton": spec.name, "source": source,
-            "params": json.dumps({"hidden": net.hidden, "blocks": net.num_blocks})}
-    write_weights(path, net.state_dict(), meta)
-
-
 def load_pose_prior(path: str | Path | None = None, spec: SkeletonSpec | None = None, weight: float = 0.5) -> PosePrior:
     """The pose prior from its weights file (default: the shipped human18 one)."""
     path = Path(path) if path is not None else default_prior_path(spec.name if spec else "human18")
-    meta, state = read_weights(path, PosePriorError, "pose prior weights")
+    meta, state = read_weights(path, PosePriorError, "pose prior weights", numpy=True)
     if meta.get("format") != FORMAT:
         raise PosePriorError(f"{path} is not a pose prior weights file (format {meta.get('format')!r})")
     spec = spec or load_skeleton(meta["skeleton"])
     if spec.name != meta["skeleton"]:
         raise PosePriorError(f"{path} is a {meta['skeleton']} pose prior; the model's skeleton is {spec.name}")
-    net = PosePriorNet(spec.num_joints, **json.loads(meta.get("params") or "{}"))
-    try:
-        net.load_state_dict(state)
-    except RuntimeError as exc:
-        raise PosePriorError(f"{path} does not fit the pose prior network: {exc}") from None
-    return PosePrior(net, spec, weight)
+    return PosePrior(state, spec, weight)

@@ -1,0 +1,54 @@
+"""DepthEstimator: method A step 9 for one model, built once per session, called once per frame."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posetracker.decoding.tree import path_matrix
+from posetracker.depth.far_depth import FarDepthBlend
+from posetracker.depth.lift import Camera, joint_depths, lift_keypoints
+from posetracker.depth.pose_prior import PosePrior
+from posetracker.depth.scale_depth import depth_from_scale
+from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseFrame
+
+
+class DepthEstimator:
+    """People of one frame -> joint depths and metric xyz; tracked frames -> far people's depth blended.
+
+    fov_deg: horizontal field of view of the source camera. trained: the model's depth
+    head is trained; if not, the body-scale layer replaces it (each person flat at the
+    depth of its torso's size, :func:`depth_from_scale`) and the two layers below are off.
+    prior: the pose-prior layer (:meth:`PosePrior.fuse`), None for off. far_depth: the
+    far-people layer (:class:`FarDepthBlend`, per track: :meth:`blend_tracks`).
+    """
+
+    def __init__(self, spec: SkeletonSpec, fov_deg: float = 60.0, trained: bool = True,
+                 prior: PosePrior | None = None, far_depth: bool = True):
+        self.spec, self.fov_deg, self.trained = spec, fov_deg, trained
+        self.prior = prior if trained else None
+        self.far = FarDepthBlend(spec, fov_deg) if trained and far_depth else None
+        self.path = path_matrix(spec)  # (E, K)
+
+    def reset(self) -> None:
+        """Forget the tracks of the far-people blend (a new source, a seek)."""
+        if self.far is not None:
+            self.far.reset()
+
+    def estimate(self, xy: np.ndarray, confidence: np.ndarray, depth_reads: np.ndarray,
+                 image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+        """xy: (P, K, 2) source pixels; confidence: (P, K); depth_reads: (P, 1+E) the decoder's;
+        image_size: (W, H) -> (depth (P, K) float32 m, world (P, K, 3) float32 camera-space m)."""
+        camera = Camera(*image_size, fov_deg=self.fov_deg)
+        if self.trained:
+            depth = joint_depths(depth_reads, self.path)
+            if self.prior is not None:  # numpy, ~0.4 ms for one person
+                depth = self.prior.fuse(xy, confidence, depth, camera.focal)
+        else:
+            depth = depth_from_scale(xy, confidence, self.spec, camera.focal)
+        return depth, lift_keypoints(xy, depth, camera)
+
+    def blend_tracks(self, pose: PoseFrame) -> PoseFrame:
+        """A tracked frame (each tracked frame in order) -> far people's root depth moved towards their
+        body scale (:class:`FarDepthBlend`); the same frame when that layer is off."""
+        return pose if self.far is None else self.far.update(pose)
