@@ -27,19 +27,16 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.capture import CaptureError, open_source
     from posetracker.export import exporter_for_path
     from posetracker.export.registry import check_target
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import RefinerError, chain_for
+    from posetracker.refiners import RefinerError
     from posetracker.session import SessionConfig, TrackingSession
-    from posetracker.skeletons import load_skeleton
 
     out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
     exporter = exporter_for_path(out)
     check_target(out, args.force)
-    spec = load_skeleton(args.skeleton)
-    net = load_posenet(args.weights, spec)
-    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov)
+    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
+                           refiners=tuple(args.refiners))
     try:
-        session = TrackingSession(net, config, refiners=chain_for(args.refiners, spec, args.weights))
+        session = TrackingSession.open(args.skeleton, args.weights, config)
     except RefinerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -54,7 +51,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     try:
         with source:
             seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
-                              metadata={"source": str(args.input), "size": list(source.size), "model": str(net.meta.get("source", ""))})
+                              metadata={"source": str(args.input), "size": list(source.size), "model": str(session.net.meta.get("source", ""))})
     finally:
         bar.close()
     files = exporter.write(seq, out, force=args.force)

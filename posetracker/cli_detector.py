@@ -136,8 +136,6 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from posetracker.evaluation.held_out import evaluate_items
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
@@ -145,12 +143,10 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
         raise SystemExit("error: this config trains on teacher-labelled clips; score it with "
                          "posetracker eval --refiners ... (labelled sets) and train clip-eval --refiners ...")
     weights = Path(args.weights) if args.weights else cfg.out_path
-    net = load_posenet(weights, spec)
     results = {}
     for combo in args.refiners:
-        kinds = [] if combo == "none" else combo.split("+")
-        session = TrackingSession(net, SessionConfig(threads=args.threads),
-                                  refiners=chain_for(kinds, spec, weights))
+        kinds = () if combo == "none" else tuple(combo.split("+"))
+        session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()

@@ -27,18 +27,16 @@ def find_sets(paths: list[str]) -> list[Path]:
 
 
 def _predictor(args: argparse.Namespace):
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
-    net = load_posenet(args.weights)
     if args.baseline == "movenet":
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
+        from posetracker.model.weights import load_posenet
 
+        net = load_posenet(args.weights)
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict
-    session = TrackingSession(net, SessionConfig(vector_read=args.vector_read, threads=args.threads),
-                              refiners=chain_for(args.refiners, net.spec, args.weights))
-    return session.process_image
+    config = SessionConfig(vector_read=args.vector_read, threads=args.threads, refiners=tuple(args.refiners))
+    return TrackingSession.open(weights=args.weights, config=config).process_image
 
 
 def format_table(results: dict[str, dict]) -> str:

@@ -73,8 +73,6 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 
 def cmd_clip_eval(args: argparse.Namespace) -> int:
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.train.labels import cached_clip_labels
     from posetracker.train.metrics import evaluate_clip
@@ -93,11 +91,10 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             path = cfg.data_path / rel
             sel = selection_for(path, cfg)
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
-            wnet = load_posenet(weights)
-            session = TrackingSession(wnet, SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
-                                                          smoothing=not args.no_smoothing,
-                                                          pose_prior=not args.no_pose_prior),
-                                      refiners=chain_for(args.refiners, wnet.spec, weights))
+            config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
+                                   smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
+                                   refiners=tuple(args.refiners))
+            session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
             results[f"{Path(weights).name} | {rel}"] = r
