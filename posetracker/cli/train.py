@@ -181,6 +181,6 @@ def add_train_parser(subparsers) -> None:
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2: nothing else runs while training)")
     p.set_defaults(func=cmd_pose_prior)
 
-    from posetracker.cli_detector import add_detector_parsers
+    from posetracker.cli.train_detector import add_detector_parsers
 
     add_detector_parsers(tsub)

@@ -157,9 +157,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="switch on trained refiners: heatmap (method B), graph (method C)")
     pr.set_defaults(func=_cmd_process)
 
-    from posetracker.cli_eval import add_eval_parser
-    from posetracker.cli_export import add_export_parser
-    from posetracker.cli_train import add_train_parser
+    from posetracker.cli.evaluate import add_eval_parser
+    from posetracker.cli.export import add_export_parser
+    from posetracker.cli.train import add_train_parser
 
     add_eval_parser(sub)
     add_export_parser(sub)
