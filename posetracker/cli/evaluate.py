@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from posetracker.cli.options import add_refiners_argument
+
 METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall")
 DEFAULT_MOVENET = "../shared/pretrained/movenet/movenet-multipose.json"
 
@@ -92,6 +94,5 @@ def add_eval_parser(sub) -> None:
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")
     e.add_argument("--threads", type=int, default=1)
-    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
-                   help="score with these refiners on (read beside --weights, else the shipped ones)")
+    add_refiners_argument(e, "score with these refiners on (read beside --weights, else the shipped ones)")
     e.set_defaults(func=cmd_eval)

@@ -18,6 +18,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from posetracker.cli.options import add_refiners_argument
+
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -171,8 +173,7 @@ def add_train_parser(subparsers) -> None:
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
-    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
-                   help="with these refiners on (read beside each weights file)")
+    add_refiners_argument(e, "with these refiners on (read beside each weights file)")
     e.set_defaults(func=cmd_clip_eval)
 
     p = tsub.add_parser("pose-prior", help="train the pose prior (2-D pose -> joint depths) on mocap and teacher 3-D poses")
