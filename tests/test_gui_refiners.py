@@ -247,11 +247,14 @@ def dummy_refiner(tmp_path, monkeypatch):
         kind = "dummy"
         label = "Dummy refiner (test)"
 
-    register_refiner("dummy")(DummyRefiner)
-    (tmp_path / "refiner-dummy-human18.safetensors").write_bytes(b"")
     shipped = base.refiner_path
-    monkeypatch.setattr(base, "refiner_path", lambda kind, skeleton, models_dir=base.MODELS_DIR: (
-        tmp_path / f"refiner-{kind}-{skeleton}.safetensors" if kind == "dummy" else shipped(kind, skeleton, models_dir)))
+
+    def refiner_path(kind, skeleton, models_dir=base.MODELS_DIR):  # the dummy's weights live in tmp_path
+        return shipped(kind, skeleton, tmp_path if kind == "dummy" else models_dir)
+
+    register_refiner("dummy")(DummyRefiner)
+    refiner_path("dummy", "human18").write_bytes(b"")
+    monkeypatch.setattr(base, "refiner_path", refiner_path)
     yield "dummy"
     unregister_refiner("dummy")
 
@@ -261,8 +264,8 @@ def test_a_registered_refiner_plugs_into_the_command_lines_and_the_panel(qtbot, 
     from posetracker.cli import build_parser
     from ui.app import parse_args
 
-    verbs = (["process", "in.mp4"], ["eval", "--data", "x"], ["bench"], ["train", "clip-eval", "--config", "c", "--weights", "w"])
-    for verb in verbs:
+    for verb in (["process", "in.mp4"], ["eval", "--data", "x"], ["bench"],
+                 ["train", "clip-eval", "--config", "c", "--weights", "w"]):
         assert build_parser().parse_args([*verb, "--refiners", "graph", "dummy"]).refiners == ["graph", "dummy"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["process", "--help"])

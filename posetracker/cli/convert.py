@@ -24,7 +24,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
 
 def add_convert_parser(sub) -> None:
     c = sub.add_parser("convert", help="convert MoveNet MultiPose (TF.js) to PoseNet safetensors")
-    c.add_argument("--src", default="../shared/pretrained/movenet/movenet-multipose.json")
-    c.add_argument("--skeleton", default="human18")
-    c.add_argument("--out", default="models/posenet-human18.safetensors")
+    c.add_argument("--src", default="../shared/pretrained/movenet/movenet-multipose.json", help="MoveNet's model.json")
+    c.add_argument("--skeleton", default="human18", help="skeleton of the heads (default human18)")
+    c.add_argument("--out", default="models/posenet-human18.safetensors", help="weights file to write")
     c.set_defaults(func=_cmd_convert)
