@@ -128,13 +128,10 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
     from posetracker.capture import open_source
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
-    net = load_posenet(weights)
-    session = TrackingSession(net, SessionConfig(mode=mode, threads=threads, lookahead=lookahead),
-                              refiners=chain_for(refiners, net.spec, weights))
+    config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, refiners=tuple(refiners))
+    session = TrackingSession.open(weights=weights, config=config)
 
     def one_run() -> tuple[float, list[float]]:
         latencies: list[float] = []
@@ -205,11 +202,10 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     import numpy as np
 
     from posetracker.capture import open_source
-    from posetracker.model.weights import load_posenet
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.types import Frame
 
-    session = TrackingSession(load_posenet(weights), SessionConfig(mode="live", threads=threads, lookahead=lookahead))
+    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=threads, lookahead=lookahead))
     read_at: dict[int, float] = {}
     lock, done = threading.Lock(), threading.Event()
     slot: list = [None]  # (frame, time read) or None: a one-item latest-wins mailbox

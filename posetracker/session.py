@@ -39,6 +39,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.refiners import RefinerChain, load_chain
+from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
@@ -101,11 +102,13 @@ class _Pending:
 class TrackingSession:
     """Frames in, tracked PoseFrames out. See the module docstring."""
 
-    def __init__(self, net: PoseNet, config: SessionConfig | None = None, refiners: RefinerChain | None = None):
+    def __init__(self, net: PoseNet, config: SessionConfig | None = None, refiners_dir: str | Path | None = None):
+        """A session around a network already in memory (tests, teachers); from a weights file use :meth:`open`.
+        The refiners named in ``config.refiners`` are read from ``refiners_dir`` (None: the shipped models)."""
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
-        self.refiners = refiners if refiners is not None else load_chain(list(self.config.refiners), self.spec)
+        self.refiners: RefinerChain = load_chain(list(self.config.refiners), self.spec, refiners_dir)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
@@ -133,10 +136,17 @@ class TrackingSession:
             return None
 
     @classmethod
-    def from_weights(cls, weights: str | Path | None = None, config: SessionConfig | None = None) -> TrackingSession:
+    def open(cls, skeleton: str | SkeletonSpec | None = None, weights: str | Path | None = None,
+             config: SessionConfig | None = None) -> TrackingSession:
+        """The one way to build a session from files: the network from ``weights`` (default: the shipped model
+        of ``skeleton``, human18 when neither is given) and the refiners named in ``config.refiners``, read
+        beside ``weights`` (default: the shipped ones). Raises WeightsError / RefinerError for a missing or
+        unfitting file."""
         from posetracker.model.weights import load_posenet
+        from posetracker.skeletons import load_skeleton
 
-        return cls(load_posenet(weights), config)
+        spec = load_skeleton(skeleton) if isinstance(skeleton, str) else skeleton
+        return cls(load_posenet(weights, spec), config, Path(weights).parent if weights else None)
 
     def reset(self) -> None:
         """Forget every track, filter and temporal state (e.g. after a seek or a new source)."""

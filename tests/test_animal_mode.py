@@ -24,7 +24,6 @@ def test_mouse_held_out_scores():
     """models/refiners-and-animals.md: PCK@0.1 0.717 plain, 0.891 with the heatmap refiner (23 frames)."""
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
-    from posetracker.refiners import load_chain
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
     from posetracker.train.detector_samples import load_split
@@ -35,7 +34,7 @@ def test_mouse_held_out_scores():
     net = load_posenet(REPO / "models" / "posenet-mouse4.safetensors", mouse)
     scores = {}
     for kinds in ((), ("heatmap",)):
-        session = TrackingSession(net, SessionConfig(), refiners=load_chain(list(kinds), mouse))
+        session = TrackingSession(net, SessionConfig(refiners=kinds))
         scores[kinds] = evaluate_items(session.process_image, held_out, cols, mouse)
     assert len(held_out) == 23 and scores[()]["found"] == 23
     assert scores[()]["pck@0.1"] == pytest.approx(0.717, abs=0.03)

@@ -122,3 +122,11 @@ def test_process_warns_when_the_pose_prior_is_unreadable(tmp_path, capsys, monke
     out = tmp_path / "p.csv"
     assert main(["process", SAMPLE, "--out", str(out)]) == 0 and out.exists()
     assert "warning: Pose prior not used" in capsys.readouterr().err
+
+
+def test_python_dash_m_runs_the_command_line():
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "posetracker", "--help"], cwd=REPO, capture_output=True, text=True)
+    assert done.returncode == 0 and "depth-order" in done.stdout and "process" in done.stdout

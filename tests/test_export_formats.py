@@ -12,7 +12,7 @@ import pytest
 
 from test_bvh_synthetic import make_sequence
 
-from posetracker.cli_export import add_export_parser
+from posetracker.cli.export import add_export_parser
 from posetracker.export import ExportError, exporters, get_exporter, read_sequence
 from posetracker.skeletons import load_skeleton
 from posetracker.types import PoseFrame, PoseSequence

@@ -235,3 +235,55 @@ def test_max_people_rebuilds_the_session_and_persists(qtbot, clip):
     assert again.state.max_people == 1 and again.model_panel.max_people.value() == 1
     assert again.live_factory().args[0].max_people == 1
     again.close()
+
+
+@pytest.fixture
+def dummy_refiner(tmp_path, monkeypatch):
+    """A third refiner kind, registered for the test only, with a weights file for human18."""
+    import posetracker.refiners.base as base
+    from posetracker.refiners import Refiner, register_refiner, unregister_refiner
+
+    class DummyRefiner(Refiner):
+        kind = "dummy"
+        label = "Dummy refiner (test)"
+
+    shipped = base.refiner_path
+
+    def refiner_path(kind, skeleton, models_dir=base.MODELS_DIR):  # the dummy's weights live in tmp_path
+        return shipped(kind, skeleton, tmp_path if kind == "dummy" else models_dir)
+
+    register_refiner("dummy")(DummyRefiner)
+    refiner_path("dummy", "human18").write_bytes(b"")
+    monkeypatch.setattr(base, "refiner_path", refiner_path)
+    yield "dummy"
+    unregister_refiner("dummy")
+
+
+def test_a_registered_refiner_plugs_into_the_command_lines_and_the_panel(qtbot, dummy_refiner, capsys):
+    """No list of kinds to edit: the CLI, the app's options and its Refiners panel read the registry."""
+    from posetracker.cli import build_parser
+    from ui.app import parse_args
+
+    for verb in (["process", "in.mp4"], ["eval", "--data", "x"], ["bench"],
+                 ["train", "clip-eval", "--config", "c", "--weights", "w"]):
+        assert build_parser().parse_args([*verb, "--refiners", "graph", "dummy"]).refiners == ["graph", "dummy"]
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["process", "--help"])
+    assert "registered: dummy, graph, heatmap" in " ".join(capsys.readouterr().out.split())
+    assert parse_args(["--refiners", "dummy"]).refiners == ["dummy"]
+    window = make_window(qtbot)  # the real lister: kinds with weights for human18
+    assert "dummy" in kinds(window)
+    box = window.model_panel.refiner_boxes[kinds(window).index("dummy")]
+    assert box.text() == "Dummy refiner (test)"
+    box.click()
+    assert window.state.refiners == ("dummy",)
+    window.close()
+
+
+def test_an_unregistered_refiner_is_refused_with_the_choices(capsys):
+    from posetracker.cli import build_parser
+
+    with pytest.raises(SystemExit) as exit_:
+        build_parser().parse_args(["process", "in.mp4", "--refiners", "dummy"])
+    assert exit_.value.code == 2
+    assert "invalid choice: 'dummy' (choose from 'graph', 'heatmap')" in capsys.readouterr().err

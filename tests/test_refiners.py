@@ -170,8 +170,10 @@ def test_chain_runs_maps_stage_before_people_stage(tmp_path, mouse):
     assert not RefinerChain([])
 
 
-def test_session_runs_refiners_between_heads_and_decoder():
+def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
     """Untrained refiners leave the product's output as it is; changed ones reach it (both stages, live + offline)."""
+    from dataclasses import replace
+
     from posetracker.capture import open_source
     from posetracker.model.weights import load_posenet
     from posetracker.session import SessionConfig, TrackingSession
@@ -180,16 +182,19 @@ def test_session_runs_refiners_between_heads_and_decoder():
     with open_source(str(Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4")) as src:
         frames = [f for _, f in zip(range(4), src)]
     heat, graph = HeatmapRefiner(net.spec).eval(), GraphRefiner(net.spec).eval()
+    for refiner in (heat, graph):
+        save_refiner(refiner, refiner_path(refiner.kind, net.spec.name, tmp_path), {})
     for mode in ("live", "offline"):
         cfg = SessionConfig(mode=mode, score_threshold=0.0, track=False)
         plain = TrackingSession(net, cfg).run(frames, 30)
-        same = TrackingSession(net, cfg, refiners=RefinerChain([heat, graph])).run(frames, 30)
+        same = TrackingSession(net, replace(cfg, refiners=("heatmap", "graph")), tmp_path).run(frames, 30)
         for a, b in zip(plain.frames, same.frames):
             np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-3)
     with torch.no_grad():  # a refiner that erases every keypoint heatmap: nothing is found in them any more
         heat.net.out.bias.fill_(-30.0)
-    session = TrackingSession(net, SessionConfig(mode="offline", score_threshold=0.0, track=False),
-                              refiners=RefinerChain([heat]))
+    save_refiner(heat, refiner_path("heatmap", net.spec.name, tmp_path), {})
+    session = TrackingSession(net, SessionConfig(mode="offline", score_threshold=0.0, track=False, refiners=("heatmap",)),
+                              tmp_path)
     assert session.refiners.needs_image
     moved = session.run(frames, 30)
     assert all(a.num_people for a in plain.frames)

@@ -16,6 +16,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from posetracker.cli.options import RefinerKinds
+
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="posetracker-gui", description="PoseTracker desktop application")
@@ -23,8 +25,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--mode", choices=("live", "offline"), default="live",
                         help="live: causal tracking while playing; offline: process the whole file first (bidirectional)")
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
-    parser.add_argument("--refiners", nargs="*", default=None, choices=("heatmap", "graph"),
-                        help="refiners to switch on (those trained for the skeleton)")
+    parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
+                        help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")
     parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="save screenshots, then quit (needs --quit-after)")
     parser.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     args = parser.parse_args(argv)

@@ -13,7 +13,6 @@ from ui.packets import SourceInfo
 from ui.services import ModelOption
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0)
-REFINER_LABELS = {"heatmap": "Heatmap refiner (method B)", "graph": "Graph refiner (method C)"}
 
 
 def format_time(seconds: float) -> str:
@@ -228,14 +227,17 @@ class ModelPanel(QWidget):
         self.sync.toggled.connect(self.sync_toggled)
 
     def set_refiners(self, names: list[str], note: str | None, checked=()) -> None:
-        """Rebuild the refiner check boxes (kind in the "kind" property); disabled with ``note`` when none."""
+        """Rebuild the refiner check boxes (kind in the "kind" property, the registry's label as text); disabled
+        with ``note`` when none."""
+        from posetracker.refiners import refiner_label
+
         layout = self.refiners.layout()
         for box in self.refiner_boxes:
             layout.removeWidget(box)
             box.deleteLater()
         self.refiner_boxes = []
         for kind in names:
-            box = QCheckBox(REFINER_LABELS.get(kind, kind))
+            box = QCheckBox(refiner_label(kind))
             box.setProperty("kind", kind)
             box.setChecked(kind in checked)
             box.toggled.connect(lambda _on: self.refiners_changed.emit(self.checked_refiners()))

@@ -36,14 +36,11 @@ class ModelChoice:
 def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
     Refiners come from models/, or from the folder of custom ``weights``."""
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
-    net = load_posenet(choice.weights, load_skeleton(choice.skeleton))
     config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=tuple(choice.refiners),
                            max_people=choice.max_people)
-    return TrackingSession(net, config, refiners=chain_for(choice.refiners, net.spec, choice.weights))
+    return TrackingSession.open(choice.skeleton, choice.weights, config)
 
 
 def open_camera(index: int) -> FrameSource:

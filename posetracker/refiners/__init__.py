@@ -11,10 +11,10 @@ from posetracker.refiners.base import (
     RefinerError,
     available_refiners,
     build_refiner,
-    chain_for,
     load_chain,
     load_refiner,
     plugin_errors,
+    refiner_label,
     refiner_path,
     register_refiner,
     registered_refiners,
@@ -25,6 +25,7 @@ from posetracker.refiners import graph, heatmap  # noqa: E402,F401 - registers t
 
 
 __all__ = [
-    "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner", "chain_for", "load_chain", "load_refiner",
-    "plugin_errors", "refiner_path", "register_refiner", "registered_refiners", "save_refiner", "unregister_refiner",
+    "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner", "load_chain", "load_refiner",
+    "plugin_errors", "refiner_label", "refiner_path", "register_refiner", "registered_refiners", "save_refiner",
+    "unregister_refiner",
 ]

@@ -49,6 +49,7 @@ class Refiner(nn.Module):
     """Base class: identity in both stages. Subclasses set ``kind`` and override a stage."""
 
     kind: ClassVar[str] = ""
+    label: ClassVar[str] = ""  # what the app calls it (default: the kind)
     param_budget: ClassVar[int] = 0  # most parameters allowed (method B step 5); 0 = no budget
 
     def __init__(self, spec: SkeletonSpec):
@@ -103,6 +104,11 @@ def _load_entry_point(name: str) -> Callable[..., Refiner] | None:
 def registered_refiners() -> list[str]:
     """Built-in kinds plus every installed entry point's name."""
     return sorted(set(_REFINERS) | {ep.name for ep in entry_points(group="posetracker.refiners")})
+
+
+def refiner_label(kind: str) -> str:
+    """The registered class's ``label`` (what the app shows), else ``kind`` itself; never raises."""
+    return getattr(_REFINERS.get(kind), "label", "") or kind
 
 
 def plugin_errors() -> dict[str, str]:
@@ -185,13 +191,11 @@ class RefinerChain:
         return people
 
 
-def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: Path = MODELS_DIR) -> RefinerChain:
-    """The shipped refiners of ``kinds`` for ``spec``, maps-stage ones first (method B before C)."""
-    loaded = [load_refiner(refiner_path(k, spec.name, models_dir), spec) for k in kinds]
+def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: str | Path | None = None) -> RefinerChain:
+    """The refiners of ``kinds`` for ``spec`` in ``models_dir`` (None: the shipped ones), maps-stage ones
+    first (method B before C)."""
+    folder = Path(models_dir) if models_dir is not None else MODELS_DIR
+    loaded = [load_refiner(refiner_path(k, spec.name, folder), spec) for k in kinds]
     maps_first = sorted(loaded, key=lambda r: type(r).refine_maps is Refiner.refine_maps)
     return RefinerChain(maps_first)
 
-
-def chain_for(kinds: list[str] | tuple[str, ...], spec: SkeletonSpec, weights: str | Path | None = None) -> RefinerChain:
-    """The refiners of ``kinds`` that go with a detector: beside its weights file, else the shipped ones."""
-    return load_chain(list(kinds), spec, Path(weights).parent if weights else MODELS_DIR)

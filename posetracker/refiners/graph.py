@@ -113,6 +113,7 @@ class GraphRefiner(Refiner):
     """Method C as a plug-in: moves each decoded keypoint (the centre stays) with the skeleton's GNN."""
 
     kind = "graph"
+    label = "Graph refiner (method C)"
     param_budget = PARAM_BUDGET
 
     def __init__(self, spec: SkeletonSpec, radius: int = 3, hidden: int = 64, layers: int = 3):

@@ -71,6 +71,7 @@ class HeatmapRefiner(Refiner):
     """Method B as a plug-in: corrects every keypoint heatmap (the centre's is left as it is)."""
 
     kind = "heatmap"
+    label = "Heatmap refiner (method B)"
     param_budget = PARAM_BUDGET
 
     def __init__(self, spec: SkeletonSpec, width: int = 32):

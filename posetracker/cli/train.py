@@ -18,6 +18,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from posetracker.cli.options import add_refiners_argument
+
 
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -73,8 +75,6 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 
 def cmd_clip_eval(args: argparse.Namespace) -> int:
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.train.clip_labels import cached_clip_labels
     from posetracker.train.metrics import evaluate_clip
@@ -93,11 +93,10 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             path = cfg.data_path / rel
             sel = selection_for(path, cfg)
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
-            wnet = load_posenet(weights)
-            session = TrackingSession(wnet, SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
-                                                          smoothing=not args.no_smoothing,
-                                                          pose_prior=not args.no_pose_prior),
-                                      refiners=chain_for(args.refiners, wnet.spec, weights))
+            config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
+                                   smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
+                                   refiners=tuple(args.refiners))
+            session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
             results[f"{Path(weights).name} | {rel}"] = r
@@ -174,8 +173,7 @@ def add_train_parser(subparsers) -> None:
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
-    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
-                   help="with these refiners on (read beside each weights file)")
+    add_refiners_argument(e, "with these refiners on (read beside each weights file)")
     e.set_defaults(func=cmd_clip_eval)
 
     p = tsub.add_parser("pose-prior", help="train the pose prior (2-D pose -> joint depths) on mocap and teacher 3-D poses")
@@ -184,6 +182,6 @@ def add_train_parser(subparsers) -> None:
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2: nothing else runs while training)")
     p.set_defaults(func=cmd_pose_prior)
 
-    from posetracker.cli_detector import add_detector_parsers
+    from posetracker.cli.train_detector import add_detector_parsers
 
     add_detector_parsers(tsub)

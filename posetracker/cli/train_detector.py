@@ -14,6 +14,9 @@ import time
 from pathlib import Path
 
 
+TRAINABLE_REFINERS = ("heatmap", "graph")  # the refiner kinds ``train refiner`` has a loss and a config section for
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
@@ -135,8 +138,7 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from posetracker.evaluation.held_out import evaluate_items
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
+    from posetracker.refiners import available_refiners, load_chain
     from posetracker.session import SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
@@ -144,12 +146,14 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
         raise SystemExit("error: this config trains on teacher-labelled clips; score it with "
                          "posetracker eval --refiners ... (labelled sets) and train clip-eval --refiners ...")
     weights = Path(args.weights) if args.weights else cfg.out_path
-    net = load_posenet(weights, spec)
+    combos = args.refiners
+    if combos is None:  # none, each refiner trained beside the detector (maps stage first), all of them together
+        kinds = load_chain(available_refiners(spec.name, weights.parent), spec, weights.parent).names
+        combos = ["none", *kinds] + (["+".join(kinds)] if len(kinds) > 1 else [])
     results = {}
-    for combo in args.refiners:
-        kinds = [] if combo == "none" else combo.split("+")
-        session = TrackingSession(net, SessionConfig(threads=args.threads),
-                                  refiners=chain_for(kinds, spec, weights))
+    for combo in combos:
+        kinds = () if combo == "none" else tuple(combo.split("+"))
+        session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -175,7 +179,7 @@ def add_detector_parsers(tsub) -> None:
 
     r = tsub.add_parser("refiner", parents=[common],
                         help="train a refiner (heatmap: method B; graph: method C as a plug-in) on a frozen detector")
-    r.add_argument("--kind", default="heatmap", choices=["heatmap", "graph"])
+    r.add_argument("--kind", default="heatmap", choices=TRAINABLE_REFINERS)
     r.add_argument("--weights", help="the frozen detector (default: the config's out)")
     r.add_argument("--steps", type=int, help="override the config's heatmap_steps / graph_steps")
     r.add_argument("--out", help="refiner weights (default: refiner-<kind>-<skeleton>.safetensors beside the detector)")
@@ -185,6 +189,8 @@ def add_detector_parsers(tsub) -> None:
     e = tsub.add_parser("held-out-eval", parents=[common],
                         help="PCK and pixel error on the config's held-out images, per refiner combination")
     e.add_argument("--weights", help="detector weights (default: the config's out); refiners are read beside it")
-    e.add_argument("--refiners", nargs="+", default=["none", "heatmap", "graph", "heatmap+graph"])
+    e.add_argument("--refiners", nargs="+", default=None, metavar="COMBO",
+                   help="refiner combinations to score, e.g. none heatmap heatmap+graph (default: none, each refiner "
+                        "trained beside the weights, and all of them together)")
     e.add_argument("--out", help="write the results as JSON")
     e.set_defaults(func=cmd_held_out_eval)

@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from posetracker.cli.options import add_refiners_argument
+
 METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall")
 DEFAULT_MOVENET = "../shared/pretrained/movenet/movenet-multipose.json"
 
@@ -27,18 +29,16 @@ def find_sets(paths: list[str]) -> list[Path]:
 
 
 def _predictor(args: argparse.Namespace):
-    from posetracker.model.weights import load_posenet
-    from posetracker.refiners import chain_for
     from posetracker.session import SessionConfig, TrackingSession
 
-    net = load_posenet(args.weights)
     if args.baseline == "movenet":
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
+        from posetracker.model.weights import load_posenet
 
+        net = load_posenet(args.weights)
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict
-    session = TrackingSession(net, SessionConfig(vector_read=args.vector_read, threads=args.threads),
-                              refiners=chain_for(args.refiners, net.spec, args.weights))
-    return session.process_image
+    config = SessionConfig(vector_read=args.vector_read, threads=args.threads, refiners=tuple(args.refiners))
+    return TrackingSession.open(weights=args.weights, config=config).process_image
 
 
 def format_table(results: dict[str, dict]) -> str:
@@ -94,6 +94,5 @@ def add_eval_parser(sub) -> None:
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")
     e.add_argument("--threads", type=int, default=1)
-    e.add_argument("--refiners", nargs="*", default=[], choices=["heatmap", "graph"],
-                   help="score with these refiners on (read beside --weights, else the shipped ones)")
+    add_refiners_argument(e, "score with these refiners on (read beside --weights, else the shipped ones)")
     e.set_defaults(func=cmd_eval)

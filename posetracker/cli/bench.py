@@ -1,0 +1,89 @@
+"""``posetracker bench [INPUT] ...``: speed of the network forward (no INPUT) or of the whole pipeline on INPUT
+(timing code: :mod:`posetracker.bench`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from posetracker.cli.options import add_refiners_argument
+from posetracker.defaults import DEFAULT_LOOKAHEAD
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from dataclasses import asdict
+
+    from posetracker import bench
+
+    if args.input:
+        if not Path(args.input).exists() and ":" not in args.input:
+            print(f"error: input not found: {args.input}", file=sys.stderr)
+            return 2
+        if args.paced:
+            r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
+                                  lookahead=args.lookahead)
+            if args.json:
+                print(json.dumps({"machine": bench.machine_description(), "input": args.input, "paced": asdict(r)}, indent=2))
+            else:
+                print(f"Live-paced on {args.input} ({bench.machine_description()}): the source plays at its fps,")
+                print(f"inference takes the newest frame (as the app does); look-ahead {r.lookahead}")
+                print(f"inference {r.inference_fps:.1f} fps, latency {r.median_latency_ms:.0f} ms (median), "
+                      f"dropped {r.dropped} of {r.frames} frames")
+            return 0
+        results = []
+        for mode in ("live", "offline"):
+            if not args.json:
+                print(f"timing {mode} mode end to end...", file=sys.stderr, flush=True)
+            results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
+                                                threads=args.threads or 1, weights=args.weights,
+                                                lookahead=args.lookahead, refiners=tuple(args.refiners)))
+        if args.json:
+            print(json.dumps({"machine": bench.machine_description(), "input": args.input,
+                              "results": [asdict(r) for r in results]}, indent=2))
+        else:
+            extra = f", refiners: {'+'.join(args.refiners)}" if args.refiners else ""
+            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread{extra})")
+            print(f"median (min/max) of {args.runs} runs of {args.frames * 4} frames after a warm-up run")
+            print(bench.format_pipeline_table(results))
+        return 0
+    from posetracker.model.weights import load_posenet
+
+    net = load_posenet(args.weights)
+    threads = [args.threads] if args.threads else [1, 2]
+    results = []
+    runtimes = ["torch", "onnxruntime"] if args.runtime == "both" else [args.runtime]
+    for mode in ("causal", "bidirectional"):
+        for runtime in runtimes:
+            for n in threads:
+                if not args.json:
+                    print(f"timing {mode} mode, {runtime}, {n} thread(s)...", file=sys.stderr, flush=True)
+                results.append(bench.bench_network(net, n, mode, runs=args.runs, frames=args.frames, runtime=runtime))
+    if args.json:
+        print(json.dumps(bench.results_json(results), indent=2))
+    else:
+        print(f"PoseNet forward at 256x256 on {bench.machine_description()}")
+        print(f"median of {args.runs} runs of {args.frames} frames after a warm-up run")
+        print(bench.format_table(results))
+    return 0
+
+
+def add_bench_parser(sub) -> None:
+    b = sub.add_parser("bench", help="speed: network forward (no INPUT) or the whole pipeline on INPUT")
+    b.add_argument("input", nargs="?", help="video for the end-to-end benchmark (live and offline modes)")
+    b.add_argument("--threads", type=int, default=0, help="torch threads (default: time 1 and 2)")
+    b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
+    b.add_argument("--frames", type=int, default=16, help="frames per run (a multiple of 8)")
+    b.add_argument("--weights", default=None, help="weights file (default: the shipped human18 model)")
+    b.add_argument("--paced", action="store_true",
+                   help="with INPUT: play it at its own fps and infer the newest frame, as the app does "
+                        "(inference fps, latency from read to pose, dropped frames)")
+    b.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
+                   help=f"with INPUT: live look-ahead frames (default {DEFAULT_LOOKAHEAD}, as the app)")
+    b.add_argument("--runtime", choices=["torch", "onnxruntime", "both"], default="both",
+                   help="network bench: run the backbone in torch, ONNX Runtime, or time both")
+    b.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_refiners_argument(b, "end to end with these refiners on (read beside --weights, else the shipped ones)")
+    b.set_defaults(func=_cmd_bench)
+

@@ -1,0 +1,85 @@
+"""``posetracker process INPUT [--out FILE] [--mode offline|live] ...``: track every person in a video,
+an image folder or a camera, and write the poses (tidy CSV or JSON)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from posetracker.cli.options import add_refiners_argument
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+
+
+def _progress_bar(total: int | None, desc: str):
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="frame", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+    def update(done: int, _total: int | None) -> None:
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def _cmd_process(args: argparse.Namespace) -> int:
+    from posetracker.capture import CaptureError, open_source
+    from posetracker.export import exporter_for_path
+    from posetracker.export.registry import check_target
+    from posetracker.refiners import RefinerError
+    from posetracker.session import SessionConfig, TrackingSession
+
+    out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
+    exporter = exporter_for_path(out)
+    check_target(out, args.force)
+    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
+                           refiners=tuple(args.refiners))
+    try:
+        session = TrackingSession.open(args.skeleton, args.weights, config)
+    except RefinerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for notice in session.notices:
+        print(f"warning: {notice}", file=sys.stderr)
+    try:
+        source = open_source(args.input)
+    except CaptureError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    bar, update = _progress_bar(source.frame_count, f"{args.mode} tracking")
+    try:
+        with source:
+            seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
+                              metadata={"source": str(args.input), "size": list(source.size),
+                                        "model": str(session.net.meta.get("source", ""))})
+    finally:
+        bar.close()
+    files = exporter.write(seq, out, force=args.force)
+    for message in seq.metadata.get("skipped", []):
+        print(f"warning: skipped: {message}", file=sys.stderr)
+    if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped
+        print(f"error: {seq.metadata['incomplete']}", file=sys.stderr)
+        print(f"wrote the {len(seq)} frames read before the failure to {', '.join(map(str, files))}", file=sys.stderr)
+        return 1
+    people = len(seq.track_ids())
+    print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
+    return 0
+
+
+def add_process_parser(sub) -> None:
+    pr = sub.add_parser("process", help="track every person in a video file or image folder")
+    pr.add_argument("input", help="video file, image folder, camera:N or lavfi:GRAPH")
+    pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")
+    pr.add_argument("--mode", choices=["live", "offline"], default="offline",
+                    help="offline: bidirectional, zero-lag smoothing (default); live: causal, as the webcam runs")
+    pr.add_argument("--skeleton", default="human18")
+    pr.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
+    pr.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
+                    help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
+    pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
+                    help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
+    pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
+    pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    add_refiners_argument(pr, "switch on trained refiners")
+    pr.set_defaults(func=_cmd_process)
+
