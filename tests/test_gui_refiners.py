@@ -186,11 +186,12 @@ def test_real_session_loads_the_refiners(tmp_path):
 
     from posetracker.refiners import build_refiner, save_refiner
     from posetracker.skeletons import load_skeleton
-    from ui.services import REPO, ModelChoice, real_session
+    from posetracker.weights_file import MODELS_DIR
+    from ui.services import ModelChoice, real_session
 
     torch.set_num_threads(1)
     weights = tmp_path / "posenet-human18.safetensors"
-    weights.symlink_to(REPO / "models" / "posenet-human18.safetensors")
+    weights.symlink_to(MODELS_DIR / "posenet-human18.safetensors")
     save_refiner(build_refiner("graph", load_skeleton("human18")), tmp_path / "refiner-graph-human18.safetensors", {})
     session = real_session(ModelChoice(weights=weights, refiners=("graph",)))
     assert session.refiners.names == ["graph"] and session.config.refiners == ("graph",)

@@ -11,11 +11,11 @@ from typing import Literal
 from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.recording import is_recording_folder
+from posetracker.resources import sample_clip
 from posetracker.skeletons import available_skeletons, load_skeleton
 from ui.packets import PoseSession
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE_CLIP = REPO / "assets" / "sample_dance.mp4"
+SAMPLE_CLIP = sample_clip()  # the checkout's, or the installed copy (posetracker.resources)
 SourceKind = Literal["camera", "recording", "file"]
 CAMERA_PREFIX = "camera:"
 
