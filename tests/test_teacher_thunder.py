@@ -30,7 +30,7 @@ import pytest
 import torch
 
 from conftest import REPO, SHARED, shared_path
-from posetracker.train.teachers.movenet_thunder import crop_around_box, decode_thunder
+from posetracker.model.thunder import crop_around_box, decode_thunder
 
 FIXTURE = REPO / "tests" / "data" / "thunder_parity.npz"
 HEADS = ("centre", "heatmap", "regress", "offset")
@@ -107,7 +107,7 @@ def test_decode_details_matter(fx):
 
 
 def test_centre_weight_is_the_graph_const(fx):
-    from posetracker.train.teachers.movenet_thunder import centre_weight
+    from posetracker.model.thunder import centre_weight
 
     w = centre_weight(shared_path("pretrained", "movenet", "movenet-thunder.json"))
     np.testing.assert_array_equal(w, fx["centre_weight"])

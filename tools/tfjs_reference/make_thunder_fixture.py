@@ -51,7 +51,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tools"), str(HERE)]
 import graph_f64  # noqa: E402
 from make_parity_fixture import load_image, synthetic_input  # noqa: E402
 
-from posetracker.train.teachers.movenet_thunder import centre_weight, crop_around_box  # noqa: E402
+from posetracker.model.thunder import centre_weight, crop_around_box  # noqa: E402
 
 MODEL_REL = "pretrained/movenet/movenet-thunder.json"
 HEADS = ["centre", "heatmap", "regress", "offset", "fpn", "final"]

@@ -1,154 +1,18 @@
 """MoveNet SinglePose Thunder as a training-time teacher (one person per crop, COCO-17).
 
-``ThunderNet`` is a faithful PyTorch rebuild of the TF.js graph
-(``shared/pretrained/movenet/movenet-thunder.{json,bin}``): the
-``MoveNetBackbone(THUNDER)`` feature extractor (MobileNetV2 width 1.75 + FPN)
-and four raw heads. ``decode_thunder`` is a numpy copy of the graph's own
-post-processing; ``ThunderTeacher`` ties them together with the crop around a
-person box. Weights are converted from the TF.js files at construction time;
-nothing is shipped.
-
-The graph's decode (constants are the fp16 Consts widened to float32; grid
-cells of the 64x64 head map, cell (i, j) = row i, column j):
-
-1. ``c = sigmoid(centre) * W`` with ``W`` the Const
-   ``ConstantFolding/StatefulPartitionedCall/truediv_2_recip`` (64, 64), which is
-   fp16 of ``1 / (sqrt((i - 32)^2 + (j - 32)^2) + 1.8)``: centres near the middle
-   of the crop win. One person: ``(cy, cx) = divmod(argmax(c), 64)`` (first max).
-2. Regression from that cell: ``ry_k = cy + regress[cy, cx, 2k]``,
-   ``rx_k = cx + regress[cy, cx, 2k+1]`` ((dy, dx) per keypoint).
-3. ``S[i, j, k] = sigmoid(heatmap)[i, j, k] / (sqrt((i - ry_k)^2 + (j - rx_k)^2) + 1.7998046875)``
-   (fp16 of 1.8); ``(row_k, col_k) = divmod(argmax_ij S[..., k], 64)``.
-4. ``y_k = (row_k + offset[row_k, col_k, 2k]) * 0.015625``,
-   ``x_k = (col_k + offset[row_k, col_k, 2k+1]) * 0.015625`` (1/64: normalised
-   to the 256x256 input); ``score_k = sigmoid(heatmap)[row_k, col_k, k]`` (the
-   plain heatmap probability, not the weighted S).
-5. Output (1, 1, 17, 3) = (y, x, score) per COCO-17 keypoint.
+``ThunderTeacher`` ties the rebuilt network (:mod:`posetracker.model.thunder`)
+to the crop around a person box. Its weights are converted from the TF.js
+files at construction time.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import cv2
 import numpy as np
 import torch
-from torch import nn
 
-from posetracker.model.backbone import THUNDER, MoveNetBackbone
-from posetracker.model.convert.movenet import thunder_state_dict
-from posetracker.model.convert.tfjs import TfjsGraph
-from posetracker.model.heads import SeparableHead
-
-INPUT_SIZE = 256
-GRID = 64  # head map side (stride 4)
-NUM_KEYPOINTS = 17
-CROP_EXPAND = 1.25  # square crop side = longer box side * 1.25
-CENTRE_WEIGHT_NODE = "ConstantFolding/StatefulPartitionedCall/truediv_2_recip"
-KPT_DIST_BIAS = np.float32(1.7998046875)  # StatefulPartitionedCall/add_5/y (fp16 1.8)
-OUT_SCALE = np.float32(0.015625)  # StatefulPartitionedCall/Reshape_13 (1/64)
-HEAD_CHANNELS = {"centre": 1, "heatmap": NUM_KEYPOINTS, "regress": 2 * NUM_KEYPOINTS, "offset": 2 * NUM_KEYPOINTS}
-
-
-class ThunderNet(nn.Module):
-    """(N, 3, 256, 256) float RGB 0..255 -> raw heads {centre (N,1,64,64), heatmap (N,17,64,64),
-    regress (N,34,64,64), offset (N,34,64,64)}: logits / (dy, dx) cells, MoveNet's channel order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.backbone = MoveNetBackbone(THUNDER)
-        self.heads = nn.ModuleDict({k: SeparableHead(THUNDER.out_channels, c) for k, c in HEAD_CHANNELS.items()})
-
-    def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
-        feats = self.backbone(images)
-        return {k: head(feats) for k, head in self.heads.items()}
-
-    @classmethod
-    def from_tfjs(cls, json_path: str | Path) -> ThunderNet:
-        net = cls()
-        sd = {k: torch.from_numpy(v) for k, v in thunder_state_dict(json_path).items()}
-        net.load_state_dict(sd, strict=True)
-        return net.eval()
-
-
-def centre_weight(json_path: str | Path) -> np.ndarray:
-    """The graph's centre prior W (64, 64) float32 (see the module docstring, step 1)."""
-    w = TfjsGraph(json_path).weight(CENTRE_WEIGHT_NODE)
-    if w.shape != (GRID, GRID, 1):
-        raise ValueError(f"{CENTRE_WEIGHT_NODE}: shape {w.shape}, expected ({GRID}, {GRID}, 1)")
-    return np.ascontiguousarray(w[..., 0], dtype=np.float32)
-
-
-def _sigmoid(x: np.ndarray) -> np.ndarray:
-    x = x.astype(np.float32, copy=False)
-    return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
-
-
-def _hwc(a: np.ndarray, channels: int) -> np.ndarray:
-    a = np.asarray(a, dtype=np.float32)
-    if a.ndim == 4:
-        if a.shape[0] != 1:
-            raise ValueError(f"batch of {a.shape[0]}: decode one crop at a time")
-        a = a[0]
-    if a.shape != (GRID, GRID, channels):
-        raise ValueError(f"expected ({GRID}, {GRID}, {channels}) (HWC), got {a.shape}")
-    return a
-
-
-def decode_thunder(centre: np.ndarray, heatmap: np.ndarray, regress: np.ndarray, offset: np.ndarray,
-                   weight: np.ndarray) -> np.ndarray:
-    """Thunder's built-in decode, in float32 as the graph runs it.
-
-    Inputs are the raw heads, HWC (64, 64, C) or NHWC with N = 1, as TF.js
-    returns them: centre C=1, heatmap C=17 (logits), regress C=34 and offset
-    C=34 ((dy, dx) per keypoint, cells); ``weight`` is ``centre_weight()`` (64, 64).
-    Returns (17, 3) float32 (y, x, score), y and x normalised to the 256x256 input.
-    """
-    c = _sigmoid(_hwc(centre, 1)[..., 0]) * weight.astype(np.float32)
-    cy, cx = divmod(int(np.argmax(c)), GRID)
-    r = _hwc(regress, 2 * NUM_KEYPOINTS)[cy, cx].reshape(NUM_KEYPOINTS, 2)
-    ry = np.float32(cy) + r[:, 0]
-    rx = np.float32(cx) + r[:, 1]
-    grid = np.arange(GRID, dtype=np.float32)
-    dist = np.sqrt((grid[:, None, None] - ry) ** 2 + (grid[None, :, None] - rx) ** 2) + KPT_DIST_BIAS  # (64, 64, 17)
-    heat = _sigmoid(_hwc(heatmap, NUM_KEYPOINTS))
-    flat = np.argmax((heat / dist).reshape(GRID * GRID, NUM_KEYPOINTS), axis=0)
-    rows, cols = np.divmod(flat, GRID)
-    k = np.arange(NUM_KEYPOINTS)
-    off = _hwc(offset, 2 * NUM_KEYPOINTS)[rows, cols].reshape(NUM_KEYPOINTS, NUM_KEYPOINTS, 2)[k, k]
-    y = (rows.astype(np.float32) + off[:, 0]) * OUT_SCALE
-    x = (cols.astype(np.float32) + off[:, 1]) * OUT_SCALE
-    return np.stack([y, x, heat[rows, cols, k]], axis=1).astype(np.float32)
-
-
-def crop_around_box(rgb: np.ndarray, box_xyxy, size: int = INPUT_SIZE,
-                    expand: float = CROP_EXPAND) -> tuple[np.ndarray, tuple[int, int, int]]:
-    """Square crop around a person box, zero-padded outside the image, resized to size x size.
-
-    rgb (H, W, 3) uint8; box (x1, y1, x2, y2) px. The window is S = max(1,
-    round(max(w, h) * expand)) px wide, its top-left (x0, y0) = round(box centre
-    - S/2). It is cut out (zeros where it leaves the image) and resized with
-    cv2.INTER_AREA if S > size, cv2.INTER_LINEAR if S < size.
-    Returns (crop (size, size, 3) uint8, (x0, y0, S)): crop pixel u maps to
-    image x = x0 + u * S / size.
-    """
-    if rgb.ndim != 3 or rgb.shape[2] != 3 or rgb.dtype != np.uint8:
-        raise ValueError(f"expected (H, W, 3) uint8 RGB, got {rgb.shape} {rgb.dtype}")
-    x1, y1, x2, y2 = (float(v) for v in box_xyxy)
-    if not (x2 > x1 and y2 > y1):
-        raise ValueError(f"empty box {box_xyxy}")
-    side = max(1, int(round(max(x2 - x1, y2 - y1) * expand)))
-    x0 = int(round((x1 + x2) / 2 - side / 2))
-    y0 = int(round((y1 + y2) / 2 - side / 2))
-    h, w = rgb.shape[:2]
-    window = np.zeros((side, side, 3), np.uint8)
-    ix0, iy0, ix1, iy1 = max(x0, 0), max(y0, 0), min(x0 + side, w), min(y0 + side, h)
-    if ix1 > ix0 and iy1 > iy0:
-        window[iy0 - y0 : iy1 - y0, ix0 - x0 : ix1 - x0] = rgb[iy0:iy1, ix0:ix1]
-    if side != size:
-        interp = cv2.INTER_AREA if side > size else cv2.INTER_LINEAR
-        window = cv2.resize(window, (size, size), interpolation=interp)
-    return np.ascontiguousarray(window), (x0, y0, side)
+from posetracker.model.thunder import INPUT_SIZE, ThunderNet, centre_weight, crop_around_box, decode_thunder
 
 
 class ThunderTeacher:
