@@ -5,6 +5,7 @@
           -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
           -> [refiners, people stage: method C] -> keypoints in source pixels (P, K, 2)
+          -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
           -> smoothing -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
@@ -68,7 +69,8 @@ class SessionConfig:
     track: bool = True
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
-    refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C)
+    refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C, "crop")
+    crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):
@@ -97,6 +99,7 @@ class _Pending:
     timestamp: float
     box: Letterbox
     image: torch.Tensor | None = None  # (1, 3, H, W) network input, kept only for a maps-stage refiner
+    frame: np.ndarray | None = None  # (H, W, 3) uint8 source frame, kept only for a frame-stage refiner
 
 
 class TrackingSession:
@@ -109,6 +112,8 @@ class TrackingSession:
         self.spec = net.spec
         self.config = config or SessionConfig()
         self.refiners: RefinerChain = load_chain(list(self.config.refiners), self.spec, refiners_dir)
+        if self.config.runtime == "auto":
+            self.refiners.accelerate(self.config.threads)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
@@ -168,11 +173,14 @@ class TrackingSession:
     def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
         img, box = letterbox(frame.image, INPUT_SIZE)
         x = to_tensor(img)[None]
-        return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None)
+        return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
+                           frame.image if self.refiners.needs_frame else None)
 
-    def _people(self, out: dict[str, torch.Tensor], meta: _Pending) -> PoseFrame:
-        """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels."""
+    def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None) -> PoseFrame:
+        """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
+        budget_ms: time for the frame stage (live); None: it refines every person (offline, still images)."""
         t0 = time.perf_counter()
+        self.refiners.set_budget(budget_ms)
         maps = {k: v[:, 0] for k, v in out.items()}  # (1, C, h, w) each
         if self.refiners:
             with _threads(self.config.threads):
@@ -183,12 +191,16 @@ class TrackingSession:
             with _threads(self.config.threads):
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         xy = meta.box.to_source(people.keypoints.astype(np.float64))
+        confidence = people.confidence
+        if meta.frame is not None:
+            with _threads(self.config.threads):
+                xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame)
         w, h = meta.box.source_size
-        depth, world = self.depth.estimate(xy, people.confidence, people.depth_reads, (w, h))
+        depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h))
         pose = PoseFrame(
             index=meta.index, timestamp=meta.timestamp,
             keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
-            confidence=people.confidence.astype(np.float32), scores=people.scores.astype(np.float32),
+            confidence=confidence.astype(np.float32), scores=people.scores.astype(np.float32),
             track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
             world=world,
         )
@@ -217,13 +229,13 @@ class TrackingSession:
         self.times.network_ms = (time.perf_counter() - t0) * 1000
         if out is None:
             return None
-        return self._post_live(self._people(out, self._pending.popleft()))
+        return self._post_live(self._people(out, self._pending.popleft(), self.config.crop_budget_ms))
 
     def flush(self) -> list[PoseFrame]:
         """Live mode: the PoseFrames still held back by the look-ahead at the end of a stream."""
         with torch.inference_mode(), _threads(self.config.threads):
             outs = self.stream.flush()
-        return [self._post_live(self._people(o, self._pending.popleft())) for o in outs]
+        return [self._post_live(self._people(o, self._pending.popleft(), self.config.crop_budget_ms)) for o in outs]
 
     def process_image(self, rgb: np.ndarray) -> PoseFrame:
         """One still image (H, W, 3) uint8 RGB -> untracked PoseFrame (no temporal context)."""

@@ -1,4 +1,5 @@
-"""``posetracker convert``: MoveNet MultiPose (TF.js) to PoseNet safetensors."""
+"""``posetracker convert``: MoveNet MultiPose (TF.js) to PoseNet safetensors, or with ``--crop``
+MoveNet SinglePose Thunder to the crop refiner's weights (``models/refiner-crop-human18.safetensors``)."""
 
 from __future__ import annotations
 
@@ -11,20 +12,32 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     from posetracker.model.weights import build_from_movenet, save_posenet
     from posetracker.skeletons import load_skeleton
 
-    src = Path(args.src)
+    src = Path(args.src or f"../shared/pretrained/movenet/movenet-{'thunder' if args.crop else 'multipose'}.json")
     if not src.exists():
         print(f"error: MoveNet model not found: {src}", file=sys.stderr)
         return 2
     spec = load_skeleton(args.skeleton)
+    if args.crop:
+        from posetracker.refiners import save_refiner
+        from posetracker.refiners.crop import CropRefiner
+
+        out = args.out or f"models/refiner-crop-{spec.name}.safetensors"
+        save_refiner(CropRefiner.from_tfjs(src, spec), out, {}, detector="", half=True)  # fp16 as published
+        print(f"wrote {out}")
+        return 0
+    out = args.out or f"models/posenet-{spec.name}.safetensors"
     net = build_from_movenet(src, spec)
-    save_posenet(net, args.out, source=f"MoveNet MultiPose Lightning ({src.name}), converted by posetracker convert")
-    print(f"wrote {args.out}")
+    save_posenet(net, out, source=f"MoveNet MultiPose Lightning ({src.name}), converted by posetracker convert")
+    print(f"wrote {out}")
     return 0
 
 
 def add_convert_parser(sub) -> None:
-    c = sub.add_parser("convert", help="convert MoveNet MultiPose (TF.js) to PoseNet safetensors")
-    c.add_argument("--src", default="../shared/pretrained/movenet/movenet-multipose.json", help="MoveNet's model.json")
+    c = sub.add_parser("convert", help="convert MoveNet (TF.js) to the product's safetensors weights")
+    c.add_argument("--src", default=None, help="MoveNet's model.json (default: ../shared/pretrained/movenet/"
+                                               "movenet-multipose.json, movenet-thunder.json with --crop)")
+    c.add_argument("--crop", action="store_true", help="MoveNet Thunder -> the crop refiner (precision stage)")
     c.add_argument("--skeleton", default="human18", help="skeleton of the heads (default human18)")
-    c.add_argument("--out", default="models/posenet-human18.safetensors", help="weights file to write")
+    c.add_argument("--out", default=None, help="weights file to write (default: models/posenet-SKELETON.safetensors, "
+                                               "models/refiner-crop-SKELETON.safetensors with --crop)")
     c.set_defaults(func=_cmd_convert)

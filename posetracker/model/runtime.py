@@ -264,3 +264,63 @@ def plain(net: PoseNet) -> PoseNet:
         if isinstance(d, OnnxDirection):
             setattr(net.temporal, name, d.fallback)
     return net
+
+
+THUNDER_KEYS = ("centre", "heatmap", "regress", "offset")
+
+
+class _ThunderTuple(nn.Module):
+    """ThunderNet with a tuple output, for export."""
+
+    def __init__(self, net: nn.Module):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = self.net(x)
+        return tuple(out[k] for k in THUNDER_KEYS)
+
+
+class OnnxThunder(nn.Module):
+    """Drop-in for ``model.thunder.ThunderNet``: (N, 3, 256, 256) RGB 0..255 -> raw heads, via ONNX Runtime."""
+
+    def __init__(self, torch_net: nn.Module, onnx_path: Path, threads: int = 1):
+        super().__init__()
+        self.session = _session(onnx_path, threads)
+        self.fallback = torch_net
+
+    def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
+        if images.shape[-2:] != (INPUT_SIZE, INPUT_SIZE) or torch.is_grad_enabled():
+            return self.fallback(images)
+        outs = self.session.run(None, {"images": images.detach().float().contiguous().numpy()})
+        return {k: torch.from_numpy(v) for k, v in zip(THUNDER_KEYS, outs)}
+
+
+def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
+    """``net`` (a ThunderNet) in ONNX Runtime (cached like the backbone, SAME pads folded), checked
+    against torch; ``net`` itself when onnxruntime is missing or the export fails."""
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return net
+    path = cache_dir() / f"thunder-{weights_key(net)}.onnx"
+    try:
+        if not path.exists():
+            raw = path.with_suffix(".raw.onnx")
+            try:
+                _export(_ThunderTuple(net), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], list(THUNDER_KEYS))
+                fold_pads(raw, path)
+            finally:
+                raw.unlink(missing_ok=True)
+        fast = OnnxThunder(net, path, threads)
+        x = torch.rand(2, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
+        with torch.no_grad():
+            ref, got = net(x), fast(x)
+        worst = max(float((got[k] - ref[k]).abs().max()) for k in THUNDER_KEYS)
+        if not np.isfinite(worst) or worst > 1e-3:
+            raise RuntimeError(f"ONNX Thunder differs from torch by {worst:.2e}")
+    except Exception as exc:  # any export/runtime problem: keep torch, say why
+        warnings.warn(f"ONNX Runtime not used for the crop stage ({exc}); running it in torch", RuntimeWarning, stacklevel=2)
+        path.unlink(missing_ok=True)
+        return net
+    return fast

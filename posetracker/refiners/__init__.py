@@ -1,6 +1,7 @@
 """Refiner plug-ins between the heads and the final keypoints: method B
-(``heatmap``: image + merged heatmap -> corrected heatmaps) and method C
-(``graph``: a graph network over the skeleton corrects each keypoint).
+(``heatmap``: image + merged heatmap -> corrected heatmaps), method C
+(``graph``: a graph network over the skeleton corrects each keypoint) and the
+precision stage (``crop``: a single-person network on a crop around each person).
 
 See :mod:`.base` for the contract, the registry and the weights files.
 """
@@ -21,7 +22,7 @@ from posetracker.refiners.base import (
     save_refiner,
     unregister_refiner,
 )
-from posetracker.refiners import graph, heatmap  # noqa: E402,F401 - registers the built-ins
+from posetracker.refiners import crop, graph, heatmap  # noqa: E402,F401 - registers the built-ins
 
 
 __all__ = [

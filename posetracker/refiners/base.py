@@ -10,6 +10,9 @@ frame at a time and implements one or both stages:
   ``image`` (1, 3, H, W) float RGB 0..255, the network's letterboxed input.
 - ``refine_people(people, maps)``: the decoder's people -> corrected people
   (method C moves each keypoint with a graph network over the skeleton).
+- ``refine_frame(xy, confidence, rgb)``: people in source pixels, with the
+  full-resolution source frame -> corrected (xy, confidence) (the precision
+  stage runs a single-person network on a crop around each person).
 
 Built-ins register themselves by explicit import in ``refiners/__init__.py``;
 third-party refiners come through the ``posetracker.refiners`` entry-point
@@ -30,6 +33,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import ClassVar
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -61,6 +65,13 @@ class Refiner(nn.Module):
 
     def refine_people(self, people: DecodedPeople, maps: Maps, stride: int) -> DecodedPeople:
         return people
+
+    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """xy (P, K, 2) source px, confidence (P, K), rgb (H, W, 3) uint8 source frame -> (xy, confidence)."""
+        return xy, confidence
+
+    def accelerate(self, threads: int = 1) -> None:
+        """Switch to a faster runtime for inference where the refiner has one (default: none)."""
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
@@ -135,10 +146,15 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
     return [k for k in registered_refiners() if refiner_path(k, skeleton, models_dir).is_file()]
 
 
-def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "") -> None:
+def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "", half: bool = False) -> None:
+    """Write a refiner's weights file; ``half`` stores floating tensors as fp16 (lossless for weights
+    published in fp16, e.g. MoveNet's; they load back into the float32 module)."""
     meta = {"format": FORMAT, "kind": refiner.kind, "skeleton": refiner.spec.name,
             "params": json.dumps(params, sort_keys=True), "detector": detector}
-    write_weights(path, refiner.state_dict(), meta)
+    state = refiner.state_dict()
+    if half:
+        state = {k: v.half() if v.is_floating_point() else v for k, v in state.items()}
+    write_weights(path, state, meta)
 
 
 def load_refiner(path: str | Path, spec: SkeletonSpec | None = None) -> Refiner:
@@ -178,6 +194,20 @@ class RefinerChain:
     def needs_image(self) -> bool:
         return any(type(r).refine_maps is not Refiner.refine_maps for r in self.refiners)
 
+    @property
+    def needs_frame(self) -> bool:
+        return any(type(r).refine_frame is not Refiner.refine_frame for r in self.refiners)
+
+    def accelerate(self, threads: int = 1) -> None:
+        for r in self.refiners:
+            r.accelerate(threads)
+
+    def set_budget(self, ms: float | None) -> None:
+        """Per-frame time budget of the frame stage (None: refine every person)."""
+        for r in self.refiners:
+            if hasattr(r, "budget_ms"):
+                r.budget_ms = ms
+
     @torch.no_grad()
     def refine_maps(self, maps: Maps, image: torch.Tensor | None) -> Maps:
         for r in self.refiners:
@@ -189,6 +219,11 @@ class RefinerChain:
         for r in self.refiners:
             people = r.refine_people(people, maps, stride)
         return people
+
+    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        for r in self.refiners:
+            xy, confidence = r.refine_frame(xy, confidence, rgb)
+        return xy, confidence
 
 
 def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: str | Path | None = None) -> RefinerChain:
