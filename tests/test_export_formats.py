@@ -260,3 +260,21 @@ def test_cli_export_from_recording_folder(tmp_path):
     assert args.func(args) == 0 and "Frames: 12" in out.read_text()
     args = _parser().parse_args(["export", str(tmp_path), "-f", "bvh", "-o", str(tmp_path / "x.bvh")])
     assert args.func(args) == 2  # a folder that is not a recording: clear error, exit 2
+
+
+def test_exported_files_follow_the_users_umask(tmp_path):
+    """Exports are ordinary files: 0666 less the umask (0644 with the usual 022), not owner-only."""
+    import os
+    import stat
+
+    from posetracker.export import get_exporter
+
+    old = os.umask(0o022)
+    try:
+        out = get_exporter("csv").write(make_sequence(5), tmp_path / "poses.csv")
+        assert stat.S_IMODE(os.stat(out[0]).st_mode) == 0o644
+        os.umask(0o077)
+        out = get_exporter("json").write(make_sequence(5), tmp_path / "poses.json")
+        assert stat.S_IMODE(os.stat(out[0]).st_mode) == 0o600
+    finally:
+        os.umask(old)

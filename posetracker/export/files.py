@@ -18,11 +18,11 @@ from pathlib import Path
 from posetracker.export.registry import ExportError, check_target
 
 
-def write_atomic(texts: Mapping[Path, str], perm: int = 0o600, sync: bool = False,
+def write_atomic(texts: Mapping[Path, str], perm: int = 0o666, sync: bool = False,
                  error: Callable[[Path, OSError], Exception] | None = None) -> list[Path]:
     """Write ``{path: text}`` (UTF-8, '\\n' newlines) all or none; returns the paths in order.
 
-    perm: permission bits of the new files (less the umask); 0o600, the exporters' mode, by default.
+    perm: permission bits of the new files, less the user's umask (0o666: what any program's new file gets).
     sync: fsync every file before it is renamed (a crash leaves the old file or the new one).
     error: on an OSError, raise ``error(path that failed, exc)`` instead of the OSError itself.
     """

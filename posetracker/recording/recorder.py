@@ -39,7 +39,7 @@ def is_recording_folder(path: str | os.PathLike[str]) -> bool:
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     """Replace ``path`` by ``data`` as JSON, synced; the file gets the default permissions."""
-    write_atomic({path: json.dumps(data, indent=1)}, perm=0o666, sync=True)
+    write_atomic({path: json.dumps(data, indent=1)}, sync=True)
 
 
 def _even(n: int) -> int:
