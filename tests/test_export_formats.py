@@ -278,3 +278,16 @@ def test_exported_files_follow_the_users_umask(tmp_path):
         assert stat.S_IMODE(os.stat(out[0]).st_mode) == 0o600
     finally:
         os.umask(old)
+
+
+def test_trc_writes_nan_for_missing_markers(tmp_path):
+    """Every row has all its cells: a missing marker is NaN (OpenSim rejects rows that end early)."""
+    seq = make_sequence(6, fps=30.0)
+    for f in seq.frames[2:4]:
+        f.world[0, 9] = np.nan  # left wrist unseen for two frames
+    lines = get_exporter("trc").write(seq, tmp_path / "m.trc")[0].read_text().rstrip("\n").split("\n")
+    rows = [line.split("\t") for line in lines[6:]]
+    assert all(len(r) == 2 + 3 * 17 for r in rows)
+    col = 2 + 3 * 9
+    assert rows[2][col:col + 3] == ["NaN"] * 3 and rows[1][col] != "NaN"
+    assert np.isnan(float(rows[3][col]))

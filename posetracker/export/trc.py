@@ -32,7 +32,8 @@ from posetracker.types import PoseSequence
 
 
 def trc_text(name: str, times: np.ndarray, markers: list[str], xyz_mm: np.ndarray, rate: float) -> str:
-    """TRC text; times (T,) seconds, xyz_mm (T, M, 3) with nan = missing."""
+    """TRC text; times (T,) seconds, xyz_mm (T, M, 3) with nan = missing, written as ``NaN`` (empty
+    cells end a row early, and OpenSim's TimeSeriesTableVec3 rejects the file)."""
     t, m = xyz_mm.shape[:2]
     lines = [
         f"PathFileType\t4\t(X/Y/Z)\t{name}",
@@ -43,7 +44,7 @@ def trc_text(name: str, times: np.ndarray, markers: list[str], xyz_mm: np.ndarra
         "",
     ]
     for i in range(t):
-        vals = ["" if not np.isfinite(v) else f"{v:.4f}" for v in xyz_mm[i].ravel()]
+        vals = ["NaN" if not np.isfinite(v) else f"{v:.4f}" for v in xyz_mm[i].ravel()]  # OpenSim reads NaN, not empty cells
         lines.append("\t".join([str(i + 1), f"{times[i]:.6f}"] + vals))
     return "\n".join(lines) + "\n"
 
