@@ -14,7 +14,7 @@ from PySide6.QtCore import QSettings, Qt, QThreadPool, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
-from posetracker.export import exporter_for_path, get_exporter
+from posetracker.export import exporter_for_path, get_exporter, with_suffix
 from posetracker.recording import SessionRecorder
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
 from posetracker.types import PoseFrame, PoseSequence
@@ -367,7 +367,7 @@ class MainWindow(WindowEvents, QMainWindow):
         except KeyError as exc:
             self.show_error(str(exc.args[0]))
             return None
-        job = ExportJob(exporter, seq, Path(path))
+        job = ExportJob(exporter, seq, with_suffix(path, exporter))
         job.setAutoDelete(False)
         job.signals.done.connect(lambda files: self._on_export_done(job, files))
         job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))

@@ -48,7 +48,7 @@ def load_input(path: str | Path) -> Any:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from posetracker.export import ExportError, exporter_for_path, get_exporter
+    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
 
     if args.format:
         exporter = get_exporter(args.format)
@@ -57,7 +57,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         print("error: give --format or an --out file name", file=sys.stderr)
         return 2
-    out = Path(args.out) if args.out else Path(Path(str(args.input).rstrip("/")).stem + DEFAULT_SUFFIX.get(exporter.name, ""))
+    out = with_suffix(args.out, exporter) if args.out else Path(Path(str(args.input).rstrip("/")).stem + DEFAULT_SUFFIX.get(exporter.name, ""))
     try:
         seq = load_input(args.input)
     except FileNotFoundError as exc:

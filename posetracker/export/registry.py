@@ -62,6 +62,15 @@ def exporter_for_path(path: str | Path) -> Exporter:
     raise KeyError(f"no exporter for {suffix or 'a file without suffix'!r}; known suffixes: {known}")
 
 
+def with_suffix(path: str | Path, exporter: Exporter) -> Path:
+    """``path`` with the exporter's first suffix added when it has none of the exporter's
+    (``walk`` -> ``walk.bvh``; ``walk.v2`` -> ``walk.v2.bvh``; ``walk.BVH`` stays)."""
+    path = Path(path)
+    if path.suffix.lower() in exporter.suffixes:
+        return path
+    return path.with_name(path.name + exporter.suffixes[0])
+
+
 def check_target(path: Path, force: bool) -> None:
     """Refuse to overwrite without ``force``; check the folder is writable."""
     if path.exists() and not force:
