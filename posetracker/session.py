@@ -67,6 +67,7 @@ class SessionConfig:
     pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
     rigid_bones: bool = False
     track: bool = True
+    keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
     refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C, "crop")
@@ -260,7 +261,10 @@ class TrackingSession:
         ``metadata["incomplete"]`` says where and why it stopped; images of a
         folder that cannot be read are skipped and listed in ``metadata["skipped"]``. People shown
         with id -1 before their track was confirmed take its id
-        (``tracking.offline.backfill_ids``), which a live stream cannot do.
+        (``tracking.offline.backfill_ids``), which a live stream cannot do; people
+        still at id -1 then (detections never confirmed as a track, such as a
+        table taken for a person in one frame) are left out unless
+        ``config.keep_unconfirmed``.
         """
         self.reset()
         failure: list[str] = []
@@ -279,6 +283,8 @@ class TrackingSession:
                 poses = backfill_ids(poses, self.sigmas)
         else:
             poses = self._run_offline(guarded(), total, progress, cancel)
+        if self.config.track and not self.config.keep_unconfirmed:
+            poses = [p.select(p.track_ids >= 0) for p in poses]
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
         if failure:
             meta["incomplete"] = failure[0]

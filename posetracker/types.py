@@ -101,6 +101,12 @@ class PoseFrame:
     def num_joints(self) -> int:
         return int(self.keypoints.shape[1])
 
+    def select(self, keep: np.ndarray) -> PoseFrame:
+        """The people where ``keep`` (P,) bool is True, in order."""
+        keep = np.asarray(keep, bool)
+        return PoseFrame(self.index, self.timestamp, self.keypoints[keep], self.confidence[keep], self.scores[keep],
+                         self.track_ids[keep], self.image_size, None if self.world is None else self.world[keep])
+
     @classmethod
     def empty(cls, index: int, timestamp: float, num_joints: int, image_size: tuple[int, int] = (0, 0)) -> PoseFrame:
         """A frame with nobody in it."""

@@ -69,3 +69,37 @@ def test_real_model_finds_the_dancer_in_the_sample_clip(shipped_net):
     nose, hip, ankle = xy[0, 1], xy[11, 1], xy[15, 1]
     assert nose < hip < ankle
     assert np.all(np.isfinite(last.world)) and 1.0 < last.world[0, 17, 2] < 10.0
+
+
+def test_run_leaves_out_people_never_confirmed_unless_asked():
+    """A detection that never became a track (id -1 after back-filling) is not written by default."""
+    import dataclasses
+
+    from conftest import REPO
+    from posetracker.capture import open_source
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+
+    net = load_posenet()
+    for keep in (False, True):
+        session = TrackingSession(net, SessionConfig(mode="live", lookahead=0, keep_unconfirmed=keep))
+        real = session._people
+
+        def with_ghost(out, meta, budget_ms=None, real=real):
+            """The dancer, plus at frame 5 a copy of her 300 px to the right, seen once."""
+            pose = real(out, meta, budget_ms)
+            if meta.index != 5 or pose.num_people == 0:
+                return pose
+            ghost = pose.keypoints.copy()
+            ghost[:, :, 0] += 300.0
+            return dataclasses.replace(
+                pose, keypoints=np.concatenate([pose.keypoints, ghost]),
+                confidence=np.concatenate([pose.confidence] * 2), scores=np.concatenate([pose.scores] * 2),
+                track_ids=np.full(2 * pose.num_people, -1, np.int64),
+                world=None if pose.world is None else np.concatenate([pose.world] * 2))
+
+        session._people = with_ghost
+        with open_source(str(REPO / "assets" / "sample_dance.mp4")) as src:
+            seq = session.run((f for _, f in zip(range(12), src)), fps=30.0)
+        assert (-1 in [int(i) for f in seq.frames for i in f.track_ids]) == keep
+        assert seq.frames[5].num_people == (2 if keep else 1)

@@ -33,6 +33,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     exporter = exporter_for_path(out)
     check_target(out, args.force)
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
+                           keep_unconfirmed=args.keep_unconfirmed,
                            refiners=tuple(args.refiners))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
@@ -80,6 +81,8 @@ def add_process_parser(sub) -> None:
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    pr.add_argument("--keep-unconfirmed", action="store_true",
+                    help="also write detections never confirmed as a track (person_id -1; left out by default)")
     add_refiners_argument(pr, "switch on trained refiners")
     pr.set_defaults(func=_cmd_process)
 
