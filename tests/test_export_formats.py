@@ -308,3 +308,26 @@ def test_an_output_name_without_the_suffix_gets_it(tmp_path, capsys):
     get_exporter("json").write(make_sequence(6), src)
     assert main(["export", str(src), "--format", "trc", "--out", str(tmp_path / "markers")]) == 0
     assert (tmp_path / "markers.trc").is_file() and not (tmp_path / "markers").exists()
+
+
+def test_bvh_of_a_crowd_writes_everyone_it_can_and_names_the_others(tmp_path, capsys):
+    """One person without the joints the rig needs must not stop the export of the others."""
+    from posetracker.cli import main
+    from posetracker.export import ExportWarning, write_reporting
+
+    seq = make_sequence(12, people=2)
+    for f in seq.frames:
+        f.world[1, 11:13] = np.nan  # person 1: hips never seen in 3-D
+        f.keypoints[1, 11:13] = np.nan
+    with pytest.warns(ExportWarning, match="person 1"):
+        files = get_exporter("bvh").write(seq, tmp_path / "a.bvh")
+    assert [f.name for f in files] == ["a_person0.bvh", "a_person0.bvh.json"]
+    files, warned = write_reporting(get_exporter("bvh"), seq, tmp_path / "b.bvh")
+    assert len(files) == 2 and len(warned) == 1 and "person 1" in warned[0]
+    src = tmp_path / "s.json"
+    get_exporter("json").write(seq, src)
+    assert main(["export", str(src), "--format", "bvh", "--out", str(tmp_path / "c.bvh")]) == 0
+    assert "warning: BVH: person 1 not exported" in capsys.readouterr().err
+    with pytest.raises(ExportError, match="person 1"):  # nobody exportable: an error, nothing written
+        get_exporter("bvh").write(seq, tmp_path / "d.bvh", person=1)
+    assert not list(tmp_path.glob("d*"))

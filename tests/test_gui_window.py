@@ -192,6 +192,19 @@ def test_export_with_every_registered_exporter(qtbot, window, clip, tmp_path):
     assert set(exporters()) <= {a.text().split(" ")[0].lower() for a in window.export_menu.actions()}
 
 
+def test_bvh_export_of_a_crowd_writes_who_it_can_and_says_who_not(qtbot, window, tmp_path):
+    from test_bvh_synthetic import make_sequence
+
+    seq = make_sequence(12, people=2)
+    for f in seq.frames:
+        f.world[1, 11:13] = np.nan  # person 1: no hips in 3-D
+    window.sequence = seq
+    assert window.export_to(tmp_path / "crowd.bvh", "bvh") is not None
+    qtbot.waitUntil(lambda: not window._jobs, timeout=5000)
+    assert (tmp_path / "crowd_person0.bvh").is_file() and not (tmp_path / "crowd_person1.bvh").exists()
+    qtbot.waitUntil(lambda: any("person 1 not exported" in m for m in window.banner.messages()), timeout=2000)
+
+
 def test_offline_mode_processes_the_whole_file_then_plays_it(qtbot, window, clip):
     window.open_source(str(clip), mode="offline")
     with qtbot.waitSignal(window.controller.processing_done, timeout=8000) as blocker:

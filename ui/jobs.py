@@ -8,7 +8,7 @@ from pathlib import Path
 from PySide6.QtCore import QObject, QRunnable, Signal
 
 from posetracker.capture import FrameSource
-from posetracker.export import Exporter
+from posetracker.export import Exporter, write_reporting
 from posetracker.recording import ReplaySession, replay_source
 from posetracker.recording.replay import read_meta, read_poses
 from posetracker.types import PoseSequence
@@ -30,10 +30,12 @@ class ExportJob(QRunnable):
 
     def run(self) -> None:
         try:
-            files = self.exporter.write(self.seq, self.path, force=True)
+            files, warned = write_reporting(self.exporter, self.seq, self.path, force=True)
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised
             self.signals.failed.emit(f"Export to {self.path} failed: {describe_error(exc)}")
         else:
+            if warned:  # written for everyone else; say who is missing
+                self.signals.failed.emit("; ".join(warned))
             self.signals.done.emit(files)
 
 

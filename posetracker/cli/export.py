@@ -48,7 +48,7 @@ def load_input(path: str | Path) -> Any:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
+    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix, write_reporting
 
     if args.format:
         exporter = get_exporter(args.format)
@@ -72,12 +72,14 @@ def _cmd_export(args: argparse.Namespace) -> int:
         if exporter.name in ("csv", "json"):
             if args.person is not None:
                 print(f"warning: --person is ignored by the {exporter.name} format (it writes everyone)", file=sys.stderr)
-            files = exporter.write(seq, out, force=args.force)
+            files, warned = write_reporting(exporter, seq, out, force=args.force)
         else:
-            files = exporter.write(seq, out, force=args.force, person=args.person, **options)
+            files, warned = write_reporting(exporter, seq, out, force=args.force, person=args.person, **options)
     except ExportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    for message in warned:
+        print(f"warning: {message}", file=sys.stderr)
     print(f"{exporter.name}: {len(seq)} frames -> {', '.join(map(str, files))}")
     return 0
 

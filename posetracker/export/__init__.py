@@ -14,12 +14,14 @@ from posetracker.export.json_io import JsonExporter, read_sequence
 from posetracker.export.registry import (
     ExportError,
     Exporter,
+    ExportWarning,
     exporter_for_path,
-    with_suffix,
     exporters,
     get_exporter,
     register_exporter,
     unregister_exporter,
+    with_suffix,
+    write_reporting,
 )
 from posetracker.export.trc import TrcExporter
 from posetracker.export.wide_csv import WideCsvExporter
@@ -34,9 +36,11 @@ register_exporter(AnglesCsvExporter())
 
 __all__ = [
     "ExportError",
+    "ExportWarning",
     "Exporter",
     "exporter_for_path",
     "with_suffix",
+    "write_reporting",
     "exporters",
     "get_exporter",
     "read_sequence",

@@ -30,6 +30,7 @@ pose before it); the report gives the start time.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,7 @@ from posetracker.export.bvh_rig import (
 )
 from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, local_rotations, skeleton_rotations
 from posetracker.export.files import person_path, write_files
-from posetracker.export.registry import ExportError
+from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import PersonTrack, TrackError, fill_gaps, frame_time, person_tracks, runs
 from posetracker.types import PoseSequence
@@ -238,13 +239,20 @@ class BvhExporter:
         except TrackError as exc:
             raise ExportError(f"BVH: {exc}") from None
         texts: dict[Path, str] = {}
+        failed: list[str] = []
         for tid, track in tracks.items():
             out = person_path(path, tid, len(tracks) > 1)
             try:
                 motion = solve_person(track, seq.skeleton, seq.fps, opts)
-            except ValueError as exc:
-                raise ExportError(f"BVH: person {tid}: {exc}") from None
+            except ValueError as exc:  # this person cannot drive the rig: the others still can
+                failed.append(f"BVH: person {tid} not exported: {exc}")
+                continue
             motion.report["source"] = seq.metadata.get("source", "")
             texts[out] = bvh_text(motion, opts.units)
             texts[out.with_name(out.name + ".json")] = json.dumps(motion.report, indent=1) + "\n"
-        return write_files(texts, force)
+        if not texts:
+            raise ExportError("; ".join(failed))
+        files = write_files(texts, force)
+        for message in failed:
+            warnings.warn(ExportWarning(message), stacklevel=2)
+        return files

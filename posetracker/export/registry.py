@@ -9,14 +9,27 @@ so a failure never leaves a half-written file behind.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from posetracker.types import PoseSequence
 
 
 class ExportError(RuntimeError):
     """An export could not be written; nothing was left behind."""
+
+
+class ExportWarning(UserWarning):
+    """Part of a sequence could not be exported (e.g. one person of a crowd); the rest was written."""
+
+
+def write_reporting(exporter: Exporter, seq: PoseSequence, path: Path, **options: Any) -> tuple[list[Path], list[str]]:
+    """``exporter.write(seq, path, **options)`` -> (files written, the messages of its ExportWarnings)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ExportWarning)
+        files = exporter.write(seq, path, **options)
+    return files, [str(w.message) for w in caught if issubclass(w.category, ExportWarning)]
 
 
 class Exporter(Protocol):
