@@ -22,9 +22,56 @@ def _progress_bar(total: int | None, desc: str):
     return bar, update
 
 
+class _InterruptFlag:
+    """Inside ``with``: the first Ctrl-C only sets ``hit`` (the run stops and what it tracked is written);
+    a second one interrupts as usual. Called, it answers whether to stop (``TrackingSession.run``'s cancel)."""
+
+    hit = False
+
+    def __enter__(self) -> _InterruptFlag:
+        import signal
+        import threading
+
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame) -> None:
+        import signal
+
+        self.hit = True
+        print("\ninterrupted: writing what was tracked (Ctrl-C again to abandon it)", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def __call__(self) -> bool:
+        return self.hit
+
+
+def _rescue(seq, out: Path) -> Path | None:
+    """Write ``seq`` as JSON where it fits (beside ``out``, else the temporary folder); its path, or None."""
+    import tempfile
+
+    from posetracker.export import ExportError, get_exporter
+
+    for folder in (out.parent, Path(tempfile.gettempdir())):
+        target = folder / f"{out.stem}.partial.poses.json"
+        try:
+            return get_exporter("json").write(seq, target, force=True)[0]
+        except (ExportError, OSError):
+            continue
+    return None
+
+
 def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.capture import CaptureError, open_source
-    from posetracker.export import exporter_for_path
+    from posetracker.export import ExportError, exporter_for_path
     from posetracker.export.registry import check_target
     from posetracker.refiners import RefinerError
     from posetracker.session import SessionConfig, TrackingSession
@@ -48,20 +95,31 @@ def _cmd_process(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     bar, update = _progress_bar(source.frame_count, f"{args.mode} tracking")
+    interrupted = _InterruptFlag()
     try:
-        with source:
-            seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
+        with source, interrupted:
+            seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update, cancel=interrupted,
                               metadata={"source": str(args.input), "size": list(source.size),
                                         "model": str(session.net.meta.get("source", ""))})
     finally:
         bar.close()
-    files = exporter.write(seq, out, force=args.force)
+    if interrupted.hit:
+        seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
+    try:
+        files = exporter.write(seq, out, force=args.force)
+    except ExportError as exc:  # e.g. the disk filled up during a long run: keep the work somewhere
+        print(f"error: {exc}", file=sys.stderr)
+        rescue = _rescue(seq, out)
+        if rescue is not None:
+            print(f"the {len(seq)} frames tracked are kept in {rescue} (posetracker export {rescue} --format ...)",
+                  file=sys.stderr)
+        return 1
     for message in seq.metadata.get("skipped", []):
         print(f"warning: skipped: {message}", file=sys.stderr)
     if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped
         print(f"error: {seq.metadata['incomplete']}", file=sys.stderr)
-        print(f"wrote the {len(seq)} frames read before the failure to {', '.join(map(str, files))}", file=sys.stderr)
-        return 1
+        print(f"wrote the {len(seq)} frames read before that to {', '.join(map(str, files))}", file=sys.stderr)
+        return 130 if interrupted.hit else 1
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
     return 0
