@@ -333,3 +333,8 @@ def test_video_view_downscales_the_frame_but_keeps_source_coordinates(qtbot):
     spots = len(view.joints.data)
     view.show_frame(None, pose)  # same pose again: nothing redrawn
     assert len(view.joints.data) == spots > 0
+
+
+def test_a_bare_number_as_source_hints_at_the_camera(qtbot, window):
+    window.open_source("0")
+    assert any("camera:0" in m for m in window.banner.messages())

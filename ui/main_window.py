@@ -225,6 +225,9 @@ class MainWindow(WindowEvents, QMainWindow):
     def open_source(self, spec: str, mode: str | None = None) -> None:
         """Open ``camera:N``, a video file or a recording folder; stops the previous source first."""
         spec = str(spec)
+        if spec.strip().isdigit() and not Path(spec).exists():
+            self.show_error(f"No file called {spec!r}. To open a camera, use camera:{spec.strip()} (or the Cameras list).")
+            return
         kind = classify(spec)
         try:
             opener, factory = self._source_builders(spec, kind)

@@ -198,7 +198,7 @@ class WindowEvents:
     # ------------------------------------------------------------------ dialogs
 
     def ask_open_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "Open video", "", "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v *.mpg *.ts *.gif);;All files (*)")
         if path:
             self.open_source(path)
 

@@ -118,7 +118,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
         print(f"warning: skipped: {message}", file=sys.stderr)
     if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped
         print(f"error: {seq.metadata['incomplete']}", file=sys.stderr)
-        print(f"wrote the {len(seq)} frames read before that to {', '.join(map(str, files))}", file=sys.stderr)
+        stop = "the interrupt" if interrupted.hit else "the failure"
+        print(f"wrote the {len(seq)} frames read before {stop} to {', '.join(map(str, files))}", file=sys.stderr)
         return 130 if interrupted.hit else 1
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
