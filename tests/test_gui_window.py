@@ -105,7 +105,9 @@ def test_bad_inputs_give_messages_and_the_app_keeps_working(qtbot, window, clip,
     junk = tmp_path / "junk.mp4"
     junk.write_bytes(np.random.default_rng(0).integers(0, 255, 5000, dtype=np.uint8).tobytes())
     window.open_source(str(junk))
-    qtbot.waitUntil(lambda: len(window.banner.messages()) >= 2, timeout=3000)
+    # the new source's error replaces the previous source's: messages do not pile up
+    qtbot.waitUntil(lambda: len(window.banner.messages()) == 1
+                    and not any("missing.mp4" in m for m in window.banner.messages()), timeout=3000)
     window.open_source("camera:7x")
     assert "bad camera source" in window.banner.messages()[-1]
     window.open_source(str(clip))
@@ -338,3 +340,28 @@ def test_video_view_downscales_the_frame_but_keeps_source_coordinates(qtbot):
 def test_a_bare_number_as_source_hints_at_the_camera(qtbot, window):
     window.open_source("0")
     assert any("camera:0" in m for m in window.banner.messages())
+
+
+def test_a_failed_open_clears_the_title_and_a_good_one_clears_old_errors(qtbot, window, clip, tmp_path):
+    window.open_source(str(clip))
+    qtbot.waitUntil(lambda: "clip.mp4" in window.windowTitle(), timeout=5000)
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"not a video at all")
+    window.open_source(str(broken))
+    qtbot.waitUntil(lambda: len(window.banner.messages()) > 0, timeout=5000)
+    assert window.windowTitle() == "PoseTracker"  # not the previous file's name
+    window.open_source(str(clip))
+    qtbot.waitUntil(lambda: "clip.mp4" in window.windowTitle(), timeout=5000)
+    assert not any("broken.mp4" in m for m in window.banner.messages())
+
+
+def test_a_model_that_fails_to_load_is_not_left_loading(qtbot, clip):
+    from posetracker.model.weights import WeightsError
+
+    window = make_window(qtbot, session_error=WeightsError("model weights not found: models/x.safetensors"))
+    try:
+        window.open_source(str(clip))
+        qtbot.waitUntil(lambda: "not running" in window.model_panel.model_label.text(), timeout=5000)
+        assert any("not found" in m for m in window.banner.messages())
+    finally:
+        window.close()

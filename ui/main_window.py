@@ -131,6 +131,7 @@ class MainWindow(WindowEvents, QMainWindow):
         c.model_ready.connect(self.on_model_ready)
         c.pose_ready.connect(self.on_pose_ready)
         c.failed.connect(self.show_error)
+        c.model_failed.connect(self.on_model_failed)
         c.recording_stopped.connect(self.on_recording_stopped)
         c.processing_progress.connect(sp.set_progress)
         c.processing_done.connect(self.on_processing_done)
@@ -270,6 +271,8 @@ class MainWindow(WindowEvents, QMainWindow):
         self.record_action.setChecked(False)
         self.record_action.blockSignals(False)
         self.banner.withdraw("source")
+        self.banner.withdraw_unkeyed()  # the previous source's errors
+        self.setWindowTitle("PoseTracker")  # until the new source opens
 
     def toggle_play(self) -> None:
         if self.controller.snapshot().playing:

@@ -35,6 +35,7 @@ class PipelineController(QObject):
     model_ready = Signal(object)  # ModelInfo
     pose_ready = Signal(object)  # PoseResult
     failed = Signal(str)
+    model_failed = Signal(str)  # the inference worker stopped (weights not loaded, or an error while tracking)
     recording_stopped = Signal(object)  # RecordingSummary
     processing_progress = Signal(int, int)
     processing_done = Signal(object)  # PoseSequence
@@ -258,6 +259,7 @@ class PipelineController(QObject):
         if self._current(self.inference):
             self._start_playing()
             self.failed.emit(message)
+            self.model_failed.emit(message)
 
     def _start_playing(self) -> None:
         if self._autoplay:

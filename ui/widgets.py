@@ -53,6 +53,10 @@ class MessageBanner(QFrame):
             if k == key:
                 self._remove(row)
 
+    def withdraw_unkeyed(self) -> None:
+        """Remove the one-off messages (those without a key), e.g. the errors of a previous source."""
+        self.withdraw("")
+
     def _remove(self, row: QWidget) -> None:
         self._rows = [r for r in self._rows if r[2] is not row]
         row.setParent(None)

@@ -63,6 +63,9 @@ class WindowEvents:
         for i, notice in enumerate(info.notices):
             self.banner.show_message(notice, key=f"model-notice-{i}", error=False)
 
+    def on_model_failed(self, _message: str) -> None:
+        self.model_panel.model_label.setText("Model: not running (see the message above the video)")
+
     def on_pose_ready(self, result: PoseResult) -> None:
         pose = result.pose
         self.poses_received += 1
