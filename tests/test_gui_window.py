@@ -228,6 +228,19 @@ def test_cancelling_offline_processing_returns_to_live_tracking(qtbot, clip):
     window.close()
 
 
+def test_cancelling_a_later_whole_file_pass_plays_on(qtbot, clip):
+    window = make_window(qtbot, delay=0.05)
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    window.process_whole_file()
+    qtbot.waitUntil(lambda: window.controller.offline is not None, timeout=3000)
+    with qtbot.waitSignal(window.controller.processing_finished, timeout=3000):
+        window.source_panel.cancel.click()
+    qtbot.waitUntil(lambda: window.controller.snapshot().playing, timeout=3000)
+    poses_after(qtbot, window)
+    window.close()
+
+
 def test_lookahead_restarts_inference_and_shows_its_cost(qtbot, window, clip):
     from posetracker.defaults import DEFAULT_LOOKAHEAD
 

@@ -86,8 +86,9 @@ class WindowEvents:
     def on_processing_finished(self) -> None:
         self.source_panel.set_processing(False)
         if self.sequence is None and self.controller.inference is None and self.source_info is not None:
-            self.show_mode("live")  # cancelled or failed: back to live tracking
+            self.show_mode("live")  # cancelled or failed: back to live tracking, playing as before
             self.restart_live()
+            self.controller.play()
 
     def on_recording_stopped(self, summary: RecordingSummary) -> None:
         self.last_recording = summary
