@@ -68,32 +68,46 @@ class OnnxBackbone(nn.Module):
 HEAD_KEYS = ("heatmap_logits", "offsets", "vectors", "depth")
 
 
-class _HeadsTuple(nn.Module):
-    """PoseHeads with a tuple output, for export."""
+class _AsTuple(nn.Module):
+    """A module with a dict output, with a tuple output (``keys`` in order), for export."""
 
-    def __init__(self, heads: PoseHeads):
+    def __init__(self, module: nn.Module, keys: tuple[str, ...]):
         super().__init__()
-        self.heads = heads
+        self.module, self.keys = module, keys
 
     def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.heads(x)
-        return tuple(out[k] for k in HEAD_KEYS)
+        out = self.module(x)
+        return tuple(out[k] for k in self.keys)
 
 
-class OnnxHeads(nn.Module):
-    """Drop-in for PoseHeads: (N, 24, 64, 64) -> dict of head outputs, via ONNX Runtime."""
+class _OnnxDict(nn.Module):
+    """Drop-in for a module with one (N, C, side, side) input and a dict of outputs, via ONNX Runtime.
+    Other sizes, and any call with gradients enabled, use the torch module it was exported from."""
 
-    def __init__(self, torch_heads: PoseHeads, onnx_path: Path, threads: int = 1):
+    keys: tuple[str, ...] = ()
+    input_name = ""
+    side = 0
+
+    def __init__(self, torch_module: nn.Module, onnx_path: Path, threads: int = 1):
         super().__init__()
         self.session = _session(onnx_path, threads)
-        self.fallback = torch_heads
-        self.spec = torch_heads.spec
+        self.fallback = torch_module
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        if x.shape[-2:] != (INPUT_SIZE // 4, INPUT_SIZE // 4) or torch.is_grad_enabled():
+        if x.shape[-2:] != (self.side, self.side) or torch.is_grad_enabled():
             return self.fallback(x)
-        outs = self.session.run(None, {"features": x.detach().float().contiguous().numpy()})
-        return {k: torch.from_numpy(v) for k, v in zip(HEAD_KEYS, outs)}
+        outs = self.session.run(None, {self.input_name: x.detach().float().contiguous().numpy()})
+        return {k: torch.from_numpy(v) for k, v in zip(self.keys, outs)}
+
+
+class OnnxHeads(_OnnxDict):
+    """Drop-in for PoseHeads: (N, 24, 64, 64) -> dict of head outputs, via ONNX Runtime."""
+
+    keys, input_name, side = HEAD_KEYS, "features", INPUT_SIZE // 4
+
+    def __init__(self, torch_heads: PoseHeads, onnx_path: Path, threads: int = 1):
+        super().__init__(torch_heads, onnx_path, threads)
+        self.spec = torch_heads.spec
 
 
 class _DirectionStep(nn.Module):
@@ -186,7 +200,7 @@ def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
 def export_heads(heads: PoseHeads, path: Path) -> Path:
     """Export the heads to ONNX (dynamic batch, 24 x 64 x 64 features)."""
     dummy = torch.zeros(1, MoveNetBackbone.out_channels, INPUT_SIZE // 4, INPUT_SIZE // 4)
-    return _export(_HeadsTuple(heads), (dummy,), path, ["features"], list(HEAD_KEYS))
+    return _export(_AsTuple(heads, HEAD_KEYS), (dummy,), path, ["features"], list(HEAD_KEYS))
 
 
 def export_direction(direction: Direction, paths: tuple[Path, Path]) -> tuple[Path, Path]:
@@ -269,31 +283,10 @@ def plain(net: PoseNet) -> PoseNet:
 THUNDER_KEYS = ("centre", "heatmap", "regress", "offset")
 
 
-class _ThunderTuple(nn.Module):
-    """ThunderNet with a tuple output, for export."""
-
-    def __init__(self, net: nn.Module):
-        super().__init__()
-        self.net = net
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        out = self.net(x)
-        return tuple(out[k] for k in THUNDER_KEYS)
-
-
-class OnnxThunder(nn.Module):
+class OnnxThunder(_OnnxDict):
     """Drop-in for ``model.thunder.ThunderNet``: (N, 3, 256, 256) RGB 0..255 -> raw heads, via ONNX Runtime."""
 
-    def __init__(self, torch_net: nn.Module, onnx_path: Path, threads: int = 1):
-        super().__init__()
-        self.session = _session(onnx_path, threads)
-        self.fallback = torch_net
-
-    def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
-        if images.shape[-2:] != (INPUT_SIZE, INPUT_SIZE) or torch.is_grad_enabled():
-            return self.fallback(images)
-        outs = self.session.run(None, {"images": images.detach().float().contiguous().numpy()})
-        return {k: torch.from_numpy(v) for k, v in zip(THUNDER_KEYS, outs)}
+    keys, input_name, side = THUNDER_KEYS, "images", INPUT_SIZE
 
 
 def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
@@ -308,7 +301,7 @@ def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
         if not path.exists():
             raw = path.with_suffix(".raw.onnx")
             try:
-                _export(_ThunderTuple(net), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], list(THUNDER_KEYS))
+                _export(_AsTuple(net, THUNDER_KEYS), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], list(THUNDER_KEYS))
                 fold_pads(raw, path)
             finally:
                 raw.unlink(missing_ok=True)
