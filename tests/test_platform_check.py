@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 from ui import platform_check
 from ui.platform_check import advice, check_platform, import_error_advice, missing_libraries, uses_xcb
 

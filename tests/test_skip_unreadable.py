@@ -8,6 +8,7 @@ import cv2
 import numpy as np
 import pytest
 
+from gui_helpers import isolated_settings, no_modal_dialogs  # noqa: F401 - autouse: no dialogs, no saved settings
 from posetracker.capture import ImageFolderSource
 
 
@@ -36,7 +37,7 @@ def test_process_skips_the_bad_image_and_says_so(folder, tmp_path_factory, capsy
 
 @pytest.mark.gui
 def test_the_app_plays_on_past_the_bad_image(qtbot, folder):
-    from gui_helpers import FakeSession, isolated_settings, no_modal_dialogs  # noqa: F401
+    from gui_helpers import FakeSession
     from ui.pipeline import PipelineController
 
     controller = PipelineController()

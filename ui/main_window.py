@@ -15,9 +15,9 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
 from posetracker.export import exporter_for_path, get_exporter, with_suffix
-from posetracker.recording import SessionRecorder
+from posetracker.recording import PoseSpill, SessionRecorder
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
-from posetracker.types import PoseFrame, PoseSequence
+from posetracker.types import PoseSequence
 from ui.menus import MenuActions, build_menus
 from ui.jobs import ExportJob, new_recording_folder, recording_session, recording_video
 from ui.packets import PoseResult, RecordingSummary, SourceInfo
@@ -52,7 +52,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.source_info: SourceInfo | None = None
         self.model_ok = False
         self.latest: PoseResult | None = None
-        self.history: dict[int, PoseFrame] = {}
+        self.history = PoseSpill()  # every pose received, for Export (on disk: memory stays flat)
         self.sequence: PoseSequence | None = None  # offline result or replayed recording
         self.last_recording: RecordingSummary | None = None
         self.poses_received = 0
@@ -359,7 +359,7 @@ class MainWindow(WindowEvents, QMainWindow):
             return self.sequence
         if not self.history:
             return None
-        frames = [self.history[i] for i in sorted(self.history)]
+        frames = self.history.frames()
         fps = self.source_info.fps if self.source_info and self.source_info.fps > 0 else 30.0
         return PoseSequence(frames, fps, self.spec, {"source": self.state.source, "mode": self.state.mode})
 

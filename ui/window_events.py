@@ -17,7 +17,6 @@ from ui.state import save_layout, save_state
 
 TOO_SMALL = (520, 360)
 SLOW_EVERY = 3  # display ticks per 3-D view / panel refresh
-MAX_HISTORY = 200_000
 
 
 class WindowEvents:
@@ -69,8 +68,7 @@ class WindowEvents:
     def on_pose_ready(self, result: PoseResult) -> None:
         pose = result.pose
         self.poses_received += 1
-        if len(self.history) < MAX_HISTORY:
-            self.history[pose.index] = pose
+        self.history.put(pose)
         self.plots.add_pose(pose)
         self._plots_stale = True
 

@@ -16,9 +16,11 @@ A recording is a folder::
 
 from posetracker.recording.recorder import RecordingError, SessionRecorder, is_recording_folder
 from posetracker.recording.replay import BlankSource, ReplaySession, open_recording, replay_source
+from posetracker.recording.spill import PoseSpill
 
 __all__ = [
     "BlankSource",
+    "PoseSpill",
     "RecordingError",
     "ReplaySession",
     "SessionRecorder",
