@@ -60,6 +60,15 @@ def test_a_crash_keeps_poses_and_video_up_to_the_last_second(tmp_path):
     assert meta["status"] == "recording"
 
 
+def test_reopening_an_interrupted_recording_says_so(tmp_path):
+    from ui.jobs import recording_session
+
+    record(tmp_path / "crashed", n=10, close=False)  # the app died while recording
+    assert any("interrupted" in n for n in recording_session(str(tmp_path / "crashed")).notices)
+    record(tmp_path / "whole", n=10)
+    assert recording_session(str(tmp_path / "whole")).notices == []
+
+
 def test_a_cut_pose_line_and_a_lost_video_still_replay(tmp_path):
     record(tmp_path / "r", n=10)
     with open(tmp_path / "r" / "poses.jsonl", "a") as fh:

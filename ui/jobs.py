@@ -56,4 +56,7 @@ def recording_video(folder: str) -> FrameSource:
 def recording_session(folder: str) -> ReplaySession:
     """A session that replays the recording's poses (runs in the inference thread)."""
     path = Path(folder)
-    return ReplaySession(read_poses(path, read_meta(path)))
+    meta = read_meta(path)
+    cut = meta.get("status") == "recording"  # never finished: the app or the machine stopped while recording
+    notice = "This recording was interrupted: it plays up to its last saved frame." if cut else ""
+    return ReplaySession(read_poses(path, meta), notices=(notice,) if cut else ())

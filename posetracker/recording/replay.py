@@ -119,9 +119,10 @@ class ReplaySession:
     poses for only the frames inference kept), else an empty PoseFrame.
     """
 
-    def __init__(self, seq: PoseSequence, hold: float = 0.5):
+    def __init__(self, seq: PoseSequence, hold: float = 0.5, notices: tuple[str, ...] = ()):
         self.seq = seq
         self.spec = seq.skeleton
+        self.notices = list(notices)  # shown by the app, like TrackingSession.notices
         ordered = sorted(seq.frames, key=lambda f: f.index)
         self._frames = ordered
         self._indices = [f.index for f in ordered]
