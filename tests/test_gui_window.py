@@ -46,6 +46,7 @@ def poses_after(qtbot, window, n=3, timeout=5.0):
 
 
 def test_window_opens_a_video_tracks_and_shows_it(qtbot, window, clip):
+    window.state.loop = True  # keeps playing while the status bar is checked
     window.open_source(str(clip))
     poses_after(qtbot, window)
     qtbot.waitUntil(lambda: window.video.frames_shown > 2, timeout=2000)
@@ -54,6 +55,9 @@ def test_window_opens_a_video_tracks_and_shows_it(qtbot, window, clip):
     status = window.status.fields
     assert status["people"].text() == "people 1"
     assert "fps" in status["inference"].text() and "ms" in status["latency"].text()
+    window.controller.pause()  # paused: no frozen rates
+    qtbot.waitUntil(lambda: status["source"].text() == "source paused", timeout=2000)
+    assert status["latency"].text() == "latency -"
     assert window.latest.pose.num_people == 1
     assert window.plots.current_person() == 0
     assert str(clip) in window.state.recent_files

@@ -84,6 +84,8 @@ class PipelineStatusBar(QStatusBar):
         texts = {"source": f"source {stats.source_fps:4.1f} fps", "inference": f"inference {stats.inference_fps:4.1f} fps",
                  "latency": f"latency {stats.latency_ms:4.0f} ms", "dropped": f"dropped {stats.dropped}",
                  "people": f"people {people}"}
+        if not stats.playing:  # paused or at the end: no rates to show, rather than the last ones frozen
+            texts.update(source="source paused", inference="inference idle", latency="latency -")
         for key, text in texts.items():
             if self.fields[key].text() != text:  # an unchanged label costs no relayout
                 self.fields[key].setText(text)
