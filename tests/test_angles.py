@@ -15,6 +15,7 @@ from posetracker.export.angles_csv import SUMMARY_COLUMNS
 from posetracker.skeletons import load_skeleton, spec_from_dict
 from posetracker.types import PoseFrame, PoseSequence
 
+HUMAN = load_skeleton("human18")
 C, S = np.cos, np.sin
 R = np.radians
 
@@ -57,9 +58,9 @@ def pose_sequence(lean: float = 0.0, flat: bool = False, world: bool = True, fra
         w[:, 2] = 3.0
     kp = w.copy()
     kp[:, 0] = 800 * w[:, 0] / w[:, 2] + 320
-    kp[:, 1] = 800 * w[:, 1] / w[:, 2] + 240
+    kp[:, 1] = 800 * w[:, 1] / w[:, 2] + 600  # the whole body inside the 640 x 960 frame
     fr = [PoseFrame(i, i / 30, kp[None].astype(np.float32), np.full((1, 18), 0.9, np.float32), np.ones(1, np.float32),
-                    np.zeros(1, np.int64), (640, 480), w[None].astype(np.float32) if world else None) for i in range(frames)]
+                    np.zeros(1, np.int64), (640, 960), w[None].astype(np.float32) if world else None) for i in range(frames)]
     return PoseSequence(fr, 30.0, spec)
 
 
@@ -214,7 +215,20 @@ def test_mouse_head_turn():
     at = {"tailbase": (0, 0), "leftear": (90, -5), "rightear": (90, 5)}
     for p, snout in enumerate([(120, 0), (90, 30)]):  # in line with the body; turned a right angle
         for name, xy in {**at, "snout": snout}.items():
-            kp[p, spec.index(name), :2] = xy
+            kp[p, spec.index(name), :2] = np.add(xy, 100)  # inside the 640 x 480 frame
     pose = PoseFrame(0, 0.0, kp, np.ones((2, spec.num_joints), np.float32), np.ones(2, np.float32),
                      np.arange(2), (640, 480))
     np.testing.assert_allclose(frame_angles(pose, spec)[("head_turn", "centre")], [0.0, 90.0], atol=1e-4)
+
+
+def test_no_angle_from_joints_outside_the_frame():
+    """A person entering at the edge: the network's guesses for joints beyond the frame give no angle."""
+    seq = pose_sequence(frames=2)
+    f = seq.frames[1]
+    kp = f.keypoints.copy()
+    kp[0, HUMAN.index("left_wrist"), 0] = -40.0  # left wrist guessed beyond the left edge
+    seq.frames[1] = PoseFrame(f.index, f.timestamp, kp, f.confidence, f.scores, f.track_ids, f.image_size, f.world)
+    live = frame_angles(seq.frames[1], HUMAN)
+    assert np.isnan(live[("elbow_flexion", "left")][0]) and np.isfinite(live[("elbow_flexion", "right")][0])
+    deg, _ = compute_angles(seq).series(0, "elbow_flexion", "left")
+    assert np.isfinite(deg[0]) and np.isnan(deg[1])

@@ -230,13 +230,16 @@ def _depth_ok(world: np.ndarray, ok: np.ndarray, per_row: bool) -> np.ndarray:
 
 def _measure_rows(spec: SkeletonSpec, keys: list[AngleKey], world: np.ndarray | None, image: np.ndarray,
                   confidence: np.ndarray, min_confidence: float, mode: str,
-                  per_row: bool) -> dict[AngleKey, tuple[np.ndarray, np.ndarray]]:
+                  per_row: bool, image_size: tuple[int, int] = (0, 0)) -> dict[AngleKey, tuple[np.ndarray, np.ndarray]]:
     """{(angle, side): ((N,) degrees, (N,) method "3d" / "2d" / "")} for N rows of joints.
 
-    world: (N, K, 3) metres or None; image: (N, K, >=2) pixels; confidence: (N, K).
+    world: (N, K, 3) metres or None; image: (N, K, >=2) pixels; confidence: (N, K);
+    image_size: (width, height) px of the frame: joints outside it (a person entering at
+    the edge, the network guessing a hidden limb) give no angle; (0, 0) = unknown.
     3-D where the row's joints have usable depth (see :func:`_depth_ok`), else 2-D.
     """
     _check_mode(mode)
+    confidence = np.where(_inside(image, image_size), confidence, -1.0)  # outside: never confident enough
     none = np.zeros(confidence.shape, bool)
     if world is None:
         world = np.full(confidence.shape + (3,), np.nan)
@@ -251,6 +254,16 @@ def _measure_rows(spec: SkeletonSpec, keys: list[AngleKey], world: np.ndarray | 
         method = np.where(use3, "3d", np.where(np.isfinite(v2), "2d", ""))
         out[(name, side)] = (np.where(use3, v3, v2), method)
     return out
+
+
+def _inside(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """(N, K) bool: the joints' image points (N, K, >=2) px lie inside a (width, height) frame."""
+    w, h = size
+    if w <= 0 or h <= 0:
+        return np.ones(image.shape[:-1], bool)
+    x, y = image[..., 0], image[..., 1]
+    with np.errstate(invalid="ignore"):
+        return (x >= 0) & (x < w) & (y >= 0) & (y < h)
 
 
 def angle_names(spec: SkeletonSpec) -> list[AngleKey]:
@@ -293,7 +306,8 @@ def frame_angles(pose: PoseFrame, spec: SkeletonSpec, names: Iterable[AngleKey] 
     conf = np.nan_to_num(np.asarray(pose.confidence, np.float64), nan=0.0)
     world = None if pose.world is None else np.asarray(pose.world, np.float64)
     image = np.asarray(pose.keypoints, np.float64)
-    measured = _measure_rows(spec, keys, world, image, conf, min_confidence, mode, per_row=True)
+    measured = _measure_rows(spec, keys, world, image, conf, min_confidence, mode, per_row=True,
+                             image_size=pose.image_size)
     return {k: deg for k, (deg, _) in measured.items()}
 
 
@@ -306,9 +320,11 @@ def compute_angles(seq: PoseSequence, person: int | None = None, min_confidence:
     _check_mode(mode)
     spec = seq.skeleton
     keys = angle_names(spec)
+    size = seq.frames[0].image_size if seq.frames else (0, 0)  # joints outside the frame give no angle
     cols: dict[str, list] = {k: [] for k in ("frame", "time", "pid", "angle", "side", "deg", "method")}
     for tid, tr in person_tracks(seq, person).items():
-        measured = _measure_rows(spec, keys, tr.world, tr.keypoints, tr.confidence, min_confidence, mode, per_row=False)
+        measured = _measure_rows(spec, keys, tr.world, tr.keypoints, tr.confidence, min_confidence, mode, per_row=False,
+                                 image_size=size)
         for (name, side), (deg, method) in measured.items():
             n = tr.num_frames
             cols["frame"].append(tr.frames)
