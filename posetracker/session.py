@@ -181,7 +181,6 @@ class TrackingSession:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
         budget_ms: time for the frame stage (live); None: it refines every person (offline, still images)."""
         t0 = time.perf_counter()
-        self.refiners.set_budget(budget_ms)
         maps = {k: v[:, 0] for k, v in out.items()}  # (1, C, h, w) each
         if self.refiners:
             with _threads(self.config.threads):
@@ -195,7 +194,7 @@ class TrackingSession:
         confidence = people.confidence
         if meta.frame is not None:
             with _threads(self.config.threads):
-                xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame)
+                xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
         w, h = meta.box.source_size
         depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h))
         pose = PoseFrame(

@@ -33,12 +33,10 @@ def test_boxes_from_the_confident_joints_and_a_budget_that_picks_the_least_certa
     np.testing.assert_allclose(boxes[1], [0, 0, 160, 80])  # the 17 COCO joints (the centre is not one)
     ok = np.ones(3, bool)
     assert crop.choose(conf, ok).tolist() == [0, 1, 2]  # no budget: everyone
-    crop.budget_ms, crop.ms_per_crop = 30.0, 25.0
-    assert crop.choose(conf, ok).tolist() == [1]  # room for one: the least certain
-    crop.budget_ms = 1.0
-    assert crop.choose(conf, ok).tolist() == [1]  # always at least one
-    crop.budget_ms = 60.0
-    assert crop.choose(conf, ok).tolist() == [1, 2]
+    crop.ms_per_crop = 25.0
+    assert crop.choose(conf, ok, 30.0).tolist() == [1]  # room for one: the least certain
+    assert crop.choose(conf, ok, 1.0).tolist() == [1]  # always at least one
+    assert crop.choose(conf, ok, 60.0).tolist() == [1, 2]
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +61,12 @@ def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames):
 def test_live_mode_runs_it_within_the_budget(frames):
     session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop",)))
     crop = session.refiners.refiners[0]
+    budgets = []
+    choose = crop.choose
+    crop.choose = lambda conf, ok, budget_ms=None: budgets.append(budget_ms) or choose(conf, ok, budget_ms)
     poses = [session.step(f) for f in frames]
     assert all(p is not None for p in poses) and crop.last_refined == 1
-    assert crop.budget_ms == session.config.crop_budget_ms
+    assert set(budgets) == {session.config.crop_budget_ms}  # the live budget reaches the stage every frame
     assert crop.__dict__.get("_runner") is not None  # ONNX Runtime (or torch where it is missing)
 
 

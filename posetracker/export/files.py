@@ -53,7 +53,7 @@ def write_atomic(texts: Mapping[Path, str], perm: int = 0o666, sync: bool = Fals
 
 
 def _new_temp(path: Path, perm: int) -> tuple[int, Path]:
-    """(fd open for writing, path) of a new file ``.NAME.XXXXXXXX.tmp`` beside ``path``."""
+    """(fd open for writing, path) of a new file ``.NAME.<8 random hex digits>.tmp`` beside ``path``."""
     folder = path.parent if str(path.parent) else Path(".")
     while True:
         tmp = folder / f".{path.name}.{secrets.token_hex(4)}.tmp"

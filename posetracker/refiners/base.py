@@ -10,9 +10,10 @@ frame at a time and implements one or both stages:
   ``image`` (1, 3, H, W) float RGB 0..255, the network's letterboxed input.
 - ``refine_people(people, maps)``: the decoder's people -> corrected people
   (method C moves each keypoint with a graph network over the skeleton).
-- ``refine_frame(xy, confidence, rgb)``: people in source pixels, with the
-  full-resolution source frame -> corrected (xy, confidence) (the precision
-  stage runs a single-person network on a crop around each person).
+- ``refine_frame(xy, confidence, rgb, budget_ms)``: people in source pixels,
+  with the full-resolution source frame -> corrected (xy, confidence) (the
+  precision stage runs a single-person network on a crop around each person);
+  ``budget_ms``: the time it may take this frame (live), None: no limit.
 
 Built-ins register themselves by explicit import in ``refiners/__init__.py``;
 third-party refiners come through the ``posetracker.refiners`` entry-point
@@ -66,7 +67,8 @@ class Refiner(nn.Module):
     def refine_people(self, people: DecodedPeople, maps: Maps, stride: int) -> DecodedPeople:
         return people
 
-    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray,
+                     budget_ms: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """xy (P, K, 2) source px, confidence (P, K), rgb (H, W, 3) uint8 source frame -> (xy, confidence)."""
         return xy, confidence
 
@@ -202,11 +204,6 @@ class RefinerChain:
         for r in self.refiners:
             r.accelerate(threads)
 
-    def set_budget(self, ms: float | None) -> None:
-        """Per-frame time budget of the frame stage (None: refine every person)."""
-        for r in self.refiners:
-            if hasattr(r, "budget_ms"):
-                r.budget_ms = ms
 
     @torch.no_grad()
     def refine_maps(self, maps: Maps, image: torch.Tensor | None) -> Maps:
@@ -220,9 +217,10 @@ class RefinerChain:
             people = r.refine_people(people, maps, stride)
         return people
 
-    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray,
+                     budget_ms: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         for r in self.refiners:
-            xy, confidence = r.refine_frame(xy, confidence, rgb)
+            xy, confidence = r.refine_frame(xy, confidence, rgb, budget_ms)
         return xy, confidence
 
 

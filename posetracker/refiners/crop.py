@@ -17,7 +17,7 @@ runs MoveNet SinglePose Thunder (:mod:`posetracker.model.thunder`) on it:
    joints Thunder does not predict (the body centre) keep theirs.
 
 All the people of a frame go through the network as one batch. A per-frame time
-budget (``budget_ms``, set by the session in live mode) limits how many people
+budget (``budget_ms``, given by the session in live mode) limits how many people
 are refined: the least certain first (lowest mean joint confidence), as many as
 the running cost per crop allows, at least one.
 
@@ -55,7 +55,6 @@ class CropRefiner(Refiner):
         self.expand, self.box_confidence, self.min_joints = expand, box_confidence, min_joints
         self.net = ThunderNet()
         self.register_buffer("centre_weight", torch.zeros(GRID, GRID))  # Thunder's centre prior (see model.thunder)
-        self.budget_ms: float | None = None  # None: every person; else the per-frame time budget
         self.ms_per_crop = 30.0  # running estimate, updated after every batch
         self.last_refined = 0  # people refined in the last frame
 
@@ -85,21 +84,23 @@ class CropRefiner(Refiner):
                     out[p] = (x1, y1, max(x2, x1 + 2), max(y2, y1 + 2))
         return out
 
-    def choose(self, confidence: np.ndarray, ok: np.ndarray) -> np.ndarray:
-        """Indices of the people to refine this frame: all, or within the budget the least certain first."""
+    def choose(self, confidence: np.ndarray, ok: np.ndarray, budget_ms: float | None = None) -> np.ndarray:
+        """Indices of the people to refine this frame: all (no budget), or within ``budget_ms`` the least
+        certain first, at least one."""
         people = np.flatnonzero(ok)
-        if self.budget_ms is None or len(people) == 0:
+        if budget_ms is None or len(people) == 0:
             return people
-        n = max(1, int(self.budget_ms // max(self.ms_per_crop, 1e-3)))
+        n = max(1, int(budget_ms // max(self.ms_per_crop, 1e-3)))
         order = np.argsort(confidence[people][:, self.joints].mean(axis=1), kind="stable")
         return np.sort(people[order[:n]])
 
     @torch.no_grad()
-    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray,
+                     budget_ms: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """xy (P, K, 2) source px, confidence (P, K), rgb (H, W, 3) uint8 the source frame
         -> (xy, confidence) with the chosen people's COCO-17 joints replaced by Thunder's."""
         boxes = self.boxes(xy, confidence)
-        chosen = self.choose(confidence, np.isfinite(boxes).all(axis=1))
+        chosen = self.choose(confidence, np.isfinite(boxes).all(axis=1), budget_ms)
         self.last_refined = len(chosen)
         if len(chosen) == 0:
             return xy, confidence
