@@ -60,7 +60,7 @@ class SessionConfig:
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
-    vector_read: Literal["centre", "parent"] = "centre"
+    vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
     fov_deg: float = 60.0  # horizontal field of view of the source camera
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
@@ -78,6 +78,12 @@ class SessionConfig:
             raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
         if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
             raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
+
+
+def default_vector_read(net: PoseNet) -> Literal["centre", "parent"]:
+    """Where the decoder reads tree vectors for these weights: at the located parent (method A's walk) when
+    the vector head was trained for it (``walk`` among the weights' trained parts), else at the centre."""
+    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "centre"
 
 
 @dataclass
@@ -121,7 +127,7 @@ class TrackingSession:
         prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
         self.depth = DepthEstimator(self.spec, self.config.fov_deg, self.depth_trained, prior, self.config.far_depth)
         self.decoder = TreeDecoder(
-            self.spec, stride=net.stride, vector_read=self.config.vector_read,
+            self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
             max_people=self.config.max_people, **self.spec.decoder,
         )

@@ -77,6 +77,27 @@ def test_single_person_round_trip(human, mode, height):
     assert dec.keypoints.dtype == np.float32 and dec.keypoints.shape == (1, 18, 2)
 
 
+@pytest.mark.parametrize("read", MODES)
+def test_targets_written_at_both_serve_either_read(human, read):
+    """vector_write="both" (the walk's training targets): one set of maps decodes exactly with the centre read
+    and with the located-parent read, two people side by side included."""
+    people = np.stack([make_person(human, (80.4, 128.2), 150.0, angle_deg=5.0),
+                       make_person(human, (176.7, 131.5), 170.0, angle_deg=-8.0)])
+    depth = person_depth(human, people, [3.0, 4.1])
+    out = ideal_outputs(people, human, depth=depth, vector_write="both")
+    dec = TreeDecoder(human, vector_read=read).decode(out)
+    truth, z = fill_virtual_joints(people, human, None, depth)
+    idx = match(dec.keypoints, truth, human.root)
+    np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
+    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
+    both = encode_targets(people, human, depth=depth, vector_write="both")
+    for single in MODES:  # "both" labels every cell either way labels, with the same value
+        one = encode_targets(people, human, depth=depth, vector_write=single)
+        w = one["vectors_weight"] > 0
+        assert (both["vectors_weight"][w] > 0).all()
+        np.testing.assert_allclose(both["vectors"][w], one["vectors"][w], atol=1e-5)
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_round_trip_without_depth_or_offsets(human, mode):
     people = make_person(human, (120.0, 126.0), 180.0)[None]

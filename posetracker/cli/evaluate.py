@@ -36,9 +36,10 @@ def _predictor(args: argparse.Namespace):
         from posetracker.model.weights import load_posenet
 
         net = load_posenet(args.weights)
-        return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict
+        return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
     config = SessionConfig(vector_read=args.vector_read, threads=args.threads, refiners=tuple(args.refiners))
-    return TrackingSession.open(weights=args.weights, config=config).process_image
+    session = TrackingSession.open(weights=args.weights, config=config)
+    return session.process_image, f"PoseTracker tree decoder ({session.decoder.vector_read} vectors)"
 
 
 def format_table(results: dict[str, dict]) -> str:
@@ -54,7 +55,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from posetracker.evaluation import evaluate_set, load_labelled_set
 
     sets = find_sets(args.data)
-    predict = _predictor(args)
+    predict, label = _predictor(args)
     results, predictions = {}, {}
     for path in sets:
         ls = load_labelled_set(path)
@@ -69,7 +70,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.close()
         predictions[name] = r.pop("predictions", [])
         results[name] = r
-    label = "original MoveNet MultiPose decode" if args.baseline == "movenet" else f"PoseTracker tree decoder ({args.vector_read} vectors)"
     if args.refiners and args.baseline != "movenet":
         label += f", refiners: {'+'.join(args.refiners)}"
     print(label)
@@ -88,8 +88,9 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--out", help="write the metrics as JSON")
     e.add_argument("--predictions-out", help="write every predicted person as JSON")
     e.add_argument("--weights", default=None)
-    e.add_argument("--vector-read", choices=["centre", "parent"], default="centre",
-                   help="where the decoder reads tree vectors (centre: valid for the MoveNet-initialised heads)")
+    e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
+                   help="where the decoder reads tree vectors (default: the located parent when the weights are "
+                   "trained for the walk, else the centre)")
     e.add_argument("--baseline", choices=["movenet"], default=None,
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")

@@ -65,7 +65,11 @@ def cmd_distill(args: argparse.Namespace) -> int:
     _log(json.dumps(state.history[-6:], indent=1))
     if args.out:
         before = {s for s in net.meta.get("trained", "").split(",") if s}  # parts the starting weights had
-        trained = ",".join(s for s in ("depth", "temporal") if s in before or s in state.done or state.stage == s)
+        parts = [s for s in ("depth", "temporal") if s in before or s in state.done or state.stage == s]
+        walk = cfg.encode.vector_write != "centre" and cfg.stages["depth"].vector_lr > 0 and "depth" in state.done
+        if "walk" in before or walk:  # the vector head trained at the located parents: the session walks the tree
+            parts.append("walk")
+        trained = ",".join(parts)
         src = (f"{net.meta.get('source', 'PoseNet')}; distilled by posetracker train distill (run {name}, "
                f"teacher {cfg.teacher}, stages done: {','.join(state.done) or 'none'})")
         save_posenet(net, args.out, source=src, trained=trained)

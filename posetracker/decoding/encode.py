@@ -13,11 +13,13 @@ Output keys and shapes match the network outputs, plus a ``*_weight`` mask per m
   root's channels stay 0 with weight 0 (the decoder refines the centre from its
   heatmap).
 - ``vectors`` (2E, h, w): child - parent of edge e, in cells, in a disc of radius
-  ``radius`` around the person's centre (``vector_write="centre"``) or around the
-  edge's parent joint (``"parent"``); where discs overlap, the person whose
-  centre/parent is nearer wins (and if that person lacks the edge, weight 0). Keep
-  ``radius >= 1.5`` so that a bilinear read at a parent ("parent" decoding) only
-  touches cells of its own disc.
+  ``radius`` around the person's centre (``vector_write="centre"``), around the
+  edge's parent joint (``"parent"``), or in both discs (``"both"``: one set of
+  weights serves both ways of decoding; a person's edge vector is one value, so the
+  discs agree, and a parent disc wins over another person's centre disc); where
+  discs overlap, the person whose centre/parent is nearer wins (and if that person
+  lacks the edge, weight 0). Keep ``radius >= 1.5`` so that a bilinear read at a
+  parent ("parent" decoding) only touches cells of its own disc.
 - ``depth`` (1+E, h, w): root depth (m) in the disc around the centre; channel 1+e:
   depth(child) - depth(parent), written like the vectors. All zero, weight 0, when no
   depth is given.
@@ -36,6 +38,9 @@ import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import ShapeError
+
+VectorWrite = Literal["centre", "parent", "both"]
+VECTOR_WRITES = ("centre", "parent", "both")
 
 
 def _virtual_value(rule: str, pts: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -134,7 +139,7 @@ def encode_targets(
     stride: int = 4,
     sigma: float = 1.0,
     sigma_scale: float = 0.0,
-    vector_write: Literal["centre", "parent"] = "centre",
+    vector_write: VectorWrite = "centre",
     radius: float = 2.0,
     offset_radius: float = 1.5,
 ) -> dict[str, np.ndarray]:
@@ -147,8 +152,8 @@ def encode_targets(
     the bounding box of its known joints (cells); radius / offset_radius in cells.
     Returns float32 maps, see the module docstring.
     """
-    if vector_write not in ("centre", "parent"):
-        raise ValueError(f"unknown vector_write {vector_write!r}; choices: ['centre', 'parent']")
+    if vector_write not in VECTOR_WRITES:
+        raise ValueError(f"unknown vector_write {vector_write!r}; choices: {list(VECTOR_WRITES)}")
     n_joints, n_edges = spec.num_joints, spec.num_edges
     people_xy = np.asarray(people_xy, dtype=np.float64)
     if people_xy.ndim != 3 or people_xy.shape[1:] != (n_joints, 2):
@@ -189,6 +194,9 @@ def encode_targets(
         e_in = np.broadcast_to(c_in, (n_edges, h, w))
     else:
         e_win, e_in = _nearest(_dist2(u[:, parent], h, w), known[:, parent], radius)
+        if vector_write == "both":  # the centre disc where no parent disc lies
+            e_win = np.where(e_in, e_win, c_win)
+            e_in = e_in | c_in
     vec = u[:, child] - u[:, parent]  # (P, E, 2)
     has_vec = _gather(known[:, child] & known[:, parent], e_win) & e_in
     vals = _gather(vec, e_win)
@@ -232,4 +240,4 @@ def _empty_targets(k: int, e: int, h: int, w: int) -> dict[str, np.ndarray]:
     }
 
 
-__all__ = ["encode_targets", "fill_virtual_joints"]
+__all__ = ["VECTOR_WRITES", "VectorWrite", "encode_targets", "fill_virtual_joints"]

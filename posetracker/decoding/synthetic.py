@@ -10,11 +10,10 @@ the maps a perfect network would output.
 from __future__ import annotations
 
 import math
-from typing import Literal
 
 import numpy as np
 
-from posetracker.decoding.encode import encode_targets
+from posetracker.decoding.encode import VectorWrite, encode_targets
 from posetracker.skeletons import SkeletonSpec
 
 # Person facing the camera: their left is image right (+x).
@@ -92,7 +91,7 @@ def ideal_outputs(
     depth: np.ndarray | None = None,
     out_size: tuple[int, int] = (64, 64),
     stride: int = 4,
-    vector_write: Literal["centre", "parent"] = "centre",
+    vector_write: VectorWrite = "centre",
     **encode_kw: float,
 ) -> dict[str, np.ndarray]:
     """What a perfect network outputs for these people: the encoder's targets without

@@ -4,8 +4,9 @@ One :class:`ClipEntry` pairs a clip variant's cached first features with its
 (augmented, smoothed) labels; :class:`WindowDataset` cuts every entry into
 windows of ``window`` frames (hop ``hop``) and encodes each frame's labels
 with ``posetracker.decoding.encode.encode_targets`` (the decoder's own
-inverse; ``vector_write="centre"`` because the vector head starts from
-MoveNet's centre regression). Labels are in source pixels; the letterbox
+inverse; ``vector_write`` from the config: ``"centre"`` is where the vector head
+starts from, MoveNet's centre regression; ``"both"`` adds each edge vector at
+its parent joint, for the located-parent tree walk). Labels are in source pixels; the letterbox
 scale of each frame takes them to input pixels.
 
 A sample (all float32 tensors):

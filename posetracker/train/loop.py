@@ -2,8 +2,12 @@
 
 Stages (the backbone is frozen throughout; its features are cached):
 
-- ``depth``: only ``heads.depth`` trains, per frame, on the first features
-  (the untrained temporal block adds exactly zero, so this is what it sees).
+- ``depth``: ``heads.depth`` trains, per frame, on the first features (the
+  untrained temporal block adds exactly zero, so this is what it sees); with
+  ``vector_lr`` > 0 ``heads.vectors`` trains beside it, towards the targets of
+  ``encode.vector_write`` (``"both"``: every edge vector also at the located
+  parent, so the decoder can walk the tree from the joints it found, method A
+  step 7, and read each edge's depth difference there).
 - ``temporal``: the forward/backward GRUs and the fusion train on windows,
   each batch either bidirectional (file mode) or causal with a random
   look-ahead (live mode); the other heads optionally at a low rate
@@ -63,7 +67,7 @@ def stage_parameters(net: PoseNet, stage: str, sc: StageConfig) -> list[dict]:
     for p in net.parameters():
         p.requires_grad_(False)
     if stage == "depth":
-        groups = [(net.heads.depth, sc.lr)]
+        groups = [(net.heads.depth, sc.lr), (net.heads.vectors, sc.vector_lr)]
     else:
         others = [m for name, m in net.heads.named_children() if name != "depth"]
         groups = [(net.temporal, sc.lr), (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
@@ -81,8 +85,10 @@ def forward_stage(net: PoseNet, stage: str, feats: torch.Tensor, lookahead: int 
     """Outputs the stage's loss needs. feats (N, T, C, h, w) -> dict of (N, T, ...) tensors."""
     if stage == "depth":
         n, t = feats.shape[:2]
-        d = net.heads.depth(feats.flatten(0, 1))
-        return {"depth": d.reshape(n, t, *d.shape[1:])}
+        x = feats.flatten(0, 1)
+        heads = [net.heads.depth] + ([net.heads.vectors] if net.heads.vectors.out.weight.requires_grad else [])
+        return {name: head(x).reshape(n, t, -1, *feats.shape[-2:])
+                for name, head in zip(("depth", "vectors"), heads)}
     out = net.decode_heads(run_temporal(net.temporal, feats, lookahead))
     out.pop("heatmaps")
     return out
