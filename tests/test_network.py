@@ -57,7 +57,44 @@ def test_trained_temporal_block_leaves_frames_without_context_unchanged():
         _, state = net.temporal(feats[:, :1], None, emit=1)
         second, _ = net.temporal(feats[:, 1:2], state, emit=1)
         _, forward_only = net.temporal.forward_dir.step(feats[:, 1], *net.temporal.forward_dir.step(feats[:, 0], None, None))
-        assert torch.allclose(second[:, 0], forward_only)
+        x = feats[:, 1]
+        fused = x + net.temporal.fusion(torch.cat([forward_only - x, torch.zeros_like(x)], 1))  # W_bwd sees zero
+        assert torch.allclose(second[:, 0], fused, atol=1e-5)
+
+
+def test_fusion_starts_as_the_fixed_two_sided_smoother_and_old_weights_load_with_it(tmp_path):
+    """The learnt fusion starts at s_fwd + s_bwd - x; a weights file without it loads with that form."""
+    from posetracker.model.temporal import fixed_fusion_weight
+    from posetracker.model.weights import load_posenet, save_posenet
+
+    torch.manual_seed(0)
+    net = PoseNet(load_skeleton("mouse4")).eval()
+    for d in (net.temporal.forward_dir, net.temporal.backward_dir):
+        for p in d.parameters():
+            torch.nn.init.uniform_(p, 0.1, 0.9)
+    feats = net.features(torch.rand(1, 4, 3, 64, 64, generator=torch.Generator().manual_seed(5)) * 255).detach()
+    with torch.no_grad():
+        out, _ = net.temporal(feats)
+        fwd, bwd, c, s = [], [None] * 4, None, None
+        for t in range(4):
+            c, s = net.temporal.forward_dir.step(feats[:, t], c, s)
+            fwd.append(s)
+        c, s = None, None
+        for t in range(3, -1, -1):
+            c, s = net.temporal.backward_dir.step(feats[:, t], c, s, last=t == 0)
+            bwd[t] = s
+        expected = torch.stack(fwd, 1) + torch.stack(bwd, 1) - feats
+    assert torch.allclose(out, expected, atol=1e-5)
+    save_posenet(net, tmp_path / "w.safetensors", source="test")
+    from safetensors.torch import load_file, save_file
+    state = load_file(tmp_path / "w.safetensors")
+    meta = {"skeleton": "mouse4", "format": "posenet-v1", "source": "old", "trained": ""}
+    save_file({k: v for k, v in state.items() if k != "temporal.fusion.weight"}, tmp_path / "old.safetensors", meta)
+    old = load_posenet(tmp_path / "old.safetensors")
+    assert torch.equal(old.temporal.fusion.weight, fixed_fusion_weight(24))
+    net.temporal.fusion.weight.data.mul_(0.5)
+    save_posenet(net, tmp_path / "w.safetensors", source="test")
+    assert torch.equal(load_posenet(tmp_path / "w.safetensors").temporal.fusion.weight, net.temporal.fusion.weight)
 
 
 def test_untrained_depth_is_flat(net, clip):

@@ -10,18 +10,23 @@ The memory m in [0, MAX_MEMORY] (per channel and pixel) is the GRU's update
 gate. It comes from a 3x3 convolutional GRU that runs at stride 8 (a quarter
 of the cost) over the pooled features, and from how much the frame differs
 from the running state, so it can hold still parts steady and let moving
-joints through. Fusion of the two directions, per frame:
+joints through. Fusion of the two directions, per frame, learnt:
 
-    target[t] = s_fwd[t] + s_bwd[t] - x[t]
+    target[t] = x[t] + W [s_fwd[t] - x[t] ; s_bwd[t] - x[t]]
 
-a two-sided exponential smoother: weights 1 - 2m on the frame itself and
-(1 - m) m^|k| on the frame k steps away, summing to 1. This form was chosen
-after measuring that fixed feature-space smoothing (no training) halves the
-decoded keypoint jitter with almost no 2-D cost (see models/README.md).
+W a 1x1 convolution (2C -> C, no bias) that mixes what each direction adds
+to the frame across channels. It starts at W = [I I], i.e. s_fwd + s_bwd - x:
+a two-sided exponential smoother (weights 1 - 2m on the frame itself and
+(1 - m) m^|k| on the frame k steps away, summing to 1), the form chosen after
+measuring that fixed feature-space smoothing halves the decoded keypoint
+jitter with almost no 2-D cost; the temporal stage then trains W with the
+recurrences for keypoint accuracy against the teacher (see models/README.md).
+Weights from before the learnt fusion load with W = [I I].
 
 Properties (tested): a frame with no neighbours (a still image) gets exactly
-its own features, and so does the backward side at look-ahead 0 (live mode is
-then the causal s_fwd); the untrained block (gains 0) is an exact pass-through.
+its own features, whatever W (both differences are zero), and the backward side
+adds nothing at look-ahead 0 (live mode is then x + W_fwd (s_fwd - x)); the
+untrained block (gains 0) is an exact pass-through.
 
 Modes:
 - bidirectional (files): both recurrences run over the whole window.
@@ -97,6 +102,9 @@ class TemporalBlock(nn.Module):
         self.channels = channels
         self.forward_dir = Direction(channels, hidden)
         self.backward_dir = Direction(channels, hidden)
+        self.fusion = nn.Conv2d(2 * channels, channels, 1, bias=False)  # W: (C, 2C, 1, 1)
+        with torch.no_grad():
+            self.fusion.weight.copy_(fixed_fusion_weight(channels))
 
     def forward(self, feats: torch.Tensor, state: State | None = None,
                 emit: int | None = None) -> tuple[torch.Tensor, State]:
@@ -121,5 +129,12 @@ class TemporalBlock(nn.Module):
             if i < emit:
                 bwd[i] = b_s
         x = feats[:, :emit]
-        out = x + (torch.stack(fwd, 1) - x) + (torch.stack(bwd, 1) - x)  # s_fwd + s_bwd - x, exact pass-through at m = 0
+        diffs = torch.cat([torch.stack(fwd, 1) - x, torch.stack(bwd, 1) - x], 2)  # (N, emit, 2C, h, w)
+        out = x + self.fusion(diffs.flatten(0, 1)).reshape(x.shape)  # exact pass-through when both are zero
         return out, (ctx, s)
+
+
+def fixed_fusion_weight(channels: int) -> torch.Tensor:
+    """W = [I I] (C, 2C, 1, 1): the fusion s_fwd + s_bwd - x, where the learnt fusion starts."""
+    eye = torch.eye(channels)
+    return torch.cat([eye, eye], 1)[:, :, None, None]

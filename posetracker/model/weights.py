@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from posetracker.model.network import PoseNet
+from posetracker.model.temporal import fixed_fusion_weight
 from posetracker.skeletons import SkeletonSpec, load_skeleton
 from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
 from posetracker.weights_file import read_metadata as _read_metadata
@@ -60,6 +61,8 @@ def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = Non
     if spec.name != meta["skeleton"]:
         raise WeightsError(f"{path} holds weights for skeleton {meta['skeleton']!r}, not {spec.name!r}")
     net = PoseNet(spec)
+    if "temporal.fusion.weight" not in state:  # weights from before the learnt fusion: its fixed form
+        state = {**state, "temporal.fusion.weight": fixed_fusion_weight(net.temporal.channels)}
     missing, unexpected = net.load_state_dict(state, strict=False)
     if missing or unexpected:
         raise WeightsError(f"{path} does not fit PoseNet({spec.name}): missing {missing[:5]}, unexpected {unexpected[:5]}")
