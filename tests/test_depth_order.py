@@ -7,7 +7,7 @@ import pytest
 
 from posetracker.skeletons import load_skeleton
 from posetracker.train.depth_order import held_out_rows, val_rows
-from posetracker.train.metrics import mirror_pairs
+from posetracker.tracking.mirror import mirror_pairs
 
 SPEC = load_skeleton("human18")
 PAIRS = mirror_pairs(SPEC)

@@ -20,7 +20,7 @@ def cmd_depth_order(args: argparse.Namespace) -> int:
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.train.config import load_config
     from posetracker.train.depth_order import clip_depths, held_out_clips, held_out_rows, val_rows
-    from posetracker.train.metrics import mirror_pairs
+    from posetracker.tracking.mirror import mirror_pairs
     from posetracker.train.prepare import make_teacher
 
     torch.set_num_threads(1)

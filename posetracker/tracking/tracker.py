@@ -16,6 +16,9 @@ Per frame (:meth:`PoseTracker.update`):
    Hungarian method (``scipy.optimize.linear_sum_assignment``) maximising the
    total similarity of the pairs at or above ``oks_threshold``; pairs below it
    are never matched.
+   A matched detection whose left/right mirror pair sits crossed against the
+   track's prediction (a misread side, :mod:`.mirror`) has that pair swapped back
+   (``fix_swaps``), in the output and in the track.
 4. Unmatched detections with at least ``min_joints`` confident joints start
    *tentative* tracks. A tentative track becomes *confirmed* once seen in
    ``min_hits`` consecutive frames (its first included) and then takes the
@@ -47,6 +50,7 @@ from scipy.optimize import linear_sum_assignment
 
 from posetracker.oks import joint_sigmas, keypoint_bbox_area
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.mirror import crossed_pairs, mirror_pairs, swap_permutation
 from posetracker.tracking.similarity import oks_matrix
 from posetracker.types import PoseFrame, ShapeError
 
@@ -83,6 +87,7 @@ class PoseTracker:
     joint_horizon: seconds the per-joint part of the velocity is extrapolated
                    (0.1 s, 3 frames at 30 fps); beyond, only the body velocity.
     min_area:      floor of the OKS area, px^2.
+    fix_swaps:     swap back left/right pairs crossed against the track's prediction (:mod:`.mirror`).
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class PoseTracker:
         min_joints: int = 3,
         joint_horizon: float = 0.1,
         min_area: float = 32.0**2,
+        fix_swaps: bool = True,
     ) -> None:
         if max_age < 0 or min_hits < 1 or not 0 <= oks_threshold <= 1 or joint_horizon < 0:
             raise ValueError("PoseTracker: need max_age >= 0, min_hits >= 1, 0 <= oks_threshold <= 1, joint_horizon >= 0")
@@ -107,6 +113,8 @@ class PoseTracker:
         self.min_joints = int(min_joints)
         self.joint_horizon = float(joint_horizon)
         self.min_area = float(min_area)
+        self.fix_swaps = bool(fix_swaps)
+        self.pairs = mirror_pairs(spec)
         self.sigmas = joint_sigmas(spec)
         self.reset()
 
@@ -124,6 +132,7 @@ class PoseTracker:
         self.ids = np.zeros(0, np.int64)  # (N,) track id, -1 = tentative
         self.last_retired: tuple[int, ...] = ()  # ids retired by the last update
         self._next_id = 0  # ids handed out so far
+        self.swaps_fixed = 0
         self._last_t = -np.inf
 
     @property
@@ -182,6 +191,8 @@ class PoseTracker:
                 oks_matrix(self.xy, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area),
             )
             rows, cols = self._match(sim)
+            if rows.size and self.fix_swaps and self.pairs.size:
+                frame, det_xy, det_ok = self._unswap(frame, rows, cols, pred, det_xy, det_ok)
             if rows.size:
                 self._correct(rows, det_xy[cols], det_ok[cols], pred[rows], t)
 
@@ -225,6 +236,22 @@ class PoseTracker:
             free[dets[c[good]]] = False
         order = np.argsort(rows, kind="stable")
         return np.asarray(rows, np.int64)[order], np.asarray(cols, np.int64)[order]
+
+    def _unswap(self, frame: PoseFrame, rows: np.ndarray, cols: np.ndarray, pred: np.ndarray, det_xy: np.ndarray,
+                det_ok: np.ndarray) -> tuple[PoseFrame, np.ndarray, np.ndarray]:
+        """Swap back the mirror pairs of matched detections ``cols`` that sit crossed against their tracks'
+        predictions ``pred[rows]`` (N, K, 2). Returns the frame and its (D, K, 2) xy / (D, K) ok, swapped."""
+        ref_ok = self.known[rows] & np.isfinite(pred[rows]).all(-1)
+        crossed = crossed_pairs(det_xy[cols], det_ok[cols], pred[rows], ref_ok, self.pairs)
+        if not crossed.any():
+            return frame, det_xy, det_ok
+        self.swaps_fixed += int(crossed.sum())
+        perm = np.tile(np.arange(frame.num_joints), (frame.num_people, 1))
+        perm[cols] = swap_permutation(crossed, self.pairs, frame.num_joints)
+        take = lambda a: np.take_along_axis(a, perm.reshape(perm.shape + (1,) * (a.ndim - 2)), axis=1)  # noqa: E731
+        frame = dataclasses.replace(frame, keypoints=take(frame.keypoints), confidence=take(frame.confidence),
+                                    world=None if frame.world is None else take(frame.world))
+        return frame, take(det_xy), take(det_ok)
 
     def _start(self, xy: np.ndarray, ok: np.ndarray, area: np.ndarray, t: float) -> None:
         m = xy.shape[0]

@@ -31,6 +31,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.mirror import count_swaps, mirror_pairs
 from posetracker.types import PoseSequence
 
 
@@ -138,11 +139,6 @@ def root_depth_error(pred: np.ndarray, ref: np.ndarray, ok: np.ndarray) -> float
     """Median |pred - ref| (m) of the body-centre depth over matched frames; pred, ref, ok (T, N)."""
     m = ok & np.isfinite(pred) & np.isfinite(ref)
     return float(np.median(np.abs(pred[m] - ref[m]))) if m.any() else float("nan")
-
-
-def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
-    """(M, 2) left/right joint pairs (each once)."""
-    return np.array([(j, m) for j, m in enumerate(spec.mirror_index) if j < m], np.int64).reshape(-1, 2)
 
 
 def depth_order_counts(pred: np.ndarray, ref: np.ndarray, pairs: np.ndarray, min_gap_m: float = 0.05,
@@ -287,6 +283,8 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
         "depth_order": depth_order_agreement(np.where(both, m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
         "matched_fraction": float((r["match"] >= 0)[labels.present()].mean()) if labels.present().any() else float("nan"),
     }
+    swaps, person_frames = count_swaps(r["xy"], r["ok"], mirror_pairs(spec))
+    out["swaps_per_1000"] = 1000.0 * swaps / person_frames if person_frames else float("nan")
     if baseline is not None:
         out["added_lag_frames"] = added_lag(r, baseline, labels, spec)
     return out, r

@@ -1,0 +1,78 @@
+"""Left/right consistency over time: a person's left and right joints do not trade places between frames.
+
+A bottom-up network reads left and right from appearance, frame by frame; in a side
+view (the clinical gait view) or with loose clothing it sometimes labels the two
+knees, ankles or shoulders the other way round for a frame or two. The body itself
+turns smoothly, so a real change of which side is nearer shows in the track's motion
+first, while a misread appears as a jump of both joints of a mirror pair onto each
+other's predicted places.
+
+For a mirror pair (a, b) of a detection matched to a track, with both joints seen
+and both predicted (px):
+
+    straight = |d_a - p_a| + |d_b - p_b|,   crossed = |d_a - p_b| + |d_b - p_a|
+
+The pair is swapped back when ``crossed < ratio * straight`` and the gain
+``straight - crossed`` exceeds ``min_gain`` of the person's size (sqrt of its
+keypoint box area): two joints close together (eyes, a side-on pair of hips) never
+trade on noise, and a real crossing of two limbs (legs passing in a stride) follows
+the prediction's velocities, so it is not crossed against it.
+
+:func:`count_swaps` is the matching measure on finished tracks: the frames where a
+mirror pair of a track sits crossed against the track's frame before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from posetracker.skeletons import SkeletonSpec
+
+
+def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
+    """(M, 2) int64 joint indices (a < b) of the skeleton's left/right pairs."""
+    pairs = [(a, b) for a, b in enumerate(spec.mirror_index) if a < b]
+    return np.asarray(pairs, np.int64).reshape(-1, 2)
+
+
+def crossed_pairs(det: np.ndarray, det_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray, pairs: np.ndarray,
+                  ratio: float = 0.5, min_gain: float = 0.1) -> np.ndarray:
+    """Which mirror pairs of each person sit crossed against a reference pose.
+
+    det, ref: (N, K, 2) px (the detection, and its track's prediction or previous frame);
+    det_ok, ref_ok: (N, K) bool; pairs: (M, 2). Returns (N, M) bool.
+    """
+    a, b = pairs[:, 0], pairs[:, 1]
+    ok = det_ok[:, a] & det_ok[:, b] & ref_ok[:, a] & ref_ok[:, b]
+    with np.errstate(invalid="ignore"):
+        straight = np.linalg.norm(det[:, a] - ref[:, a], axis=-1) + np.linalg.norm(det[:, b] - ref[:, b], axis=-1)
+        crossed = np.linalg.norm(det[:, a] - ref[:, b], axis=-1) + np.linalg.norm(det[:, b] - ref[:, a], axis=-1)
+        lo = np.where(det_ok[..., None], det, np.inf).min(axis=1)
+        hi = np.where(det_ok[..., None], det, -np.inf).max(axis=1)
+        size = np.sqrt(np.clip((hi - lo).prod(axis=-1), 0.0, None))  # (N,)
+        out = ok & (crossed < ratio * straight) & (straight - crossed > min_gain * size[:, None])
+    return np.nan_to_num(out, nan=0).astype(bool)
+
+
+def swap_permutation(crossed: np.ndarray, pairs: np.ndarray, num_joints: int) -> np.ndarray:
+    """(N, K) int64 joint order per person that swaps its crossed pairs back. crossed: (N, M) bool."""
+    perm = np.tile(np.arange(num_joints), (crossed.shape[0], 1))
+    n, m = np.nonzero(crossed)
+    perm[n, pairs[m, 0]], perm[n, pairs[m, 1]] = pairs[m, 1], pairs[m, 0]
+    return perm
+
+
+def count_swaps(xy: np.ndarray, ok: np.ndarray, pairs: np.ndarray) -> tuple[int, int]:
+    """(swap events, person-frames) of dense tracks: xy (T, N, K, 2) px, ok (T, N, K) bool (e.g.
+    ``posetracker.train.metrics.sequence_tracks``). A swap event is a frame where at least one mirror pair
+    of a track sits crossed against the same track's frame before; person-frames count (t, n) with any joint."""
+    seen = ok.any(-1)  # (T, N)
+    swaps = 0
+    for t in range(1, xy.shape[0]):
+        both = seen[t] & seen[t - 1]
+        if both.any():
+            swaps += int(crossed_pairs(xy[t][both], ok[t][both], xy[t - 1][both], ok[t - 1][both], pairs).any(-1).sum())
+    return swaps, int(seen.sum())
+
+
+__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "swap_permutation"]
