@@ -130,6 +130,39 @@ def fill_gaps(values: np.ndarray, valid: np.ndarray, max_gap: int) -> tuple[np.n
     return flat_v.reshape(v.shape), flat_ok.reshape(ok.shape)
 
 
+def hold_limbs(values: np.ndarray, valid: np.ndarray, parents: list[int] | tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Carry each missing joint with its parent: where joint k is missing and its parent is there, k sits at
+    the parent plus k's offset from it in the nearest earlier frame where both were seen (the first such frame
+    before any). Joints are filled parents first, so a missing forearm follows the elbow, a missing arm the
+    shoulder, and the rest of the body moves on: a gap holds one limb, never the whole body.
+
+    values: (T, K, D); valid: (T, K) bool; parents: (K,) parent index (-1 at the root).
+    Returns (values, valid, held (T, K) bool: the joints filled here).
+    """
+    v = np.array(values, np.float64, copy=True)
+    ok = np.array(valid, bool, copy=True)
+    held = np.zeros_like(ok)
+    depth = [0] * len(parents)
+    for k in range(len(parents)):
+        j = k
+        while parents[j] >= 0:
+            depth[k] += 1
+            j = parents[j]
+    for k in sorted(range(len(parents)), key=lambda j: depth[j]):
+        p = parents[k]
+        if p < 0:
+            continue
+        both = ok[:, k] & ok[:, p]
+        need = ~ok[:, k] & ok[:, p]
+        if not (need.any() and both.any()):
+            continue
+        src = np.maximum.accumulate(np.where(both, np.arange(len(both)), -1))
+        src = np.where(src < 0, int(np.flatnonzero(both)[0]), src)
+        v[need, k] = v[need, p] + (v[src[need], k] - v[src[need], p])
+        ok[need, k] = held[need, k] = True
+    return v, ok, held
+
+
 def runs(mask: np.ndarray) -> list[tuple[int, int]]:
     """[(start, stop)) index ranges where the (T,) bool mask is True."""
     m = np.concatenate([[False], np.asarray(mask, bool), [False]])

@@ -146,18 +146,31 @@ def _drop(seq: PoseSequence, joint: str, frames: range) -> PoseSequence:
     return PoseSequence(out, seq.fps, seq.skeleton, seq.metadata)
 
 
-def test_short_gaps_interpolated_long_gaps_held_and_reported(tmp_path):
+def test_short_gaps_interpolated_long_gaps_hold_one_limb_and_reported(tmp_path):
+    """A joint missing longer than max_gap_s rides on its parent; the rest of the body moves on (issue #22 item 2)."""
     seq = _drop(_drop(make_sequence(90, seed=4), "left_wrist", range(10, 14)), "right_knee", range(40, 70))
     BvhExporter().write(seq, tmp_path / "g.bvh", max_gap_s=0.5)  # 15 frames
     report = json.loads((tmp_path / "g.bvh.json").read_text())
     assert report["interpolated_gaps"] == [{"joint": "left_wrist", "bvh_frames": [10, 14], "time_s": [pytest.approx(10 / 30), pytest.approx(13 / 30)]}]
-    assert len(report["held_pose"]) == 1
-    held = report["held_pose"][0]
-    assert held["bvh_frames"] == [40, 70] and held["missing"] == ["right_knee"]
+    assert report["held_pose"] == []
+    assert [(h["joint"], h["bvh_frames"]) for h in report["held_limbs"]] == [("right_knee", [40, 70])]
     lines = (tmp_path / "g.bvh").read_text().splitlines()
     motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
-    assert np.all(motion[40:70] == motion[39])  # the whole pose holds the last complete frame
-    assert not np.all(motion[70] == motion[39])
+    assert len(motion) == 90
+    moving = np.abs(np.diff(motion[39:71, :3], axis=0)).max(axis=1)
+    assert (moving > 0).all()  # the root keeps moving through the gap: no frozen frame
+
+
+def test_a_hip_missing_with_the_body_centre_holds_the_whole_pose(tmp_path):
+    """With nothing to carry it (its parent, the centre, missing too) a hip cannot be held alone: the whole
+    pose holds its last complete frame, and the report says so."""
+    seq = _drop(_drop(make_sequence(60, seed=4), "centre", range(20, 45)), "left_hip", range(20, 45))
+    BvhExporter().write(seq, tmp_path / "c.bvh", max_gap_s=0.5)
+    report = json.loads((tmp_path / "c.bvh.json").read_text())
+    assert [(h["bvh_frames"], h["missing"]) for h in report["held_pose"]] == [([20, 45], ["left_hip"])]
+    lines = (tmp_path / "c.bvh").read_text().splitlines()
+    motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
+    assert np.all(motion[20:45] == motion[19]) and not np.all(motion[45] == motion[19])
 
 
 def test_frame_time_from_timestamps_and_dropped_frames(tmp_path):

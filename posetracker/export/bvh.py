@@ -9,8 +9,11 @@ pose, :mod:`.bvh_solve` for the rotations):
    the median step of the source timestamps; a dropped source frame is a gap.
 3. A joint is missing where its world position is nan or its confidence is
    below ``min_confidence``. Gaps of at most ``max_gap_s`` are linearly
-   interpolated; during longer gaps the whole pose holds its last complete
-   frame. Both are listed in the sidecar report ``NAME.bvh.json``.
+   interpolated; during longer gaps the joint is carried by its parent at its
+   last seen offset (``tracks.hold_limbs``: a missing wrist follows the elbow,
+   the body moves on). Only a frame without the body centre holds the whole
+   pose (its last complete frame). All three are listed in the sidecar report
+   ``NAME.bvh.json``.
 4. Bone lengths: per-bone median over the complete frames -> constant OFFSETs
    (T-pose for humans). Every joint's rotation aims its bone at its child, so
    forward kinematics reproduces the joints that map 1:1 up to the length
@@ -50,7 +53,7 @@ from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, l
 from posetracker.export.files import person_path, write_files
 from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracks import PersonTrack, TrackError, fill_gaps, frame_time, person_tracks, runs
+from posetracker.tracks import PersonTrack, TrackError, fill_gaps, frame_time, hold_limbs, person_tracks, runs
 from posetracker.types import PoseSequence
 
 UNITS = {"cm": 100.0, "m": 1.0, "mm": 1000.0}
@@ -128,13 +131,15 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     valid[slots] = track.valid_world(options.min_confidence)
     max_gap = int(round(options.max_gap_s / dt))
     filled, ok_joint = fill_gaps(pos, valid, max_gap)
+    filled, ok_joint, limb_held = hold_limbs(filled, ok_joint, spec.parents)
     ok = ok_joint[:, required].all(axis=1)
     if not ok.any():
         counts = valid[:, required].sum(axis=0)
         worst = [spec.joint_names[required[i]] for i in np.argsort(counts)[:3]]
         raise ValueError(f"no frame has all the joints the rig needs (least seen: {', '.join(worst)})")
     first, last = (int(np.flatnonzero(ok)[0]), int(np.flatnonzero(ok)[-1])) if options.trim else (0, n - 1)
-    filled, ok, valid, ok_joint = filled[first : last + 1], ok[first : last + 1], valid[first : last + 1], ok_joint[first : last + 1]
+    span = slice(first, last + 1)
+    filled, ok, valid, ok_joint, limb_held = filled[span], ok[span], valid[span], ok_joint[span], limb_held[span]
     complete = valid[:, required].all(axis=1)
     measure = filled[complete] if complete.sum() >= 1 else filled[ok]
 
@@ -164,7 +169,11 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     names = spec.joint_names
     interpolated = [
         {"joint": names[k], "bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
-        for k in required for a, b in runs(ok_joint[:, k] & ~valid[:, k])
+        for k in required for a, b in runs(ok_joint[:, k] & ~valid[:, k] & ~limb_held[:, k])
+    ]
+    limbs = [
+        {"joint": names[k], "bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
+        for k in required for a, b in runs(limb_held[:, k])
     ]
     held = [
         {"bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)],
@@ -182,7 +191,7 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         "origin": options.origin, "origin_shift": (shift * scale).round(4).tolist(),
         "bone_lengths": {k: round(v * scale, 4) for k, v in rig.bone_lengths().items()},
         "interpolated_gaps": interpolated, "max_interpolated_gap_s": options.max_gap_s,
-        "held_pose": held,
+        "held_limbs": limbs, "held_pose": held,
     }
     return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report)
 
