@@ -6,14 +6,19 @@ from two directions: its bone axis, which must point exactly at its child
 and a roll reference that fixes the spin about that axis:
 
 - trunk, neck, head and clavicles: the neighbouring joints' lines (hip line,
-  shoulder line, ear line, nose), see :mod:`.bvh_rig`; where the nose is not
+  shoulder line, ear line, nose), see :mod:`.bvh_rig`; the hip and shoulder
+  lines are held from the frame before while seen nearly end-on (side view,
+  :func:`steady_axis`: a line a few centimetres long points anywhere); where the nose is not
   in front of the ears (no depth estimate yet) the head's up axis follows the neck;
-- upper arm / forearm: the elbow hinge axis ``upper x fore``; while the arm
-  is near straight (bend < 10 deg, fully from 30 deg) the axis of the
-  previous frame is carried over, so a straight arm never spins;
+- upper arm / forearm: the elbow hinge axis ``upper x fore``, signed to stay
+  on the side of the previous frame's axis (an arm passing through straight,
+  or read slightly over-straight, bends the other way round: without the sign
+  the whole arm would turn by half a turn about itself); while the arm is near
+  straight (bend < 10 deg, fully from 30 deg) the axis of the previous frame
+  is carried over, so a straight arm never spins;
 - thigh / shin: the knee hinge axis, blended towards the pelvis' lateral
-  axis (swung onto the thigh) while the knee is near straight; a hinge axis
-  that disagrees with the pelvis (hyperextension) is flipped.
+  axis (swung onto the thigh) while the knee is near straight, signed to
+  keep the previous frame's side (each straightening resets it to the pelvis').
 
 Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel
 order) are unwrapped frame to frame: of the two equivalent triples and
@@ -33,6 +38,7 @@ from posetracker.export.bvh_rig import HUMANOID, Rig
 
 X, Y, Z = np.eye(3)
 BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
+MAX_TURN_DEG = 30.0  # most a roll reference (hinge axis, hip / shoulder line) turns between two frames
 FACE_DEPTH_LO, FACE_DEPTH_HI = 0.02, 0.05  # metres the nose must be in front of the ears to orient the head
 #: the nose tip sits this far below the head's forward axis (about 3 cm down for 10 cm forward of the ears)
 NOSE_PITCH = np.arctan2(0.03, 0.10)
@@ -63,6 +69,15 @@ def frame_from(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray
     data = np.stack([u, v, np.cross(u, v)], axis=-1)  # columns
     rest = np.stack([a0, n0, np.cross(a0, n0)], axis=-1)
     return data @ rest.T
+
+
+def steady_frame(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray) -> np.ndarray:
+    """:func:`frame_from` with the roll (made normal to the aim) turning at most ``MAX_TURN_DEG`` a frame:
+    where the roll reference nearly lines up with the bone (a clavicle pointing forward in a side view),
+    its direction is noise, and the bone must not spin on it."""
+    u = _unit(aim)
+    v = _unit(roll - _dot(roll, u)[:, None] * u)
+    return frame_from(aim, limit_turn(v, u), a0, n0)
 
 
 def swing(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -102,9 +117,10 @@ def hinge_axis_hold(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarr
             p = ref[t] - np.dot(ref[t], d1[t]) * d1[t]
         p = p / np.linalg.norm(p)
         if w[t] > 0 and np.all(np.isfinite(nb[t])):
-            n = w[t] * nb[t] + (1 - w[t]) * p
+            b = nb[t] if np.dot(nb[t], p) >= 0 else -nb[t]  # the side nearer the last axis: no half turn
+            n = w[t] * b + (1 - w[t]) * p
             nn = np.linalg.norm(n)
-            n = n / nn if nn > 0.25 else (nb[t] if w[t] >= 0.5 else p)
+            n = n / nn if nn > 0.25 else (b if w[t] >= 0.5 else p)
         else:
             n = p
         out[t] = prev = n
@@ -112,11 +128,66 @@ def hinge_axis_hold(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarr
 
 
 def hinge_axis_ref(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """(T, 3) hinge axis blended towards ``ref`` (T, 3) while straight; flipped to agree with ref."""
+    """(T, 3) hinge axis blended towards ``ref`` (T, 3) while straight; flipped to agree with ref
+    (hyperextension); then turned at most ``MAX_TURN_DEG`` a frame (:func:`limit_turn`), so a hinge that
+    swings past normal to the pelvis (a sideways misread of the knee) never turns the leg by half a turn."""
     nb, w = _bend_weight(d1, d2)
     nb = np.where(np.isfinite(nb), nb, ref)
     nb = np.where((_dot(nb, ref) < 0)[:, None], -nb, nb)
-    return _unit(w[:, None] * nb + (1 - w[:, None]) * ref)
+    return limit_turn(_unit(w[:, None] * nb + (1 - w[:, None]) * ref), d1)
+
+
+def limit_turn(axes: np.ndarray, about: np.ndarray, max_deg: float | None = None) -> np.ndarray:
+    """(T, 3) unit axes whose turn about the bone ``about`` (T, 3) is at most ``max_deg`` (default
+    ``MAX_TURN_DEG``) from one frame to the next, towards each frame's own axis.
+
+    The previous frame's axis is first carried along the bone's own swing (the smallest rotation taking
+    the bone's last direction onto its new one), so only the turn about the bone (its roll) is limited; a
+    half turn goes round the bone.
+    """
+    limit = np.radians(MAX_TURN_DEG if max_deg is None else max_deg)
+    bone = _unit(about)
+    out = np.array(axes, np.float64, copy=True)
+    for t in range(1, len(out)):
+        prev, target = out[t - 1], out[t]
+        if not np.all(np.isfinite(prev)):
+            continue
+        if np.all(np.isfinite(bone[t - 1])) and np.all(np.isfinite(bone[t])):
+            prev = swing(bone[t - 1][None], bone[t][None], prev[None])[0]
+        if not np.all(np.isfinite(target)):
+            out[t] = prev
+            continue
+        ang = np.arccos(np.clip(np.dot(prev, target), -1.0, 1.0))
+        if ang <= limit:
+            continue
+        k = np.cross(prev, target)
+        if np.linalg.norm(k) < 1e-6:  # opposite: turn about the bone
+            k = bone[t] if np.all(np.isfinite(bone[t])) else np.cross(prev, X if abs(prev[0]) < 0.9 else Y)
+        k = k / np.linalg.norm(k)
+        out[t] = prev * np.cos(limit) + np.cross(k, prev) * np.sin(limit) + k * np.dot(k, prev) * (1 - np.cos(limit))
+    return out
+
+
+def steady_axis(v: np.ndarray, lo: float = 0.25, hi: float = 0.6) -> np.ndarray:
+    """(T, 3) unit direction of ``v`` (T, 3), a line between two joints (hips, shoulders), held from the
+    previous frame while the line is short against its median length (seen end-on, side view: its
+    direction is then noise; fully the line's own from ``hi`` of the median, fully held below ``lo``)."""
+    length = np.linalg.norm(v, axis=-1)
+    ref = np.nanmedian(length) if np.isfinite(length).any() else 0.0
+    s = np.clip((length / max(ref, 1e-9) - lo) / (hi - lo), 0.0, 1.0)
+    w = s * s * (3 - 2 * s)
+    u = _unit(v)
+    out = np.empty_like(v)
+    prev = None
+    for t in range(v.shape[0]):
+        if prev is None or not np.all(np.isfinite(u[t])):
+            n = u[t] if prev is None else prev
+        else:
+            n = w[t] * u[t] + (1 - w[t]) * prev
+            nn = np.linalg.norm(n)
+            n = n / nn if nn > 1e-6 else prev
+        out[t] = prev = n
+    return out
 
 
 def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
@@ -128,15 +199,15 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
     it is less than 2 cm (no usable depth, e.g. before the depth head is
     trained), blended in between.
     """
-    hip_x = pts["left_hip"] - pts["right_hip"]
     trunk = pts["neck"] - pts["mid_hip"]
-    sh_x = pts["left_shoulder"] - pts["right_shoulder"]
+    hip_x = limit_turn(steady_axis(pts["left_hip"] - pts["right_hip"]), _unit(trunk), 2 * MAX_TURN_DEG)
+    sh_x = limit_turn(steady_axis(pts["left_shoulder"] - pts["right_shoulder"]), _unit(trunk), 2 * MAX_TURN_DEG)
     ear_x = pts["left_ear"] - pts["right_ear"]
     R: dict[str, np.ndarray] = {}
     R["Hips"] = frame_from(hip_x, trunk, X, Y)
-    R["Spine"] = frame_from(trunk, _unit(hip_x) + _unit(sh_x), Y, X)
-    R["Chest"] = frame_from(trunk, sh_x, Y, X)
-    R["Neck"] = frame_from(pts["head"] - pts["neck"], ear_x, Y, X)
+    R["Spine"] = steady_frame(trunk, _unit(hip_x) + _unit(sh_x), Y, X)
+    R["Chest"] = steady_frame(trunk, sh_x, Y, X)
+    R["Neck"] = steady_frame(pts["head"] - pts["neck"], ear_x, Y, X)
     neck_up = _unit(pts["head"] - pts["neck"])
     face = pts["nose"] - pts["head"]
     depth = _dot(face, _unit(np.cross(ear_x, neck_up)))  # how far the nose is in front of the ears
@@ -145,11 +216,11 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
     face_dir = _unit(np.cross(ear_x, face_up))
     up_from_face = np.cos(NOSE_PITCH) * face_up - np.sin(NOSE_PITCH) * face_dir
     up = w * np.nan_to_num(up_from_face) + (1 - w) * neck_up
-    R["Head"] = frame_from(ear_x, up, X, Y)
+    R["Head"] = steady_frame(ear_x, up, X, Y)
     chest_z = R["Chest"][:, :, 2]
     for side, sgn in (("Left", 1.0), ("Right", -1.0)):
         low = side.lower()
-        R[f"{side}Shoulder"] = frame_from(pts[f"{low}_shoulder"] - pts["neck"], chest_z, sgn * X, Z)
+        R[f"{side}Shoulder"] = steady_frame(pts[f"{low}_shoulder"] - pts["neck"], chest_z, sgn * X, Z)
         # arm: rest along +-X, the forearm bends towards +Z -> hinge n0 = a0 x Z
         a0 = sgn * X
         n0 = np.cross(a0, Z)
@@ -157,7 +228,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
         d2 = _unit(pts[f"{low}_wrist"] - pts[f"{low}_elbow"])
         rc = R["Chest"]
         ref = swing(rc @ a0, d1, rc @ n0)
-        n = hinge_axis_hold(d1, d2, ref)
+        n = limit_turn(hinge_axis_hold(d1, d2, ref), d1)
         R[f"{side}Arm"] = frame_from(d1, n, a0, n0)
         R[f"{side}ForeArm"] = frame_from(d2, n, a0, n0)
         R[f"{side}Hand"] = R[f"{side}ForeArm"]
@@ -246,3 +317,34 @@ def euler_continuous(local: np.ndarray, order: str = "ZXY") -> np.ndarray:
             best = (c, cost) if best is None else (np.where(cost < best[1], c, best[0]), np.minimum(cost, best[1]))
         out[i] = best[0]
     return out
+
+
+def world_rotations(euler: np.ndarray, parents: list[int], order: str = "ZXY") -> np.ndarray:
+    """(T, J, 3, 3) world rotations from local Euler angles (T, J, 3) degrees (the inverse of
+    :func:`local_rotations` + :func:`euler_continuous`)."""
+    t, j = euler.shape[:2]
+    local = Rotation.from_euler(order.upper(), euler.reshape(-1, 3), degrees=True).as_matrix().reshape(t, j, 3, 3)
+    world = local.copy()
+    for i, p in enumerate(parents):  # parents come before their children
+        if p >= 0:
+            world[:, i] = world[:, p] @ local[:, i]
+    return world
+
+
+def twist_flips(world: np.ndarray, axes: np.ndarray, min_twist_deg: float = 90.0,
+                max_swing_deg: float = 30.0) -> np.ndarray:
+    """(T-1, J) bool: steps where a bone turns by more than ``min_twist_deg`` about its own axis while
+    its direction moves less than ``max_swing_deg`` (a roll flip an animator sees as a twisted limb).
+
+    world: (T, J, 3, 3) world rotations; axes: (J, 3) each joint's rest bone direction (zero: no bone,
+    never counted).
+    """
+    rel = np.swapaxes(world[:-1], -1, -2) @ world[1:]  # (T-1, J, 3, 3) step in the joint's own frame
+    q = Rotation.from_matrix(rel.reshape(-1, 3, 3)).as_quat().reshape(*rel.shape[:2], 4)  # x, y, z, w
+    a = _unit(axes)
+    twist = np.degrees(2 * np.arctan2(np.abs(np.einsum("tjc,jc->tj", q[..., :3], np.nan_to_num(a))), np.abs(q[..., 3])))
+    b0 = np.einsum("tjab,jb->tja", world[:-1], np.nan_to_num(a))
+    b1 = np.einsum("tjab,jb->tja", world[1:], np.nan_to_num(a))
+    swing_deg = np.degrees(np.arccos(np.clip(_dot(b0, b1), -1.0, 1.0)))
+    has_bone = np.isfinite(a).all(-1)[None]
+    return has_bone & (twist > min_twist_deg) & (swing_deg < max_swing_deg)
