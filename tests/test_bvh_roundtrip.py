@@ -266,3 +266,29 @@ def test_head_follows_the_neck_without_depth():
     head = motion.rig.names.index("Head")
     # no spurious nod or turn (ZXY: [z, x, y]); the sideways tilt of the ear line is seen in the image and kept
     assert motion.order == "ZXY" and np.abs(motion.euler[:, head, 1:]).max() < 1e-6
+
+
+def test_several_people_share_one_timeline_and_one_origin(tmp_path):
+    """Issue #22 item 3: every file starts at the clip's first frame, people stand apart where they stood."""
+    seq = make_sequence(60, people=2, seed=6)
+    frames = []
+    for f in seq.frames:  # person 1 is in the clip from frame 20 to 44 only
+        if not 20 <= f.index < 45:
+            f = f.select(np.array([True, False]))
+        frames.append(f)
+    seq = PoseSequence(frames, seq.fps, seq.skeleton, seq.metadata)
+    BvhExporter().write(seq, tmp_path / "two.bvh")
+    motion, report = {}, {}
+    for tid in (0, 1):
+        lines = (tmp_path / f"two_person{tid}.bvh").read_text().splitlines()
+        motion[tid] = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3:]], float)
+        report[tid] = json.loads((tmp_path / f"two_person{tid}.bvh.json").read_text())
+    assert len(motion[0]) == len(motion[1]) == 60
+    assert report[1]["start_time_s"] == report[0]["start_time_s"] == 0.0
+    assert report[1]["padding"] == {"before_frames": 20, "after_frames": 15} and report[1]["held_pose"] == []
+    assert np.all(motion[1][:20] == motion[1][20]) and np.all(motion[1][45:] == motion[1][44])
+    assert report[0]["origin_shift"] == report[1]["origin_shift"]
+    np.testing.assert_allclose(motion[0][0, [0, 2]], 0.0, atol=1e-4)  # the first person's first root at X = Z = 0
+    hips = [seq.skeleton.index("left_hip"), seq.skeleton.index("right_hip")]
+    truth = [100 * np.array([f.world[p, hips, 0].mean() for f in seq.frames[20:45]]) for p in (0, 1)]  # cm, X = x
+    np.testing.assert_allclose(motion[1][20:45, 0] - motion[0][20:45, 0], truth[1] - truth[0], atol=0.5)

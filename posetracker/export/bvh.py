@@ -25,9 +25,13 @@ pose, :mod:`.bvh_solve` for the rotations):
 
 ``origin="floor"`` (default) moves the first frame's root to X = Z = 0 and
 the floor (the 2nd percentile of the lowest joint) to Y = 0; ``"camera"``
-keeps camera coordinates. The motion is trimmed to the person's first and
-last complete frame (``trim=False`` keeps the whole clip, holding the first
-pose before it); the report gives the start time.
+keeps camera coordinates. Several people share one origin (the first
+person's first root, the median of their floors), so they stand apart where
+they stood. Every file spans the whole clip, so all people share one
+timeline: frame 1 of each is the clip's first frame, and a person holds
+their first pose before they appear and their last after they leave (the
+report's ``padding``); ``trim=True`` cuts a file to its person's first and
+last complete frame instead (the report gives the start time).
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ class BvhOptions:
     min_confidence: float = 0.2
     symmetric: bool = False
     origin: str = "floor"
-    trim: bool = True
+    trim: bool = False
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:
@@ -95,6 +99,8 @@ class BvhMotion:
     euler:     (T, J, 3) local rotations, degrees, in ``order``
     frame_time: seconds per motion line
     report:    sidecar content (gaps, lengths, conventions)
+    floor:     BVH Y (m, before the origin shift) of this person's floor
+    shift:     (3,) metres added to the root for the origin
     """
 
     rig: Rig
@@ -103,6 +109,14 @@ class BvhMotion:
     frame_time: float
     order: str
     report: dict[str, Any] = field(default_factory=dict)
+    floor: float = 0.0
+    shift: np.ndarray = field(default_factory=lambda: np.zeros(3))
+
+    def move_origin(self, shift: np.ndarray, units: str) -> None:
+        """Use ``shift`` (3,) metres as the origin shift instead of this person's own."""
+        self.root = self.root + (np.asarray(shift, np.float64) - self.shift)
+        self.shift = np.asarray(shift, np.float64)
+        self.report["origin_shift"] = (self.shift * UNITS[units]).round(4).tolist()
 
 
 def _grid(times: np.ndarray, dt: float) -> np.ndarray:
@@ -161,10 +175,9 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 
-    shift = np.zeros(3)
-    if options.origin == "floor":
-        lowest = np.nanmin(filled[ok][:, required, 1], axis=1)
-        shift = np.array([-root[0, 0], -np.percentile(lowest, 2), -root[0, 2]])
+    lowest = np.nanmin(filled[ok][:, required, 1], axis=1)
+    floor = float(np.percentile(lowest, 2))
+    shift = np.array([-root[0, 0], -floor, -root[0, 2]]) if options.origin == "floor" else np.zeros(3)
     times = track.times[0] + (first + np.arange(len(ok))) * dt
     names = spec.joint_names
     interpolated = [
@@ -175,11 +188,15 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         {"joint": names[k], "bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
         for k in required for a, b in runs(limb_held[:, k])
     ]
+    seen = np.flatnonzero(ok)
+    inside = np.zeros_like(ok)
+    inside[seen[0]:seen[-1] + 1] = True
     held = [
         {"bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)],
          "missing": [names[k] for k in required if not ok_joint[a:b, k].all()]}
-        for a, b in runs(~ok)
+        for a, b in runs(~ok & inside)
     ]
+    padding = {"before_frames": int(seen[0]), "after_frames": int(len(ok) - 1 - seen[-1])}
     scale = UNITS[options.units]
     report = {
         "track_id": track.track_id, "skeleton": spec.name, "rig": "humanoid" if humanoid else "skeleton",
@@ -191,9 +208,16 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         "origin": options.origin, "origin_shift": (shift * scale).round(4).tolist(),
         "bone_lengths": {k: round(v * scale, 4) for k, v in rig.bone_lengths().items()},
         "interpolated_gaps": interpolated, "max_interpolated_gap_s": options.max_gap_s,
-        "held_limbs": limbs, "held_pose": held,
+        "held_limbs": limbs, "held_pose": held, "padding": padding,
     }
-    return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report)
+    return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift)
+
+
+def shared_origin(motions: list[BvhMotion]) -> np.ndarray:
+    """(3,) one origin shift for several people (``origin="floor"``): the first one's first root at X = Z = 0
+    (the motions before any shift: ``root - shift``), the median of their floors at Y = 0."""
+    first = motions[0].root[0] - motions[0].shift
+    return np.array([-first[0], -float(np.median([m.floor for m in motions])), -first[2]])
 
 
 def _num(v: float) -> str:
@@ -249,13 +273,18 @@ class BvhExporter:
             raise ExportError(f"BVH: {exc}") from None
         texts: dict[Path, str] = {}
         failed: list[str] = []
+        motions: dict[int, BvhMotion] = {}
         for tid, track in tracks.items():
-            out = person_path(path, tid, len(tracks) > 1)
             try:
-                motion = solve_person(track, seq.skeleton, seq.fps, opts)
+                motions[tid] = solve_person(track, seq.skeleton, seq.fps, opts)
             except ValueError as exc:  # this person cannot drive the rig: the others still can
                 failed.append(f"BVH: person {tid} not exported: {exc}")
-                continue
+        if opts.origin == "floor" and len(motions) > 1:  # one origin: the people stand where they stood
+            shift = shared_origin(list(motions.values()))
+            for motion in motions.values():
+                motion.move_origin(shift, opts.units)
+        for tid, motion in motions.items():
+            out = person_path(path, tid, len(tracks) > 1)
             motion.report["source"] = seq.metadata.get("source", "")
             texts[out] = bvh_text(motion, opts.units)
             texts[out.with_name(out.name + ".json")] = json.dumps(motion.report, indent=1) + "\n"
