@@ -42,10 +42,12 @@ from posetracker.model.runtime import accelerate
 from posetracker.refiners import RefinerChain, load_chain
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
+from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 Mode = Literal["live", "offline"]
+LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
 Progress = Callable[[int, int | None], None]
 
 
@@ -65,7 +67,7 @@ class SessionConfig:
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
     pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
-    rigid_bones: bool = False
+    rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     track: bool = True
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
@@ -168,7 +170,7 @@ class TrackingSession:
         # one subject (max people 1): every detection continues its track, so it keeps one id
         self.tracker = PoseTracker(self.spec, oks_threshold=0.0) if self.config.max_people == 1 else PoseTracker(self.spec)
         self.smoother = PoseSmoother(self.spec, mode)
-        self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones)
+        self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
@@ -343,7 +345,7 @@ class TrackingSession:
         tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
         if cfg.smoothing:
             tracked = smooth_tracks(tracked)
-        return [self.bones.update(p) for p in tracked]
+        return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked
 
 
 class _threads:

@@ -120,3 +120,25 @@ def test_solver_per_track() -> None:
     assert np.ptp(late[..., ~REAL], axis=0).min() > 1e-3  # virtual bones left as measured
     plain = BoneLengthSolver(SPEC, rigidify=False)
     assert plain(f) is f and plain.estimator.track_ids == [0, 1]
+
+
+def test_rigid_tracks_gives_each_track_one_length_per_bone():
+    """Offline rigid bones (issue #22 item 6): every confident bone of a track has one length over the recording."""
+    import dataclasses
+
+    from posetracker.tracking.bones import rigid_tracks
+    from tests.test_bvh_synthetic import make_sequence
+
+    seq = make_sequence(60, people=2, seed=3)
+    rng = np.random.default_rng(0)
+    noisy = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
+             for f in seq.frames]
+    spec = seq.skeleton
+    anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
+    before = np.stack([bone_lengths(f.world, spec) for f in noisy])[..., anatomical]  # (T, P, E')
+    after = np.stack([bone_lengths(f.world, spec) for f in rigid_tracks(noisy, spec)])[..., anatomical]
+    assert (before.std(0) / before.mean(0)).min() > 0.02
+    np.testing.assert_allclose(after.std(0), 0.0, atol=1e-5)
+    truth = np.stack([bone_lengths(f.world, spec) for f in seq.frames])[..., anatomical].mean(0)
+    limbs = truth > 0.2  # (short face bones: 3 cm of noise lengthens them)
+    np.testing.assert_allclose(after[0][limbs], truth[limbs], rtol=0.05)  # the median of noisy lengths: the true ones

@@ -80,7 +80,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     exporter = exporter_for_path(out)
     check_target(out, args.force)
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
-                           keep_unconfirmed=args.keep_unconfirmed,
+                           keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            refiners=tuple(args.refiners))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
@@ -142,6 +142,8 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.add_argument("--keep-unconfirmed", action="store_true",
                     help="also write detections never confirmed as a track (person_id -1; left out by default)")
+    pr.add_argument("--raw-bones", action="store_true",
+                    help="metric 3-D as estimated, bone lengths varying (default: one length per bone and person)")
     add_refiners_argument(pr, "switch on trained refiners")
     pr.set_defaults(func=_cmd_process)
 

@@ -5,7 +5,9 @@ A skeleton's bones are its tree edges (``spec.edges``, parent -> child).
 ``window`` 3-D lengths of every bone measured from ``world`` (metres) and
 estimates each length as the median of the valid samples (robust to up to
 ~50% outliers). :func:`rigidify` rescales every bone of a pose to given
-lengths along the tree, and :class:`BoneLengthSolver` applies both per track.
+lengths along the tree, and :class:`BoneLengthSolver` applies both per track
+as frames come (live); :func:`rigid_tracks` does it for a whole recording at
+once (offline: one length per bone and track, from all its frames).
 
 Bones that leave a *virtual* joint (e.g. human18's body centre, the centre of
 the keypoint box) are not anatomical: their length changes with the pose. By
@@ -241,3 +243,27 @@ class BoneLengthSolver:
         return dataclasses.replace(frame, world=world)
 
     __call__ = update
+
+
+def rigid_tracks(frames: list[PoseFrame], spec: SkeletonSpec, min_confidence: float = 0.5,
+                 min_samples: int = 5) -> list[PoseFrame]:
+    """Every tracked person's ``world`` rescaled to one length per bone for the whole recording: the median
+    over all the track's frames where both ends are at least ``min_confidence`` (bones with fewer than
+    ``min_samples`` such frames, and untracked people, stay as measured)."""
+    if not frames:
+        return frames
+    est = BoneLengthEstimator(spec, window=len(frames), min_samples=min_samples, min_confidence=min_confidence,
+                              refresh_every=1, drop_after=np.inf)
+    for f in frames:
+        est.update_frame(f)
+    lengths = {tid: est.lengths(tid) for tid in est.track_ids}
+    out = []
+    for f in frames:
+        people = [p for p, tid in enumerate(f.track_ids.tolist()) if tid in lengths]
+        if f.world is None or not people:
+            out.append(f)
+            continue
+        world = f.world.copy()
+        world[people] = rigidify(f.world[people], np.stack([lengths[int(f.track_ids[p])] for p in people]), spec)
+        out.append(dataclasses.replace(f, world=world))
+    return out
