@@ -121,6 +121,17 @@ def test_false_positive_pooled_across_images():
     assert summarize(ims, SIG)["ap"] == pytest.approx(0.5)
 
 
+def test_recall_of_tall_people_counts_people_at_least_an_eighth_of_the_image_high():
+    import dataclasses
+
+    tall, small, other = person(0, 0, size=200.0), person(400, 0, size=60.0), person(600, 0, size=300.0)
+    im = dataclasses.replace(image([tall, small], [tall, small, other]), image_height=800.0)  # 1/8 = 100 px
+    m = summarize([im], SIG)
+    assert m["tall_people"] == 2 and m["recall_tall"] == 0.5  # tall found, other missed; small not counted
+    assert m["recall"] == pytest.approx(2 / 3)
+    assert np.isnan(summarize([image([tall], [tall])], SIG)["recall_tall"])  # no image height given
+
+
 def test_missing_person():
     a, b = person(0, 0), person(300, 0)
     m = summarize([image([a], [a, b])], SIG)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from posetracker.cli.options import add_refiners_argument
 
-METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall")
+METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall", "recall_tall")
 DEFAULT_MOVENET = "../shared/pretrained/movenet/movenet-multipose.json"
 
 

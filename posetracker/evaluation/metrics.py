@@ -112,6 +112,12 @@ class PeopleMatch:
         """(M,) OKS of the matched pairs."""
         return self.oks[self.pairs[:, 0], self.pairs[:, 1]] if len(self.pairs) else np.zeros(0)
 
+    def gt_oks(self, num_gt: int) -> np.ndarray:
+        """(G,) OKS of each ground truth with its matched prediction, 0 if none."""
+        out = np.zeros(num_gt)
+        out[self.pairs[:, 1]] = self.matched_oks()
+        return out
+
     def gt_to_pred(self, num_gt: int) -> np.ndarray:
         """(G,) index of the prediction matched to each ground truth, -1 if none."""
         out = np.full(num_gt, -1, dtype=np.int64)
@@ -177,6 +183,7 @@ class ImageEval:
     scores: np.ndarray
     gt: np.ndarray
     boxes: np.ndarray
+    image_height: float = 0.0  # px; 0 = unknown (no "tall people" recall)
 
     def __post_init__(self) -> None:
         p, g = len(self.scores), len(self.boxes)
@@ -299,14 +306,16 @@ def summarize(
     area_factor: float = 1.0,
     recall_oks: float = 0.5,
 ) -> dict[str, float | int | list[float]]:
-    """Every metric over ``images``: ``pck@<alpha>``, ``ap``, ``ap50``, ``ap75``, ``recall``, counts.
+    """Every metric over ``images``: ``pck@<alpha>``, ``ap``, ``ap50``, ``ap75``, ``recall``,
+    ``recall_tall`` (recall of the people whose box is at least 1/8 of the image's height, nan when no
+    image height is known), counts (``tall_people`` among them).
 
     PCK and recall use a per-image Hungarian matching on OKS over the
     non-ignored ground truth; AP uses COCO's greedy per-threshold matching.
     """
     hits = {a: 0 for a in pck_alphas}
     labelled = 0
-    people = ignored = 0
+    people = ignored = tall_people = tall_found = 0
     matches: list[PeopleMatch] = []
     for im in images:
         keep = ~im.gt_ignored
@@ -315,6 +324,10 @@ def summarize(
         gt, boxes = im.gt[keep], im.boxes[keep]
         m = match_people(im.pred, im.pred_conf, gt, area_factor * boxes[:, 2] * boxes[:, 3], sigmas)
         matches.append(m)
+        if im.image_height > 0:
+            tall = boxes[:, 3] >= im.image_height / 8
+            tall_people += int(tall.sum())
+            tall_found += int((m.gt_oks(len(gt))[tall] >= recall_oks).sum())
         for a in pck_alphas:
             hits[a] += pck_counts(im.pred, im.pred_conf, gt, boxes, m.pairs, a)[0]
         labelled += int((gt[..., 2] > 0).sum())
@@ -323,6 +336,8 @@ def summarize(
         out[f"pck@{a:g}"] = hits[a] / labelled if labelled else float("nan")
     out.update(coco_ap(images, sigmas, area_factor=area_factor))
     out["recall"] = people_recall(matches, people, recall_oks)
+    out["recall_tall"] = tall_found / tall_people if tall_people else float("nan")
+    out["tall_people"] = tall_people
     out["images"] = len(images)
     out["people"] = people
     out["ignored_people"] = ignored

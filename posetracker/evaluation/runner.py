@@ -121,7 +121,7 @@ def evaluate_set(
                 pred=np.asarray(frame.keypoints[:, h_idx, :2], dtype=np.float64),
                 pred_conf=np.asarray(frame.confidence[:, h_idx], dtype=np.float64),
                 scores=np.asarray(frame.scores, dtype=np.float64),
-                gt=gt, boxes=boxes,
+                gt=gt, boxes=boxes, image_height=float(item.height),
             ))
             if keep_predictions:
                 records.append(prediction_record(item, frame))
