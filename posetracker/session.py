@@ -69,6 +69,7 @@ class SessionConfig:
     pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
     rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     track: bool = True
+    fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
@@ -168,7 +169,8 @@ class TrackingSession:
         self.stream = CausalStream(self.net, self.config.lookahead)
         self._pending: deque[_Pending] = deque()
         # one subject (max people 1): every detection continues its track, so it keeps one id
-        self.tracker = PoseTracker(self.spec, oks_threshold=0.0) if self.config.max_people == 1 else PoseTracker(self.spec)
+        oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
+        self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()

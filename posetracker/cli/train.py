@@ -99,7 +99,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
-                                   refiners=tuple(args.refiners))
+                                   refiners=tuple(args.refiners), vector_read=args.vector_read,
+                                   fix_swaps=not args.no_swap_fix)
             session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
@@ -175,6 +176,10 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--no-pose-prior", action="store_true", help="the depth head alone, without the pose prior's mix")
     e.add_argument("--blazepose", choices=["full", "heavy"], help="BlazePose variant of the reference 3-D "
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
+    e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
+                   help="where the decoder reads tree vectors (default: as the weights were trained)")
+    e.add_argument("--no-swap-fix", action="store_true", help="leave left/right pairs as the network read them "
+                   "(the tracker swaps back pairs crossed against the track by default)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "with these refiners on (read beside each weights file)")

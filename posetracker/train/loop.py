@@ -8,7 +8,8 @@ Stages (the backbone is frozen throughout; its features are cached):
   ``encode.vector_write`` (``"both"``: every edge vector also at the located
   parent, so the decoder can walk the tree from the joints it found, method A
   step 7, and read each edge's depth difference there).
-- ``temporal``: the forward/backward GRUs and the fusion train on windows,
+- ``temporal``: the forward/backward GRUs (and, with ``fusion_lr`` > 0, the
+  learnt fusion) train on windows,
   each batch either bidirectional (file mode) or causal with a random
   look-ahead (live mode); the other heads optionally at a low rate
   (``head_lr``, ``depth_lr``; 0 = frozen).
@@ -70,7 +71,9 @@ def stage_parameters(net: PoseNet, stage: str, sc: StageConfig) -> list[dict]:
         groups = [(net.heads.depth, sc.lr), (net.heads.vectors, sc.vector_lr)]
     else:
         others = [m for name, m in net.heads.named_children() if name != "depth"]
-        groups = [(net.temporal, sc.lr), (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
+        t = net.temporal
+        groups = [(t.forward_dir, sc.lr), (t.backward_dir, sc.lr), (t.fusion, sc.fusion_lr),
+                  (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
     out = []
     for module, lr in groups:
         if lr > 0:

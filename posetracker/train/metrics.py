@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.mirror import count_swaps, mirror_pairs
+from posetracker.tracking.mirror import count_swaps, crossed_pairs, mirror_pairs
 from posetracker.types import PoseSequence
 
 
@@ -262,7 +262,9 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
 
     Metrics: jitter (model, teacher raw, teacher smoothed), lag vs the smoothed teacher, PCK@0.1 vs
     the smoothed teacher (box diagonal), PA-MPJPE, root-depth error and depth-order agreement vs the
-    teacher world / depth (when it has them), the model's bone-length CV, and with ``baseline``
+    teacher world / depth (when it has them), the model's bone-length CV, left/right consistency
+    (``swaps_per_1000``: frames where a track's mirror pair sits crossed against its frame before, per
+    1,000 person-frames; ``lr_crossed``: share of pairs crossed against the teacher), and with ``baseline``
     (another model's :func:`run_clip` on the same clip) :func:`added_lag`.
     """
     spec = spec or session.spec
@@ -283,11 +285,25 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
         "depth_order": depth_order_agreement(np.where(both, m["depth"], np.nan), labels.depth, mirror_pairs(spec)),
         "matched_fraction": float((r["match"] >= 0)[labels.present()].mean()) if labels.present().any() else float("nan"),
     }
-    swaps, person_frames = count_swaps(r["xy"], r["ok"], mirror_pairs(spec))
+    pairs = mirror_pairs(spec)
+    swaps, person_frames = count_swaps(r["xy"], r["ok"], pairs)
     out["swaps_per_1000"] = 1000.0 * swaps / person_frames if person_frames else float("nan")
+    out["lr_crossed"] = crossed_share(m["xy"], both, labels.xy, ref_ok, pairs)
     if baseline is not None:
         out["added_lag_frames"] = added_lag(r, baseline, labels, spec)
     return out, r
+
+
+def crossed_share(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray, pairs: np.ndarray) -> float:
+    """Share of the (frame, person, mirror pair) with both joints in both that sit crossed against the
+    reference (``tracking.mirror.crossed_pairs``): left and right the other way round from the teacher.
+    pred, ref: (T, N, K, 2); pred_ok, ref_ok: (T, N, K)."""
+    t, n, k = pred_ok.shape
+    flat = lambda a: a.reshape(t * n, k, *a.shape[3:])  # noqa: E731
+    ok_p, ok_r = flat(pred_ok), flat(ref_ok)
+    crossed = crossed_pairs(np.nan_to_num(flat(pred)), ok_p, np.nan_to_num(flat(ref)), ok_r, pairs)
+    counted = ok_p[:, pairs[:, 0]] & ok_p[:, pairs[:, 1]] & ok_r[:, pairs[:, 0]] & ok_r[:, pairs[:, 1]]
+    return float(crossed[counted].mean()) if counted.any() else float("nan")
 
 
 def _virtual_mask(spec: SkeletonSpec) -> np.ndarray:
