@@ -12,6 +12,7 @@ import platform
 import statistics
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import torch
 
@@ -120,6 +121,43 @@ class PipelineResult:
     lookahead: int = 0  # live: frames the output waits for (0 for offline)
 
 
+def _pipeline_run(session, path: str, mode: str, frames: int) -> tuple[float, list[float]]:
+    """One timed run of ``session`` over the first ``frames`` frames of ``path`` -> (fps, live latencies ms)."""
+    from posetracker.capture import open_source
+
+    latencies: list[float] = []
+    with open_source(path) as src:
+        t_start = time.perf_counter()
+        if mode == "live":
+            session.reset()
+            read_at: dict[int, float] = {}
+            n = 0
+            for _ in range(frames):
+                t0 = time.perf_counter()
+                frame = src.read()
+                if frame is None:
+                    break
+                read_at[frame.index] = t0
+                pose = session.step(frame)
+                n += 1
+                if pose is not None:
+                    latencies.append((time.perf_counter() - read_at.pop(pose.index)) * 1000)
+            session.flush()  # the frames still held back by the look-ahead (their latency is the stream's end)
+        else:
+            clip = (f for f in iter(src.read, None))
+            seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
+            n = len(seq)
+    return n / (time.perf_counter() - t_start), latencies
+
+
+def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, frames: int, lookahead: int) -> PipelineResult:
+    hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
+    med = statistics.median
+    return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
+                          med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
+                          lookahead if mode == "live" else 0)
+
+
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
                    refiners: tuple[str, ...] = ()) -> PipelineResult:
@@ -127,48 +165,75 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
-    from posetracker.capture import open_source
     from posetracker.session import SessionConfig, TrackingSession
 
     config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, refiners=tuple(refiners))
     session = TrackingSession.open(weights=weights, config=config)
-
-    def one_run() -> tuple[float, list[float]]:
-        latencies: list[float] = []
-        with open_source(path) as src:
-            t_start = time.perf_counter()
-            if mode == "live":
-                session.reset()
-                read_at: dict[int, float] = {}
-                n = 0
-                for _ in range(frames):
-                    t0 = time.perf_counter()
-                    frame = src.read()
-                    if frame is None:
-                        break
-                    read_at[frame.index] = t0
-                    pose = session.step(frame)
-                    n += 1
-                    if pose is not None:
-                        latencies.append((time.perf_counter() - read_at.pop(pose.index)) * 1000)
-                session.flush()  # the frames still held back by the look-ahead (their latency is the stream's end)
-            else:
-                clip = (f for f in iter(src.read, None))
-                seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
-                n = len(seq)
-        return n / (time.perf_counter() - t_start), latencies
-
-    one_run()  # warm-up
+    _pipeline_run(session, path, mode, frames)  # warm-up
     fps, lat = [], []
     for _ in range(runs):
-        f, l = one_run()
+        f, l = _pipeline_run(session, path, mode, frames)
         fps.append(f)
         lat += l
-    hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
-    med = statistics.median
-    return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
-                          med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
-                          lookahead if mode == "live" else 0)
+    return _result(session, mode, fps, lat, runs, frames, lookahead)
+
+
+PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "mediapipe_pose.py"
+
+
+@dataclass(frozen=True)
+class VersusResult:
+    """PoseTracker live against MediaPipe Pose full on the same frames, runs interleaved, on one core."""
+
+    ours: PipelineResult
+    mediapipe_fps: list[float]
+    ratios: list[float]  # ours / MediaPipe, run by run
+    core: int
+    mediapipe_found: int  # frames of the last MediaPipe run with a pose
+
+    @property
+    def mediapipe_median(self) -> float:
+        return statistics.median(self.mediapipe_fps)
+
+    @property
+    def ratio(self) -> float:
+        return statistics.median(self.ratios)
+
+
+def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
+                           lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] = (), core: int = 0) -> VersusResult:
+    """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
+    environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
+    ``frames`` frames, both pinned to CPU ``core``; each side's warm-up is not timed."""
+    import json
+    import os
+    import subprocess
+
+    from posetracker.session import SessionConfig, TrackingSession
+
+    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=1, lookahead=lookahead,
+                                                                         refiners=tuple(refiners)))
+    before = os.sched_getaffinity(0)
+    ours, lat, peer, found = [], [], [], 0
+    try:
+        os.sched_setaffinity(0, {core})
+        _pipeline_run(session, path, "live", frames)  # warm-up
+        for _ in range(runs):
+            f, l = _pipeline_run(session, path, "live", frames)
+            ours.append(f)
+            lat += l
+            out = subprocess.run(["taskset", "-c", str(core), python, str(PEER_SCRIPT), path, str(frames)],
+                                 capture_output=True, text=True, timeout=600)
+            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+            if out.returncode != 0 or not lines:
+                raise RuntimeError(f"MediaPipe run failed ({python}): {(out.stderr or out.stdout).strip()[-500:]}")
+            doc = json.loads(lines[-1])
+            peer.append(float(doc["fps"]))
+            found = int(doc["found"])
+    finally:
+        os.sched_setaffinity(0, before)
+    result = _result(session, "live", ours, lat, runs, frames, lookahead)
+    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], core, found)
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:

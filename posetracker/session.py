@@ -1,6 +1,6 @@
 """TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
 
-    Frame (H, W, 3) uint8 RGB -> letterbox (256, 256) -> PoseNet (causal stream, or bidirectional chunks)
+    Frame (H, W, 3) uint8 RGB -> letterbox (256 on the long side, fitted to the aspect) -> PoseNet (causal stream, or bidirectional chunks)
           -> outputs of one frame, (C, h, w) each: heatmaps K, offsets 2K, vectors 2E, depth 1+E
           -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
@@ -73,6 +73,7 @@ class SessionConfig:
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
+    fit_input: bool = True  # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256
     refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C, "crop")
     crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
 
@@ -182,7 +183,7 @@ class TrackingSession:
     # ------------------------------------------------------------------ frames
 
     def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
-        img, box = letterbox(frame.image, INPUT_SIZE)
+        img, box = letterbox(frame.image, INPUT_SIZE, fit=self.config.fit_input)
         x = to_tensor(img)[None]
         return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
                            frame.image if self.refiners.needs_frame else None)

@@ -71,6 +71,27 @@ def test_bench_pipeline_json(capsys):
     assert [r["lookahead"] for r in out["results"]] == [DEFAULT_LOOKAHEAD, 0]
 
 
+def test_bench_versus_mediapipe_interleaves_runs_with_the_peer(tmp_path, capsys):
+    """The peer is whatever PYTHON says: here a stand-in interpreter that reports 40 fps and logs its calls."""
+    import shutil
+
+    if shutil.which("taskset") is None:
+        pytest.skip("taskset (util-linux) not installed")
+    log = tmp_path / "calls"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\necho \"$@\" >> {log}\necho '{{\"fps\": 40.0, \"frames\": 8, \"found\": 8}}'\n")
+    fake.chmod(0o755)
+    assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "2", "--frames", "2", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["mediapipe_fps"] == [40.0, 40.0] and len(doc["ratios"]) == 2
+    assert doc["ratios"][0] == pytest.approx(doc["ours"]["median_fps"] / 40.0, rel=0.5)
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2 and calls[0].endswith(f"mediapipe_pose.py {SAMPLE} 8")
+    fake.write_text("#!/bin/sh\necho 'No module named mediapipe' >&2\nexit 1\n")
+    assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2"]) != 0
+    assert "No module named mediapipe" in capsys.readouterr().err
+
+
 def test_bench_live_latency_waits_for_the_lookahead():
     """A frame's pose comes out ``lookahead`` steps after it is read: read back to back, that is
     (lookahead + 1) steps of processing, not one."""

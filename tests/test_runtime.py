@@ -31,7 +31,7 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     assert [0, 0, 1, 1] in pads
     with torch.no_grad():
         fast = net(x)
-        other = net.features(torch.rand(1, 1, 3, 64, 64) * 255)  # other sizes fall back to torch
+        other = net.features(torch.rand(1, 1, 3, 64, 96) * 255)  # any multiple of 32: the same export
         stream = CausalStream(net, lookahead=1)
         fast_live = [stream.push(x[:, i]) for i in range(3)]
     assert not torch.equal(ref["offsets"][:, 1], net.decode_heads(net.features(x)[:, 1:2])["offsets"][:, 0]), \
@@ -42,7 +42,7 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     for r, f in zip(ref_live[1:], fast_live[1:]):
         for key in r:
             torch.testing.assert_close(f[key], r[key], rtol=0, atol=1e-4)
-    assert other.shape == (1, 1, 24, 16, 16)
+    assert other.shape == (1, 1, 24, 16, 24)
     assert accelerate(net) == "onnxruntime"  # idempotent
     assert isinstance(net.heads, OnnxHeads)
     with torch.enable_grad():  # training sees the torch modules, so gradients flow
@@ -53,3 +53,32 @@ def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
     plain(net)
     assert net.backbone.__class__.__name__ == "MoveNetBackbone"
     assert net.temporal.forward_dir.__class__.__name__ == "Direction"
+
+
+def test_onnx_runs_aspect_fitted_inputs(human18, tmp_path, monkeypatch):
+    """One export serves every input whose sides are multiples of 32 (a 16:9 frame: 160 x 256), exactly as torch."""
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
+    torch.manual_seed(1)
+    net = PoseNet(human18).eval()
+    with torch.no_grad():
+        for d in (net.temporal.forward_dir, net.temporal.backward_dir):
+            d.gain.fill_(1.0)
+            d.gate.weight.normal_(0, 0.5)
+    x = torch.rand(1, 3, 3, 160, 256, generator=torch.Generator().manual_seed(4)) * 255
+    with torch.no_grad():
+        ref = net(x)
+    assert accelerate(net) == "onnxruntime"
+
+    def no_torch(*args, **kwargs):
+        raise AssertionError("fell back to torch")
+
+    for module in (net.backbone, net.heads):
+        monkeypatch.setattr(module.fallback, "forward", no_torch)
+    for d in (net.temporal.forward_dir, net.temporal.backward_dir):
+        monkeypatch.setattr(d.fallback, "step", no_torch)
+    with torch.no_grad():
+        fast = net(x)
+    assert fast["heatmaps"].shape == (1, 3, 18, 40, 64)
+    for key in ref:
+        torch.testing.assert_close(fast[key], ref[key], rtol=0, atol=1e-4)

@@ -103,3 +103,20 @@ def test_run_leaves_out_people_never_confirmed_unless_asked():
             seq = session.run((f for _, f in zip(range(12), src)), fps=30.0)
         assert (-1 in [int(i) for f in seq.frames for i in f.track_ids]) == keep
         assert seq.frames[5].num_people == (2 if keep else 1)
+
+
+def test_aspect_fitted_letterbox_maps_back_to_the_source():
+    """fit: the canvas follows the frame's aspect (sides multiples of 32), pixels map back as with the square."""
+    from posetracker.model.preprocess import fitted_shape, letterbox
+
+    assert fitted_shape(1280, 720) == (160, 256) and fitted_shape(720, 1280) == (256, 160)
+    assert fitted_shape(576, 576) == (256, 256) and fitted_shape(640, 480) == (192, 256)
+    rgb = np.zeros((720, 1280, 3), np.uint8)
+    rgb[300:340, 600:680] = 255
+    img, box = letterbox(rgb, 256, fit=True)
+    square, box_sq = letterbox(rgb, 256)
+    assert img.shape == (160, 256, 3) and box.input_shape == (160, 256) and square.shape == (256, 256, 3)
+    assert np.array_equal(img, square[:160]) and box.scale == box_sq.scale
+    ys, xs = np.nonzero(img[..., 0] > 127)
+    centre = box.to_source(np.array([xs.mean() + 0.5, ys.mean() + 0.5]))
+    np.testing.assert_allclose(centre, [640, 320], atol=2.0)

@@ -21,6 +21,22 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if not Path(args.input).exists() and ":" not in args.input:
             print(f"error: input not found: {args.input}", file=sys.stderr)
             return 2
+        if args.versus_mediapipe:
+            r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
+                                             weights=args.weights, lookahead=args.lookahead, refiners=tuple(args.refiners))
+            if args.json:
+                print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
+                                  "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "core": r.core}, indent=2))
+            else:
+                print(f"Live on one core ({r.core}) of {bench.machine_description()}, {args.input}, "
+                      f"{r.ours.frames_per_run} frames a run, {args.runs} runs each, interleaved")
+                print(f"PoseTracker (live, look-ahead {r.ours.lookahead}, 1 inference thread, 2-D + 3-D, everyone): "
+                      f"{r.ours.median_fps:.1f} fps ({r.ours.min_fps:.1f}-{r.ours.max_fps:.1f})")
+                print(f"MediaPipe Pose full (smoothing on, one person): {r.mediapipe_median:.1f} fps "
+                      f"({min(r.mediapipe_fps):.1f}-{max(r.mediapipe_fps):.1f})")
+                print(f"ratio PoseTracker / MediaPipe: {r.ratio:.2f} (median of the run pairs; "
+                      f"{min(r.ratios):.2f}-{max(r.ratios):.2f})")
+            return 0
         if args.paced:
             r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
                                   lookahead=args.lookahead)
@@ -76,6 +92,10 @@ def add_bench_parser(sub) -> None:
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
     b.add_argument("--frames", type=int, default=16, help="frames per run (a multiple of 8)")
     b.add_argument("--weights", default=None, help="weights file (default: the shipped human18 model)")
+    b.add_argument("--versus-mediapipe", metavar="PYTHON",
+                   help="with INPUT: also time MediaPipe Pose full on the same frames, runs interleaved, both on one "
+                        "core; PYTHON is an interpreter whose environment has mediapipe (a measuring tool, never a "
+                        "dependency: e.g. a venv made with pip install mediapipe==0.10.21)")
     b.add_argument("--paced", action="store_true",
                    help="with INPUT: play it at its own fps and infer the newest frame, as the app does "
                         "(inference fps, latency from read to pose, dropped frames)")

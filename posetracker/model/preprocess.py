@@ -1,9 +1,12 @@
-"""Frames to network input: letterbox to a square, and back.
+"""Frames to network input: letterbox, and back.
 
 ``letterbox`` scales the longer side to ``size`` (cv2 INTER_AREA when
 shrinking, INTER_LINEAR when enlarging), keeps the aspect ratio and pastes
-the result at the top-left of a black square. An input pixel (x, y) is the
-source pixel (x / scale, y / scale).
+the result at the top-left of a black canvas: a ``size`` x ``size`` square, or
+with ``fit`` a canvas fitted to the frame's aspect, each side rounded up to a
+multiple of ``FIT_MULTIPLE`` (a 16:9 frame: 256 x 160 instead of 256 x 256,
+0.63x the backbone's work). An input pixel (x, y) is the source pixel
+(x / scale, y / scale) either way.
 """
 
 from __future__ import annotations
@@ -15,15 +18,18 @@ import numpy as np
 import torch
 
 INPUT_SIZE = 256
+FIT_MULTIPLE = 32  # the backbone's total stride: network input sides are multiples of it
 
 
 @dataclass(frozen=True)
 class Letterbox:
-    """How a source frame of (width, height) maps into the square network input."""
+    """How a source frame of (width, height) maps into the network input: ``input_size`` is its longer
+    side, ``input_shape`` its (height, width) (square unless aspect-fitted)."""
 
     scale: float
     source_size: tuple[int, int]
     input_size: int = INPUT_SIZE
+    input_shape: tuple[int, int] = (INPUT_SIZE, INPUT_SIZE)
 
     def to_source(self, xy: np.ndarray) -> np.ndarray:
         """(..., 2) input pixels -> source pixels."""
@@ -34,16 +40,29 @@ class Letterbox:
         return xy * self.scale
 
 
-def letterbox(rgb: np.ndarray, size: int = INPUT_SIZE) -> tuple[np.ndarray, Letterbox]:
-    """(H, W, 3) uint8 RGB -> ((size, size, 3) uint8 RGB, Letterbox)."""
+def fitted_shape(width: int, height: int, size: int = INPUT_SIZE) -> tuple[int, int]:
+    """(height, width) of the aspect-fitted input of a width x height frame: the longer side ``size``,
+    the other scaled alike and rounded up to a multiple of ``FIT_MULTIPLE``."""
+    scale = size / max(height, width)
+
+    def up(n: float) -> int:
+        return min(size, max(FIT_MULTIPLE, -(-round(n) // FIT_MULTIPLE) * FIT_MULTIPLE))
+
+    return up(height * scale), up(width * scale)
+
+
+def letterbox(rgb: np.ndarray, size: int = INPUT_SIZE, fit: bool = False) -> tuple[np.ndarray, Letterbox]:
+    """(H, W, 3) uint8 RGB -> ((size, size, 3) uint8 RGB, or with ``fit`` (h, w, 3) of
+    :func:`fitted_shape`; Letterbox)."""
     h, w = rgb.shape[:2]
     scale = size / max(h, w)
     nw, nh = max(1, round(w * scale)), max(1, round(h * scale))
     interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
     resized = rgb if (nw, nh) == (w, h) else cv2.resize(rgb, (nw, nh), interpolation=interp)
-    out = np.zeros((size, size, 3), np.uint8)
+    shape = fitted_shape(w, h, size) if fit else (size, size)
+    out = np.zeros((*shape, 3), np.uint8)
     out[:nh, :nw] = resized
-    return out, Letterbox(scale=scale, source_size=(w, h), input_size=size)
+    return out, Letterbox(scale=scale, source_size=(w, h), input_size=size, input_shape=shape)
 
 
 def to_tensor(images: np.ndarray) -> torch.Tensor:

@@ -33,7 +33,9 @@ from posetracker.model.temporal import Direction
 from posetracker.model.weights import weights_key
 
 INPUT_SIZE = 256
-EXPORT_VERSION = 2  # bump when an export changes, so that cached files are made again
+EXPORT_VERSION = 3  # bump when an export changes, so that cached files are made again
+#: the exports take any input whose sides are multiples of this (aspect-fitted frames, ``preprocess.letterbox``)
+SIDE_MULTIPLE = 32
 
 
 def cache_dir() -> Path:
@@ -41,11 +43,18 @@ def cache_dir() -> Path:
     return Path(root) / "onnx" / f"v{EXPORT_VERSION}"
 
 
-class OnnxBackbone(nn.Module):
-    """Drop-in for MoveNetBackbone: (N, 3, 256, 256) RGB 0..255 -> (N, 24, 64, 64), via ONNX Runtime.
+def _fits(x: torch.Tensor, multiple: int) -> bool:
+    """Both spatial sides of (..., H, W) are positive multiples of ``multiple``."""
+    h, w = x.shape[-2:]
+    return h > 0 and w > 0 and h % multiple == 0 and w % multiple == 0
 
-    Other input sizes, and any call with gradients enabled (training), use the
-    torch module it was exported from.
+
+class OnnxBackbone(nn.Module):
+    """Drop-in for MoveNetBackbone: (N, 3, H, W) RGB 0..255 -> (N, 24, H/4, W/4), via ONNX Runtime.
+
+    H and W: multiples of 32 (256 x 256, or an aspect-fitted 256 x 160, ...). Other
+    sizes, and any call with gradients enabled (training), use the torch module it
+    was exported from.
     """
 
     out_channels = MoveNetBackbone.out_channels
@@ -58,7 +67,7 @@ class OnnxBackbone(nn.Module):
         self.onnx_path = onnx_path
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        if images.shape[-2:] != (INPUT_SIZE, INPUT_SIZE) or torch.is_grad_enabled():
+        if not _fits(images, SIDE_MULTIPLE) or torch.is_grad_enabled():
             return self.fallback(images)
         x = images.detach().float().contiguous().numpy()
         (out,) = self.session.run(None, {"images": x})
@@ -81,12 +90,14 @@ class _AsTuple(nn.Module):
 
 
 class _OnnxDict(nn.Module):
-    """Drop-in for a module with one (N, C, side, side) input and a dict of outputs, via ONNX Runtime.
-    Other sizes, and any call with gradients enabled, use the torch module it was exported from."""
+    """Drop-in for a module with one (N, C, H, W) input and a dict of outputs, via ONNX Runtime: H = W =
+    ``side``, or (``side`` 0) any H and W that are multiples of ``multiple``. Other sizes, and any call
+    with gradients enabled, use the torch module it was exported from."""
 
     keys: tuple[str, ...] = ()
     input_name = ""
     side = 0
+    multiple = 1
 
     def __init__(self, torch_module: nn.Module, onnx_path: Path, threads: int = 1):
         super().__init__()
@@ -94,16 +105,17 @@ class _OnnxDict(nn.Module):
         self.fallback = torch_module
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        if x.shape[-2:] != (self.side, self.side) or torch.is_grad_enabled():
+        fits = x.shape[-2:] == (self.side, self.side) if self.side else _fits(x, self.multiple)
+        if not fits or torch.is_grad_enabled():
             return self.fallback(x)
         outs = self.session.run(None, {self.input_name: x.detach().float().contiguous().numpy()})
         return {k: torch.from_numpy(v) for k, v in zip(self.keys, outs)}
 
 
 class OnnxHeads(_OnnxDict):
-    """Drop-in for PoseHeads: (N, 24, 64, 64) -> dict of head outputs, via ONNX Runtime."""
+    """Drop-in for PoseHeads: (N, 24, h, w) -> dict of head outputs, via ONNX Runtime (h, w multiples of 8)."""
 
-    keys, input_name, side = HEAD_KEYS, "features", INPUT_SIZE // 4
+    keys, input_name, multiple = HEAD_KEYS, "features", SIDE_MULTIPLE // 4
 
     def __init__(self, torch_heads: PoseHeads, onnx_path: Path, threads: int = 1):
         super().__init__(torch_heads, onnx_path, threads)
@@ -136,8 +148,8 @@ class _DirectionFirst(nn.Module):
 class OnnxDirection(nn.Module):
     """Drop-in for one temporal direction (``model.temporal.Direction``): its ``step`` via ONNX Runtime.
 
-    x, s: (N, 24, 64, 64); ctx: (N, hidden, 32, 32). Other sizes, other state combinations and
-    calls with gradients enabled use the torch module.
+    x, s: (N, 24, h, w); ctx: (N, hidden, h/2, w/2), h and w multiples of 8. Other sizes, other state
+    combinations and calls with gradients enabled use the torch module.
     """
 
     def __init__(self, torch_direction: Direction, paths: tuple[Path, Path], threads: int = 1):
@@ -149,7 +161,7 @@ class OnnxDirection(nn.Module):
              ) -> tuple[torch.Tensor | None, torch.Tensor]:
         if s is None and last:
             return None, x
-        if torch.is_grad_enabled() or x.shape[-2:] != (INPUT_SIZE // 4, INPUT_SIZE // 4) or (ctx is None) != (s is None):
+        if torch.is_grad_enabled() or not _fits(x, SIDE_MULTIPLE // 4) or (ctx is None) != (s is None):
             return self.fallback.step(x, ctx, s, last)
         xa = x.detach().float().contiguous().numpy()
         if s is None:
@@ -173,11 +185,13 @@ def _session(onnx_path: Path, threads: int):
     return ort.InferenceSession(str(onnx_path), opts, providers=["CPUExecutionProvider"])
 
 
-def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, inputs: list[str], outs: list[str]) -> Path:
-    """Export to ONNX with a dynamic batch axis; written atomically."""
+def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, inputs: list[str], outs: list[str],
+            spatial: bool = True) -> Path:
+    """Export to ONNX with a dynamic batch axis (and, ``spatial``, dynamic H and W of every 4-D tensor);
+    written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp")
-    axes = {name: {0: "n"} for name in [*inputs, *outs]}
+    axes = {name: ({0: "n", 2: "h", 3: "w"} if spatial else {0: "n"}) for name in [*inputs, *outs]}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
         torch.onnx.export(module.eval(), dummies, str(tmp), input_names=inputs, output_names=outs,
@@ -187,7 +201,8 @@ def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, in
 
 
 def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
-    """Export the backbone to ONNX (dynamic batch, 256x256), its SAME pads folded into the convolutions."""
+    """Export the backbone to ONNX (dynamic batch and size, multiples of 32), its SAME pads folded into the
+    convolutions (the same pads for every even size)."""
     raw = path.with_suffix(".raw.onnx")  # the cached file only ever appears folded
     try:
         _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], ["features"])
@@ -198,13 +213,13 @@ def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
 
 
 def export_heads(heads: PoseHeads, path: Path) -> Path:
-    """Export the heads to ONNX (dynamic batch, 24 x 64 x 64 features)."""
+    """Export the heads to ONNX (dynamic batch and size, 24-channel features)."""
     dummy = torch.zeros(1, MoveNetBackbone.out_channels, INPUT_SIZE // 4, INPUT_SIZE // 4)
     return _export(_AsTuple(heads, HEAD_KEYS), (dummy,), path, ["features"], list(HEAD_KEYS))
 
 
 def export_direction(direction: Direction, paths: tuple[Path, Path]) -> tuple[Path, Path]:
-    """Export a temporal direction's full step and first step to ONNX (dynamic batch, 24 x 64 x 64 features)."""
+    """Export a temporal direction's full step and first step to ONNX (dynamic batch and size, 24-channel features)."""
     side = INPUT_SIZE // 4
     x = torch.zeros(1, MoveNetBackbone.out_channels, side, side)
     ctx = torch.zeros(1, direction.gru.hidden, side // 2, side // 2)
@@ -249,7 +264,13 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
 
 
 def _check(fast_backbone, backbone, fast_heads, heads, directions: list[tuple[OnnxDirection, Direction]]) -> None:
-    x = torch.rand(1, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
+    """ONNX against torch, square and aspect-fitted (256 x 160)."""
+    for shape in ((INPUT_SIZE, INPUT_SIZE), (INPUT_SIZE * 5 // 8, INPUT_SIZE)):
+        _check_shape(fast_backbone, backbone, fast_heads, heads, directions, shape)
+
+
+def _check_shape(fast_backbone, backbone, fast_heads, heads, directions, shape: tuple[int, int]) -> None:
+    x = torch.rand(1, 3, *shape, generator=torch.Generator().manual_seed(0)) * 255
     with torch.no_grad():
         f = backbone(x)
         errs = [float((fast_backbone(x) - f).abs().max())]
@@ -301,7 +322,8 @@ def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
         if not path.exists():
             raw = path.with_suffix(".raw.onnx")
             try:
-                _export(_AsTuple(net, THUNDER_KEYS), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], list(THUNDER_KEYS))
+                _export(_AsTuple(net, THUNDER_KEYS), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"],
+                        list(THUNDER_KEYS), spatial=False)
                 fold_pads(raw, path)
             finally:
                 raw.unlink(missing_ok=True)
