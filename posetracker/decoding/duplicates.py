@@ -23,23 +23,22 @@ def keypoint_similarity(a: np.ndarray, b: np.ndarray, ok: np.ndarray, sigmas: np
 
 def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: float = 0.5,
                         min_confidence: float = 0.1) -> DecodedPeople:
-    """Drop people that repeat a stronger one. sigmas: (K,) per-joint OKS sigmas (nan -> mean)."""
+    """Drop people that repeat a stronger one. sigmas: (K,) per-joint OKS sigmas (nan -> mean).
+
+    Every pair's similarity is computed at once, (P, P): entry (i, j) is the OKS of person i against
+    person j over the joints confident in both, with j's keypoint-box area (floored at 1 px^2)."""
     if people.num_people < 2:
         return people
     sig = np.where(np.isfinite(sigmas), sigmas, np.nanmean(sigmas))
+    xy = people.keypoints.astype(np.float64)
+    ok = people.confidence >= min_confidence  # (P, K)
+    area = np.maximum(keypoint_bbox_area(xy, ok), 1.0)  # (P,)
+    d2 = ((xy[:, None] - xy[None]) ** 2).sum(-1)  # (P, P, K)
+    sim = oks(d2, np.broadcast_to(area[None, :], d2.shape[:2]), sig, ok[:, None] & ok[None, :])
     order = np.argsort(-people.scores, kind="stable")
     keep: list[int] = []
     for i in order:
-        ok_i = people.confidence[i] >= min_confidence
-        dup = False
-        for j in keep:
-            ok_j = people.confidence[j] >= min_confidence
-            area = float(keypoint_bbox_area(people.keypoints[j][None], ok_j[None])[0])
-            ok = ok_i & ok_j
-            if keypoint_similarity(people.keypoints[i], people.keypoints[j], ok, sig, area) > threshold:
-                dup = True
-                break
-        if not dup:
+        if not any(sim[i, j] > threshold for j in keep):
             keep.append(int(i))
     if len(keep) == people.num_people:
         return people
