@@ -1,0 +1,60 @@
+"""``posetracker batch INPUTS... --out DIR [--format csv json bvh ...] [--mode offline|live] [--workers N]
+[--address ray://HOST:PORT]``: every video of files, folders and glob patterns, on Ray, resumable
+(library: :mod:`posetracker.batch`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from posetracker.cli.options import add_refiners_argument
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from posetracker.batch import MANIFEST, BatchError, BatchSettings, run_batch
+
+    settings = BatchSettings(formats=tuple(args.format), mode=args.mode, skeleton=args.skeleton, weights=args.weights,
+                             max_people=args.max_people, refiners=tuple(args.refiners), fov_deg=args.fov)
+    bar = tqdm(desc="videos", unit="video", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+    def progress(rec: dict, done: int, total: int) -> None:
+        bar.total = total
+        bar.set_postfix_str(f"{rec['rel']}: {rec['status']}", refresh=False)
+        bar.update(done - bar.n)
+
+    try:
+        summary = run_batch(args.inputs, args.out, settings, workers=args.workers, address=args.address,
+                            progress=progress)
+    except BatchError as exc:
+        bar.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    bar.close()
+    rate = f", {summary.video_seconds / summary.seconds:.2f} video s per wall s" if summary.seconds and summary.done else ""
+    print(f"{summary.done} processed, {summary.skipped} already done, {len(summary.failed)} failed "
+          f"({summary.frames} frames in {summary.seconds:.1f} s{rate}); manifest: {args.out}/{MANIFEST}",
+          file=sys.stderr)
+    for rec in summary.failed:
+        print(f"failed: {rec['input']}: {rec['error']}", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def add_batch_parser(sub) -> None:
+    from posetracker.defaults import DEFAULT_MAX_PEOPLE
+
+    b = sub.add_parser("batch", help="process every video of files, folders and glob patterns on Ray (resumable)")
+    b.add_argument("inputs", nargs="+", help="video files, folders (searched recursively) and glob patterns")
+    b.add_argument("--out", required=True, help="output folder (mirrors the input tree; holds manifest.jsonl)")
+    b.add_argument("--format", nargs="+", default=["csv"], help="export formats (csv, json, bvh, trc, dlc, angles, wide-csv)")
+    b.add_argument("--mode", choices=["live", "offline"], default="offline")
+    b.add_argument("--skeleton", default="human18")
+    b.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
+    b.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE)
+    b.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the cameras, degrees")
+    b.add_argument("--workers", type=int, default=None, help="local Ray workers (default: the CPU count)")
+    b.add_argument("--address", default=None, help="an existing Ray cluster (ray://HOST:PORT; default: RAY_ADDRESS, "
+                   "else a local one)")
+    add_refiners_argument(b, "switch on trained refiners")
+    b.set_defaults(func=_cmd_batch)
