@@ -73,7 +73,9 @@ class SessionConfig:
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
-    fit_input: bool = True  # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256
+    # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
+    # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
+    fit_input: bool = True
     refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C, "crop")
     crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
 
@@ -183,7 +185,7 @@ class TrackingSession:
     # ------------------------------------------------------------------ frames
 
     def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
-        img, box = letterbox(frame.image, INPUT_SIZE, fit=self.config.fit_input)
+        img, box = letterbox(frame.image, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
         x = to_tensor(img)[None]
         return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
                            frame.image if self.refiners.needs_frame else None)
