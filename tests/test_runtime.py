@@ -7,15 +7,21 @@ from posetracker.model.network import CausalStream
 from posetracker.model.runtime import OnnxBackbone, OnnxDirection, OnnxHeads, accelerate, plain
 
 
-def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
-    pytest.importorskip("onnxruntime")
-    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
-    torch.manual_seed(0)
-    net = PoseNet(human18).eval()
-    with torch.no_grad():  # a temporal block that does something (untrained it passes features through)
+def busy_net(spec, seed: int) -> PoseNet:
+    """A PoseNet whose temporal block does something (untrained it passes features through)."""
+    torch.manual_seed(seed)
+    net = PoseNet(spec).eval()
+    with torch.no_grad():
         for d in (net.temporal.forward_dir, net.temporal.backward_dir):
             d.gain.fill_(1.0)
             d.gate.weight.normal_(0, 0.5)
+    return net
+
+
+def test_onnx_backbone_matches_torch(human18, tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
+    net = busy_net(human18, seed=0)
     x = torch.rand(2, 3, 3, 256, 256, generator=torch.Generator().manual_seed(3)) * 255
     with torch.no_grad():
         ref = net(x)
@@ -59,12 +65,7 @@ def test_onnx_runs_aspect_fitted_inputs(human18, tmp_path, monkeypatch):
     """One export serves every input whose sides are multiples of 32 (a 16:9 frame: 160 x 256), exactly as torch."""
     pytest.importorskip("onnxruntime")
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
-    torch.manual_seed(1)
-    net = PoseNet(human18).eval()
-    with torch.no_grad():
-        for d in (net.temporal.forward_dir, net.temporal.backward_dir):
-            d.gain.fill_(1.0)
-            d.gate.weight.normal_(0, 0.5)
+    net = busy_net(human18, seed=1)
     x = torch.rand(1, 3, 3, 160, 256, generator=torch.Generator().manual_seed(4)) * 255
     with torch.no_grad():
         ref = net(x)
