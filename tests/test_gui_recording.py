@@ -181,3 +181,20 @@ def test_angle_plot_offers_the_angle_table(qtbot):
     assert plot.chosen() == ["head turn"] and plot.empty.text() == ""
     plot.set_spec(SPEC, [])  # nothing chosen stays nothing
     assert plot.chosen() == []
+
+
+def test_angle_plot_list_is_its_legend(qtbot):
+    """Issue #24 item 13: no legend over the curves; each checked angle's name in its curve's colour, none cut."""
+    from ui.plots import AnglePlot
+
+    plot = AnglePlot()
+    qtbot.addWidget(plot)
+    plot.set_spec(SPEC, ["left knee flexion", "right shoulder abduction"])
+    assert plot.plot.getPlotItem().legend is None
+    items = {plot.angle_list.item(i).text(): plot.angle_list.item(i) for i in range(plot.angle_list.count())}
+    for name, key in (("left knee flexion", ("knee_flexion", "left")),
+                      ("right shoulder abduction", ("shoulder_abduction", "right"))):
+        assert items[name].foreground().color() == plot._curves[key].opts["pen"].color()
+    assert items["left hip flexion"].foreground().color() != plot._curves[("knee_flexion", "left")].opts["pen"].color()
+    widest = max(plot.angle_list.fontMetrics().horizontalAdvance(n) for n in items)
+    assert plot.angle_list.width() >= widest + 20  # the check box and the longest name fit

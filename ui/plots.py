@@ -69,11 +69,10 @@ class AnglePlot(QWidget):
         self.plot.setLabel("bottom", "time before now", units="s")
         self.plot.showGrid(x=True, y=True, alpha=0.3)
         self.plot.setYRange(-30, 180)
-        self.plot.addLegend(offset=(5, 5))
+        # no legend over the curves: the angle list beside the plot is the legend (each checked name in its colour)
         self.people = QComboBox()
         self.window_spin = QDoubleSpinBox(minimum=2.0, maximum=60.0, value=10.0, suffix=" s", singleStep=1.0)
         self.angle_list = QListWidget()
-        self.angle_list.setMaximumWidth(150)
         self.empty = QLabel("")
         self._curves: dict[AngleKey, pg.PlotDataItem] = {}
         self._layout()
@@ -191,10 +190,17 @@ class AnglePlot(QWidget):
         if self.history is None:
             return
         chosen = set(self.history.names)
+        self.angle_list.blockSignals(True)
         for i, key in enumerate(self._keys):  # colours follow the table, whichever are checked
+            colour = CURVE_COLOURS[i % len(CURVE_COLOURS)]
+            item = self.angle_list.item(i)
             if key in chosen:
-                pen = pg.mkPen(CURVE_COLOURS[i % len(CURVE_COLOURS)], width=2)
-                self._curves[key] = self.plot.plot([], [], pen=pen, name=angle_label(*key))
+                self._curves[key] = self.plot.plot([], [], pen=pg.mkPen(colour, width=2), name=angle_label(*key))
+            if item is not None:  # the list is the legend: a checked angle's name in its curve's colour
+                item.setForeground(pg.mkColor(colour) if key in chosen else self.palette().text().color())
+        self.angle_list.blockSignals(False)
+        width = self.angle_list.sizeHintForColumn(0) + 2 * self.angle_list.frameWidth() + 24  # names never cut
+        self.angle_list.setFixedWidth(max(120, min(width, 260)))
 
     def _fill_people(self, ids: list[int]) -> None:
         wanted = ["Auto"] + [f"#{i}" for i in ids]
