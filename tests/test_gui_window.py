@@ -382,3 +382,20 @@ def test_a_model_that_fails_to_load_is_not_left_loading(qtbot, clip):
         assert any("not found" in m for m in window.banner.messages())
     finally:
         window.close()
+
+
+def test_file_menu_opens_an_image_folder(qtbot, window, tmp_path, monkeypatch):
+    """Issue #24 item 13: image folders are in the Open choices (File > Open image folder…)."""
+    import cv2
+    from PySide6.QtWidgets import QFileDialog
+
+    folder = tmp_path / "frames"
+    folder.mkdir()
+    for i in range(6):
+        cv2.imwrite(str(folder / f"{i:03d}.png"), np.full((120, 160, 3), 40 * i, np.uint8))
+    monkeypatch.setattr(QFileDialog, "getExistingDirectory", staticmethod(lambda *a, **k: str(folder)))
+    menu = window.menuBar().actions()[0].menu()
+    action = next(a for a in menu.actions() if a.text() == "Open image folder…")
+    action.trigger()
+    qtbot.waitUntil(lambda: window.source_info is not None, timeout=5000)
+    assert window.state.source == str(folder) and window.source_info.frame_count == 6

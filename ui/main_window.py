@@ -90,7 +90,8 @@ class MainWindow(WindowEvents, QMainWindow):
         self.setStatusBar(self.status)
         self._build_toolbar()
         docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock)
-        self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_recording, self.ask_export,
+        self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
+                                                         self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks))
         self.source_panel.set_cameras(self.services.list_cameras())
 
@@ -224,7 +225,7 @@ class MainWindow(WindowEvents, QMainWindow):
     # ------------------------------------------------------------------ sources
 
     def open_source(self, spec: str, mode: str | None = None) -> None:
-        """Open ``camera:N``, a video file or a recording folder; stops the previous source first."""
+        """Open ``camera:N``, a video file, a folder of images or a recording folder; stops the previous source first."""
         spec = str(spec)
         if spec.strip().isdigit() and not Path(spec).exists():
             self.show_error(f"No file called {spec!r}. To open a camera, use camera:{spec.strip()} (or the Cameras list).")

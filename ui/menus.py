@@ -17,6 +17,7 @@ class MenuActions:
     """What the menus trigger (the window's public slots) and the window's shared actions and docks."""
 
     open_video: Callable[[], None]
+    open_folder: Callable[[], None]  # a folder of images, played as a video
     open_recording: Callable[[], None]
     export: Callable[[str], None]  # exporter name -> ask where, then export
     toggle_play: Callable[[], None]
@@ -31,9 +32,11 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     file_menu = bar.addMenu("&File")
     open_video = QAction("Open video…", win, shortcut=QKeySequence.StandardKey.Open)
     open_video.triggered.connect(actions.open_video)
+    open_folder = QAction("Open image folder…", win)
+    open_folder.triggered.connect(actions.open_folder)
     open_rec = QAction("Open recording…", win)
     open_rec.triggered.connect(actions.open_recording)
-    file_menu.addActions([open_video, open_rec])
+    file_menu.addActions([open_video, open_folder, open_rec])
     export_menu = file_menu.addMenu("Export poses")
     for name, exporter in sorted(exporters().items()):
         suffixes = ", ".join(exporter.suffixes)

@@ -204,6 +204,11 @@ class WindowEvents:
         if path:
             self.open_source(path)
 
+    def ask_open_folder(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, "Open image folder (its images in name order, as a video)")
+        if folder:
+            self.open_source(folder)
+
     def ask_open_recording(self) -> None:
         folder = QFileDialog.getExistingDirectory(self, "Open recording", self.state.recordings_dir)
         if folder:
