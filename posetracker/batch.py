@@ -272,8 +272,8 @@ def _run_on_ray(todo: list[BatchInput], out: Path, settings: BatchSettings, mode
                 address: str | None, max_retries: int, progress: Progress | None, total: int):
     """Yield each input's record as its task finishes."""
     address = address or os.environ.get("RAY_ADDRESS") or None
-    if not address:  # a local cluster: its processes talk over the loopback interface only
-        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+    if not address:  # a local cluster: its processes talk over the loopback interface only (read by Ray when it
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # is first imported: keep `import ray` below)
     try:
         import ray
     except ImportError:
