@@ -169,3 +169,16 @@ def test_weak_centre_and_threshold(human, mode):
     np.testing.assert_allclose(dec.keypoints[0], full[0], atol=PX_TOL)
     dec = TreeDecoder(human, vector_read=mode, score_threshold=0.01).decode(out)
     assert dec.num_people == 2 and dec.scores[1] < 0.1 * dec.scores[0]
+
+
+def test_a_crowd_beyond_movenets_six_is_decoded_up_to_max_people(human):
+    """Issue #20: MoveNet's own decode stops at 6 people; the session's decoder takes up to the user's Max people
+    (default 10): a crowd of 9 comes out whole, and the cap is the setting."""
+    from posetracker.defaults import DEFAULT_MAX_PEOPLE
+
+    xs, ys = np.meshgrid([40.0, 128.0, 216.0], [50.0, 128.0, 206.0])
+    people = np.stack([make_person(human, (x, y), 60.0) for x, y in zip(xs.ravel(), ys.ravel())])
+    out = ideal_outputs(people, human)
+    assert DEFAULT_MAX_PEOPLE >= 9
+    assert TreeDecoder(human, max_people=DEFAULT_MAX_PEOPLE).decode(out).num_people == 9
+    assert TreeDecoder(human, max_people=7).decode(out).num_people == 7

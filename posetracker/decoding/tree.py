@@ -40,6 +40,7 @@ from typing import Literal
 import numpy as np
 
 from posetracker.decoding.assign import ASSIGNERS, score_matrix
+from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.decoding.people import DecodedPeople, check_outputs
 from posetracker.decoding.peaks import Candidates, Peaks, find_peaks, keypoint_candidates, refine_quadratic
 from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
@@ -69,7 +70,7 @@ class TreeDecoder:
         vector_read: VectorRead = "centre",
         score_threshold: float = 0.1,
         keypoint_threshold: float = 0.1,
-        max_people: int = 6,
+        max_people: int = DEFAULT_MAX_PEOPLE,
         min_centre_distance: float = 2.0,
         window_frac: float = 0.3,
         min_window: float = 2.0,
