@@ -174,6 +174,8 @@ class MainWindow(WindowEvents, QMainWindow):
         if window_state is None or not self.restoreState(window_state):
             self.resizeDocks([self.source_dock, self.view3d_dock], [270, 400], Qt.Orientation.Horizontal)
             self.resizeDocks([self.plots_dock, self.view3d_dock], [210, 430], Qt.Orientation.Vertical)
+            # the Mode and model panel whole, refiners included (an animal mode lists three); the 3-D view gives way
+            self.resizeDocks([self.view3d_dock, self.model_dock], [300, 440], Qt.Orientation.Vertical)
         self.labels_action.setChecked(s.show_labels)
         self.low_conf_action.setChecked(s.show_low_confidence)
         self.boxes_action.setChecked(s.show_boxes)

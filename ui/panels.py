@@ -268,6 +268,6 @@ class ModelPanel(QWidget):
         ms = 1000.0 * lookahead / fps if fps > 0 else 0.0
         # models/README.md: live jitter 0.60x of the pretrained model at look-ahead 0, 0.42-0.46x at 1 (the default)
         self.cost.setText("lowest latency, more jitter (1 frame halves it)" if lookahead == 0
-                          else f"\u2265 +{ms:.0f} ms latency at {fps:g} fps, smoother")
+                          else f"\u2265 +{ms:.0f} ms latency at {fps:.4g} fps, smoother")
         self.cost.setToolTip("Each frame's pose waits for the next inferred frame(s): one source frame if inference "
                              "keeps up with the source, one inference interval when it does not.")
