@@ -158,9 +158,10 @@ def output_paths(out_dir: Path, rel: Path, formats: Iterable[str]) -> dict[str, 
 _SESSIONS: dict[str, Any] = {}  # per worker process: one session per settings (the model loads once)
 
 
-def process_file(path: str, rel: str, out_dir: str, settings: BatchSettings, model: str) -> dict[str, Any]:
-    """Track one video and write its outputs (a Ray task's body; runs in-process too). Returns its manifest
-    record; any failure is caught and recorded (status ``failed``, ``error``), never raised."""
+def process_file(path: str, rel: str, out_dir: str, settings: BatchSettings, model: str, sha256: str) -> dict[str, Any]:
+    """Track one video (content hash ``sha256``, taken by the driver) and write its outputs (a Ray task's
+    body; runs in-process too). Returns its manifest record; any failure is caught and recorded (status
+    ``failed``, ``error``), never raised."""
     import torch
 
     from posetracker.capture import open_source
@@ -168,11 +169,11 @@ def process_file(path: str, rel: str, out_dir: str, settings: BatchSettings, mod
     from posetracker.session import SessionConfig, TrackingSession
 
     t0 = time.time()
-    record: dict[str, Any] = {"input": str(path), "rel": str(rel), "model": model, "settings": settings.key(),
-                              "status": "failed", "frames": 0, "seconds": 0.0, "outputs": [], "error": ""}
+    record: dict[str, Any] = {"input": str(path), "rel": str(rel), "sha256": sha256, "model": model,
+                              "settings": settings.key(), "status": "failed", "frames": 0, "seconds": 0.0,
+                              "outputs": [], "error": ""}
     try:
         record["size"] = os.path.getsize(path)
-        record["sha256"] = file_sha256(path)
         torch.set_num_threads(1)
         key = json.dumps(asdict(settings), sort_keys=True)
         if key not in _SESSIONS:
@@ -250,11 +251,12 @@ def run_batch(inputs: Iterable[str], out_dir: str | Path, settings: BatchSetting
     model = model_hash(settings)
     previous = read_manifest(out)
     todo, summary = [], BatchSummary()
-    for item in items:
-        if is_done(previous.get(str(item.path)), file_sha256(item.path), model, settings):
+    for item in items:  # each video is read once here for its hash; the task gets the hash
+        sha = file_sha256(item.path)
+        if is_done(previous.get(str(item.path)), sha, model, settings):
             summary.skipped += 1
         else:
-            todo.append(item)
+            todo.append((item, sha))
     if todo:
         for rec in _run_on_ray(todo, out, settings, model, workers, address, max_retries, progress, len(todo)):
             _append(out, rec)
@@ -268,7 +270,7 @@ def run_batch(inputs: Iterable[str], out_dir: str | Path, settings: BatchSetting
     return summary
 
 
-def _run_on_ray(todo: list[BatchInput], out: Path, settings: BatchSettings, model: str, workers: int | None,
+def _run_on_ray(todo: list[tuple[BatchInput, str]], out: Path, settings: BatchSettings, model: str, workers: int | None,
                 address: str | None, max_retries: int, progress: Progress | None, total: int):
     """Yield each input's record as its task finishes."""
     address = address or os.environ.get("RAY_ADDRESS") or None
@@ -288,16 +290,17 @@ def _run_on_ray(todo: list[BatchInput], out: Path, settings: BatchSettings, mode
         started = True
     try:
         task = ray.remote(num_cpus=1, max_retries=max_retries)(process_file)
-        pending = {task.remote(str(i.path), str(i.rel), str(out), settings, model): i for i in todo}
+        pending = {task.remote(str(i.path), str(i.rel), str(out), settings, model, sha): (i, sha) for i, sha in todo}
         finished = 0
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
             for ref in ready:
-                item = pending.pop(ref)
+                item, sha = pending.pop(ref)
                 try:
                     rec = ray.get(ref)
                 except Exception as exc:  # the task died for good (its worker killed more than max_retries times)
-                    rec = {"input": str(item.path), "rel": str(item.rel), "model": model, "settings": settings.key(),
+                    rec = {"input": str(item.path), "rel": str(item.rel), "sha256": sha, "model": model,
+                           "settings": settings.key(),
                            "status": "failed", "frames": 0, "seconds": 0.0, "outputs": [],
                            "error": f"worker lost: {type(exc).__name__}: {exc}", "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
                 finished += 1

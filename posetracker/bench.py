@@ -189,7 +189,6 @@ class VersusResult:
     mediapipe_fps: list[float]
     ratios: list[float]  # ours / MediaPipe, run by run
     core: int
-    mediapipe_found: int  # frames of the last MediaPipe run with a pose
 
     @property
     def mediapipe_median(self) -> float:
@@ -214,7 +213,7 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
     session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=1, lookahead=lookahead,
                                                                          refiners=tuple(refiners)))
     before = os.sched_getaffinity(0)
-    ours, lat, peer, found = [], [], [], 0
+    ours, lat, peer = [], [], []
     try:
         os.sched_setaffinity(0, {core})
         _pipeline_run(session, path, "live", frames)  # warm-up
@@ -229,11 +228,10 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
                 raise RuntimeError(f"MediaPipe run failed ({python}): {(out.stderr or out.stdout).strip()[-500:]}")
             doc = json.loads(lines[-1])
             peer.append(float(doc["fps"]))
-            found = int(doc["found"])
     finally:
         os.sched_setaffinity(0, before)
     result = _result(session, "live", ours, lat, runs, frames, lookahead)
-    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], core, found)
+    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], core)
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from posetracker.export.bvh import BvhOptions, solve_person
-from posetracker.export.bvh_solve import limit_turn, twist_flips, world_rotations
+from posetracker.export.bvh_solve import limit_turn, rest_bone_axes, twist_flips, world_rotations
 from posetracker.tracks import person_tracks
 from conftest import shared_path
 from tests.test_bvh_synthetic import make_sequence
@@ -34,8 +34,7 @@ def noisy(seq, sigma: float, seed: int, side_on: bool = False):
 def flips(seq) -> int:
     motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps, BvhOptions())
     rig = motion.rig
-    axes = np.array([rig.offsets[rig.children(j)[0]] if rig.children(j) else [np.nan] * 3
-                     for j in range(rig.num_joints)])
+    axes = rest_bone_axes(rig)
     return int(twist_flips(world_rotations(motion.euler, rig.parents, motion.order), axes).sum())
 
 
@@ -50,8 +49,7 @@ def test_the_flip_measure_sees_a_half_turn():
     seq = make_sequence(20, seed=3)
     motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps, BvhOptions())
     rig = motion.rig
-    axes = np.array([rig.offsets[rig.children(j)[0]] if rig.children(j) else [np.nan] * 3
-                     for j in range(rig.num_joints)])
+    axes = rest_bone_axes(rig)
     world = world_rotations(motion.euler, rig.parents, motion.order)
     assert not twist_flips(world, axes).any()
     arm = rig.names.index("LeftArm")
@@ -93,7 +91,6 @@ def test_real_clips_export_without_roll_flips_or_whole_body_holds(clip):
         except ValueError:
             continue  # a person the rig cannot drive is reported by the exporter, not animated
         rig = motion.rig
-        axes = np.array([rig.offsets[rig.children(j)[0]] if rig.children(j) else [np.nan] * 3
-                         for j in range(rig.num_joints)])
+        axes = rest_bone_axes(rig)
         assert not twist_flips(world_rotations(motion.euler, rig.parents, motion.order), axes).any(), tid
         assert motion.report["held_pose"] == [], tid

@@ -40,10 +40,10 @@ from typing import Literal
 import numpy as np
 
 from posetracker.decoding.assign import ASSIGNERS, score_matrix
-from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.decoding.people import DecodedPeople, check_outputs
 from posetracker.decoding.peaks import Candidates, Peaks, find_peaks, keypoint_candidates, refine_quadratic
 from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
+from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.skeletons import SkeletonSpec
 
 VectorRead = Literal["centre", "parent"]

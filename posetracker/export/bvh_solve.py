@@ -17,8 +17,11 @@ and a roll reference that fixes the spin about that axis:
   straight (bend < 10 deg, fully from 30 deg) the axis of the previous frame
   is carried over, so a straight arm never spins;
 - thigh / shin: the knee hinge axis, blended towards the pelvis' lateral
-  axis (swung onto the thigh) while the knee is near straight, signed to
-  keep the previous frame's side (each straightening resets it to the pelvis').
+  axis (swung onto the thigh) while the knee is near straight; a hinge axis
+  that disagrees with the pelvis (hyperextension) is flipped;
+- every roll reference then turns at most ``MAX_TURN_DEG`` a frame about its
+  bone (:func:`limit_turn`), so no bone spins by half a turn between two frames
+  while barely moving (measured by :func:`twist_flips`).
 
 Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel
 order) are unwrapped frame to frame: of the two equivalent triples and
@@ -331,13 +334,19 @@ def world_rotations(euler: np.ndarray, parents: list[int], order: str = "ZXY") -
     return world
 
 
+def rest_bone_axes(rig: Rig) -> np.ndarray:
+    """(J, 3) each joint's rest bone direction (its first child's OFFSET; nan for a leaf), for :func:`twist_flips`."""
+    return np.array([rig.offsets[rig.children(j)[0]] if rig.children(j) else [np.nan] * 3
+                     for j in range(rig.num_joints)])
+
+
 def twist_flips(world: np.ndarray, axes: np.ndarray, min_twist_deg: float = 90.0,
                 max_swing_deg: float = 30.0) -> np.ndarray:
     """(T-1, J) bool: steps where a bone turns by more than ``min_twist_deg`` about its own axis while
     its direction moves less than ``max_swing_deg`` (a roll flip an animator sees as a twisted limb).
 
-    world: (T, J, 3, 3) world rotations; axes: (J, 3) each joint's rest bone direction (zero: no bone,
-    never counted).
+    world: (T, J, 3, 3) world rotations; axes: (J, 3) each joint's rest bone direction
+    (:func:`rest_bone_axes`; nan or zero: no bone, never counted).
     """
     rel = np.swapaxes(world[:-1], -1, -2) @ world[1:]  # (T-1, J, 3, 3) step in the joint's own frame
     q = Rotation.from_matrix(rel.reshape(-1, 3, 3)).as_quat().reshape(*rel.shape[:2], 4)  # x, y, z, w

@@ -29,13 +29,14 @@ from posetracker.model.backbone import MoveNetBackbone
 from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
 from posetracker.model.onnx_pads import fold_pads
+from posetracker.model.preprocess import FIT_MULTIPLE
 from posetracker.model.temporal import Direction
 from posetracker.model.weights import weights_key
 
 INPUT_SIZE = 256
 EXPORT_VERSION = 3  # bump when an export changes, so that cached files are made again
 #: the exports take any input whose sides are multiples of this (aspect-fitted frames, ``preprocess.letterbox``)
-SIDE_MULTIPLE = 32
+SIDE_MULTIPLE = FIT_MULTIPLE
 
 
 def cache_dir() -> Path:

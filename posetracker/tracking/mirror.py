@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from posetracker.oks import keypoint_bbox_area
 from posetracker.skeletons import SkeletonSpec
 
 
@@ -44,14 +45,11 @@ def crossed_pairs(det: np.ndarray, det_ok: np.ndarray, ref: np.ndarray, ref_ok: 
     """
     a, b = pairs[:, 0], pairs[:, 1]
     ok = det_ok[:, a] & det_ok[:, b] & ref_ok[:, a] & ref_ok[:, b]
-    with np.errstate(invalid="ignore"):
+    size = np.sqrt(keypoint_bbox_area(det, det_ok))  # (N,)
+    with np.errstate(invalid="ignore"):  # a nan distance compares False: never crossed
         straight = np.linalg.norm(det[:, a] - ref[:, a], axis=-1) + np.linalg.norm(det[:, b] - ref[:, b], axis=-1)
         crossed = np.linalg.norm(det[:, a] - ref[:, b], axis=-1) + np.linalg.norm(det[:, b] - ref[:, a], axis=-1)
-        lo = np.where(det_ok[..., None], det, np.inf).min(axis=1)
-        hi = np.where(det_ok[..., None], det, -np.inf).max(axis=1)
-        size = np.sqrt(np.clip((hi - lo).prod(axis=-1), 0.0, None))  # (N,)
-        out = ok & (crossed < ratio * straight) & (straight - crossed > min_gain * size[:, None])
-    return np.nan_to_num(out, nan=0).astype(bool)
+        return ok & (crossed < ratio * straight) & (straight - crossed > min_gain * size[:, None])
 
 
 def swap_permutation(crossed: np.ndarray, pairs: np.ndarray, num_joints: int) -> np.ndarray:
