@@ -53,7 +53,8 @@ class BatchSettings:
     skeleton: str = "human18"
     weights: str | None = None  # None: the shipped model of the skeleton
     max_people: int = DEFAULT_MAX_PEOPLE
-    refiners: tuple[str, ...] = ()
+    refiners: tuple[str, ...] | None = None
+    tile_grid: int | None = None
     fov_deg: float = 60.0
 
     def key(self) -> str:
@@ -178,7 +179,8 @@ def process_file(path: str, rel: str, out_dir: str, settings: BatchSettings, mod
         key = json.dumps(asdict(settings), sort_keys=True)
         if key not in _SESSIONS:
             config = SessionConfig(mode=settings.mode, threads=1, fov_deg=settings.fov_deg, max_people=settings.max_people,
-                                   refiners=tuple(settings.refiners))
+                                   refiners=None if settings.refiners is None else tuple(settings.refiners),
+                                   tile_grid=settings.tile_grid)
             _SESSIONS[key] = TrackingSession.open(settings.skeleton, settings.weights, config)
         session = _SESSIONS[key]
         with open_source(str(path)) as src:

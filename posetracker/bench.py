@@ -119,6 +119,7 @@ class PipelineResult:
     runs: int
     frames_per_run: int
     lookahead: int = 0  # live: frames the output waits for (0 for offline)
+    refiners: tuple[str, ...] = ()  # the refiners the session ran
 
 
 def _pipeline_run(session, path: str, mode: str, frames: int) -> tuple[float, list[float]]:
@@ -155,19 +156,20 @@ def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, f
     med = statistics.median
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
-                          lookahead if mode == "live" else 0)
+                          lookahead if mode == "live" else 0, tuple(session.refiners.names))
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
-                   refiners: tuple[str, ...] = ()) -> PipelineResult:
+                   refiners: tuple[str, ...] | None = None, tile_grid: int | None = None) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
     from posetracker.session import SessionConfig, TrackingSession
 
-    config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, refiners=tuple(refiners))
+    config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
+                           refiners=None if refiners is None else tuple(refiners))
     session = TrackingSession.open(weights=weights, config=config)
     _pipeline_run(session, path, mode, frames)  # warm-up
     fps, lat = [], []
@@ -200,7 +202,8 @@ class VersusResult:
 
 
 def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
-                           lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] = (), core: int = 0) -> VersusResult:
+                           lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None, core: int = 0,
+                           tile_grid: int | None = None) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
     ``frames`` frames, both pinned to CPU ``core``; each side's warm-up is not timed."""
@@ -210,8 +213,9 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
 
     from posetracker.session import SessionConfig, TrackingSession
 
-    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=1, lookahead=lookahead,
-                                                                         refiners=tuple(refiners)))
+    config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
+                           refiners=None if refiners is None else tuple(refiners))
+    session = TrackingSession.open(weights=weights, config=config)
     before = os.sched_getaffinity(0)
     ours, lat, peer = [], [], []
     try:
@@ -235,11 +239,13 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:
-    rows = [f"{'mode':<14}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"]
+    rows = [f"{'mode':<14}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"
+            f"  refiners"]
     for r in results:
         stages = "".join(f"{v:>8.1f}" if r.mode == "live" else f"{'-':>8}" for v in (r.network_ms, r.decode_ms, r.track_ms))
         name = f"live, la {r.lookahead}" if r.mode == "live" else r.mode
-        rows.append(f"{name:<14}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}")
+        rows.append(f"{name:<14}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}"
+                    f"  {'+'.join(r.refiners) or '-'}")
     return "\n".join(rows)
 
 

@@ -7,4 +7,7 @@
 DEFAULT_LOOKAHEAD = 1
 
 # The most people (or animals) decoded per frame; 1 for a one-subject recording drops every weaker copy.
-DEFAULT_MAX_PEOPLE = 10
+# 30: a street or a dance floor holds more than 10 (at 10, the ten labelled dancers of a PoseTrack18 frame
+# lost their places to the crowd around them); only people actually found cost time.
+DEFAULT_MAX_PEOPLE = 30
+MAX_PEOPLE_LIMIT = 100  # the most the app offers

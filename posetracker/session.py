@@ -5,6 +5,7 @@
           -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
           -> [refiners, people stage: method C] -> keypoints in source pixels (P, K, 2)
+          -> [still images: the same for overlapping tiles of the frame, their new (small) people added]
           -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
@@ -32,14 +33,15 @@ from typing import Literal
 import numpy as np
 import torch
 
-from posetracker.decoding import TreeDecoder
+from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
+from posetracker.decoding.tiles import add_new_people, away_from_cuts, shift_people, tile_windows
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
-from posetracker.refiners import RefinerChain, load_chain
+from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
@@ -47,6 +49,9 @@ from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 Mode = Literal["live", "offline"]
+# SessionConfig.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
+# 5.1 fps with them, the precision stage on; docs/experiments/tiles-and-crowds.md)
+TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
 Progress = Callable[[int, int | None], None]
 
@@ -76,14 +81,21 @@ class SessionConfig:
     # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
     # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
     fit_input: bool = True
-    refiners: tuple[str, ...] = ()  # shipped refiners to switch on ("heatmap": method B, "graph": method C, "crop")
+    # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
+    # defaults (refiners.DEFAULT_REFINERS: offline and still images the precision stage, live none), where trained
+    refiners: tuple[str, ...] | None = None
     crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
+    # small people: the frame also read as tile_grid x tile_grid overlapping tiles (decoding.tiles), their new
+    # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
+    tile_grid: int | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):
             raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
         if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
             raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
+        if self.tile_grid is not None and self.tile_grid < 1:
+            raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 
 
 def default_vector_read(net: PoseNet) -> Literal["centre", "parent"]:
@@ -112,7 +124,8 @@ class _Pending:
     timestamp: float
     box: Letterbox
     image: torch.Tensor | None = None  # (1, 3, H, W) network input, kept only for a maps-stage refiner
-    frame: np.ndarray | None = None  # (H, W, 3) uint8 source frame, kept only for a frame-stage refiner
+    frame: np.ndarray | None = None  # (H, W, 3) uint8 source frame, kept only for a frame-stage refiner or tiles
+    tiles: int = 1  # tile grid of this frame (1: the whole frame only)
 
 
 class TrackingSession:
@@ -124,7 +137,10 @@ class TrackingSession:
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
-        self.refiners: RefinerChain = load_chain(list(self.config.refiners), self.spec, refiners_dir)
+        kinds = self.config.refiners
+        if kinds is None:
+            kinds = default_refiners(self.spec.name, self.config.mode, refiners_dir)
+        self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir)
         if self.config.runtime == "auto":
             self.refiners.accelerate(self.config.threads)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
@@ -138,6 +154,10 @@ class TrackingSession:
             max_people=self.config.max_people, **self.spec.decoder,
         )
         self.sigmas = joint_sigmas(self.spec)
+        tiles = self.config.tile_grid
+        self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
+        # process_image; tiles were measured on people only
+        self.image_tile_grid = tiles if tiles is not None else TILE_GRID["image"] if self.spec.kind == "human" else 1
         self.times = StageTimes()
         self.reset()
 
@@ -184,28 +204,28 @@ class TrackingSession:
 
     # ------------------------------------------------------------------ frames
 
-    def _prepare(self, frame: Frame) -> tuple[torch.Tensor, _Pending]:
-        img, box = letterbox(frame.image, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
-        x = to_tensor(img)[None]
+    def _input(self, rgb: np.ndarray) -> tuple[torch.Tensor, Letterbox]:
+        """(H, W, 3) uint8 RGB -> the network input (1, 3, h, w) float 0..255 and its letterbox."""
+        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
+        return to_tensor(img)[None], box
+
+    def _prepare(self, frame: Frame, tiles: int | None = None) -> tuple[torch.Tensor, _Pending]:
+        """tiles: the tile grid for this frame (None: the video one, ``self.tile_grid``)."""
+        tiles = self.tile_grid if tiles is None else tiles
+        x, box = self._input(frame.image)
         return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
-                           frame.image if self.refiners.needs_frame else None)
+                           frame.image if self.refiners.needs_frame or tiles > 1 else None, tiles)
 
     def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
         budget_ms: time for the frame stage (live); None: it refines every person (offline, still images)."""
         t0 = time.perf_counter()
-        maps = {k: v[:, 0] for k, v in out.items()}  # (1, C, h, w) each
-        if self.refiners:
-            with _threads(self.config.threads):
-                maps = self.refiners.refine_maps(maps, meta.image)
-        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
-        people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
-        if self.refiners:
-            with _threads(self.config.threads):
-                people = self.refiners.refine_people(people, maps, self.net.stride)
-        xy = meta.box.to_source(people.keypoints.astype(np.float64))
+        people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
+        if meta.frame is not None and meta.tiles > 1:
+            people = self._add_tile_people(people, meta.frame, meta.box, meta.tiles)
+        xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
-        if meta.frame is not None:
+        if meta.frame is not None and self.refiners.needs_frame:
             with _threads(self.config.threads):
                 xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
         w, h = meta.box.source_size
@@ -219,6 +239,35 @@ class TrackingSession:
         )
         self.times.decode_ms = (time.perf_counter() - t0) * 1000
         return pose
+
+    def _decode(self, maps: dict[str, torch.Tensor], image: torch.Tensor | None) -> DecodedPeople:
+        """Heads' outputs of one frame ((1, C, h, w) each) -> its people in input pixels, through the maps-
+        and people-stage refiners (methods B and C), duplicates dropped."""
+        if self.refiners:
+            with _threads(self.config.threads):
+                maps = self.refiners.refine_maps(maps, image)
+        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
+        people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
+        if self.refiners:
+            with _threads(self.config.threads):
+                people = self.refiners.refine_people(people, maps, self.net.stride)
+        return people
+
+    def _add_tile_people(self, people: DecodedPeople, rgb: np.ndarray, box: Letterbox, grid: int) -> DecodedPeople:
+        """``people`` (source pixels) plus those found only in the frame's overlapping tiles (small people;
+        :mod:`posetracker.decoding.tiles`). Each tile is read as a still (no temporal state)."""
+        h, w = rgb.shape[:2]
+        found = [people]
+        with torch.inference_mode(), _threads(self.config.threads):
+            for x0, y0, tw, th in tile_windows(w, h, grid):
+                x, tile_box = self._input(np.ascontiguousarray(rgb[y0:y0 + th, x0:x0 + tw]))
+                out = self.net(x[:, None])
+                tile = self._decode({k: v[:, 0] for k, v in out.items()}, x if self.refiners.needs_image else None)
+                tile = shift_people(tile, tile_box.scale, (x0, y0), depth_zoom=tile_box.scale / box.scale)
+                found.append(away_from_cuts(tile, (x0, y0, tw, th), (w, h)))
+        for extra in found[1:]:
+            people = add_new_people(people, extra, self.sigmas, self.config.max_people)
+        return people
 
     def _post_live(self, pose: PoseFrame) -> PoseFrame:
         t0 = time.perf_counter()
@@ -254,7 +303,7 @@ class TrackingSession:
         """One still image (H, W, 3) uint8 RGB -> untracked PoseFrame (no temporal context)."""
         frame = Frame(0, 0.0, rgb)
         with torch.inference_mode(), _threads(self.config.threads):
-            x, meta = self._prepare(frame)
+            x, meta = self._prepare(frame, self.image_tile_grid)
             out = self.net(x[:, None])
         return self._people(out, meta)
 

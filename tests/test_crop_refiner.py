@@ -47,7 +47,7 @@ def frames():
 
 def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames):
     assert refiner_path("crop", "human18").is_file()
-    plain = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False))
+    plain = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=()))
     refined = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=("crop",)))
     a, b = plain.process_image(frames[3].image), refined.process_image(frames[3].image)
     assert a.num_people == b.num_people == 1
@@ -68,6 +68,18 @@ def test_live_mode_runs_it_within_the_budget(frames):
     assert all(p is not None for p in poses) and crop.last_refined == 1
     assert set(budgets) == {session.config.crop_budget_ms}  # the live budget reaches the stage every frame
     assert crop.__dict__.get("_runner") is not None  # ONNX Runtime (or torch where it is missing)
+
+
+def test_offline_runs_it_by_default_and_live_does_not(tmp_path):
+    assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
+    assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == []
+    assert TrackingSession.open(config=SessionConfig(mode="offline", refiners=())).refiners.names == []
+    # custom weights without a crop refiner beside them: the default finds none there, and says nothing
+    from posetracker.model.weights import default_weights_path
+
+    (tmp_path / "mine.safetensors").write_bytes(default_weights_path("human18").read_bytes())
+    assert TrackingSession.open(weights=tmp_path / "mine.safetensors",
+                                config=SessionConfig(mode="offline")).refiners.names == []
 
 
 def test_weights_load_exactly():

@@ -132,6 +132,27 @@ def test_recall_of_tall_people_counts_people_at_least_an_eighth_of_the_image_hig
     assert np.isnan(summarize([image([tall], [tall])], SIG)["recall_tall"])  # no image height given
 
 
+def test_pck_per_joint_counts_each_joint_once():
+    gt = person(0, 0)
+    pred = gt.copy()
+    pred[3, :2] += 50.0  # joint 3 far off (threshold 0.1 * diagonal = 14 px)
+    m = summarize([image([pred], [gt, person(400, 0)])], SIG)
+    hits, labelled = np.array(m["joint_hits@0.1"]), np.array(m["joint_labelled"])
+    assert labelled.tolist() == [2] * K  # both people's joints
+    assert hits[3] == 0 and (np.delete(hits, 3) == 1).all()  # the missed person's joints count as misses
+    assert hits.sum() / labelled.sum() == pytest.approx(m["pck@0.1"])
+
+
+def test_paired_bootstrap_interval():
+    from posetracker.evaluation.metrics import paired_bootstrap
+
+    d, lo, hi = paired_bootstrap([0.5, 0.6, 0.7, 0.9], [0.4, 0.5, 0.7, 0.6])
+    assert d == pytest.approx(0.125) and lo <= d <= hi and lo >= 0.0 and hi <= 0.3
+    same = paired_bootstrap([0.3, 0.8], [0.3, 0.8])
+    assert same == (0.0, 0.0, 0.0)
+    assert all(math.isnan(v) for v in paired_bootstrap([], []))
+
+
 def test_missing_person():
     a, b = person(0, 0), person(300, 0)
     m = summarize([image([a], [a, b])], SIG)

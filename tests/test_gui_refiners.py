@@ -10,6 +10,7 @@ import pytest
 
 from gui_helpers import fake_services, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
 from posetracker.refiners import RefinerError
+from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from ui.services import ModelChoice
 
 pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
@@ -220,10 +221,10 @@ def test_command_line_model_choice_reaches_the_session(qtbot, clip):
 def test_max_people_rebuilds_the_session_and_persists(qtbot, clip):
     window = make_window(qtbot, BOTH)
     panel, choices = window.model_panel, window.services.choices
-    assert panel.max_people.value() == 10 == window.state.max_people
+    assert panel.max_people.value() == DEFAULT_MAX_PEOPLE == window.state.max_people
     window.open_source(str(clip))
     poses_after(qtbot, window)
-    assert choices[-1].max_people == 10
+    assert choices[-1].max_people == DEFAULT_MAX_PEOPLE
     asked = len(choices)
     panel.max_people.setValue(1)
     qtbot.waitUntil(lambda: len(choices) > asked, timeout=3000)

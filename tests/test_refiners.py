@@ -185,7 +185,7 @@ def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
     for refiner in (heat, graph):
         save_refiner(refiner, refiner_path(refiner.kind, net.spec.name, tmp_path), {})
     for mode in ("live", "offline"):
-        cfg = SessionConfig(mode=mode, score_threshold=0.0, track=False)
+        cfg = SessionConfig(mode=mode, score_threshold=0.0, track=False, refiners=())
         plain = TrackingSession(net, cfg).run(frames, 30)
         same = TrackingSession(net, replace(cfg, refiners=("heatmap", "graph")), tmp_path).run(frames, 30)
         for a, b in zip(plain.frames, same.frames):

@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (
 )
 
 from posetracker.capture import CameraInfo
+from posetracker.defaults import MAX_PEOPLE_LIMIT
 from ui.packets import SourceInfo
 from ui.services import ModelOption
 
@@ -197,7 +198,7 @@ class ModelPanel(QWidget):
         self.mode.addItem("Offline (whole file, bidirectional)", "offline")
         self.lookahead = QSpinBox(minimum=0, maximum=15, suffix=" frames")
         self.cost = QLabel("")
-        self.max_people = QSpinBox(minimum=1, maximum=20)
+        self.max_people = QSpinBox(minimum=1, maximum=MAX_PEOPLE_LIMIT)
         self.max_people.setToolTip("The most people (or animals) found in a frame; 1 for a one-subject recording")
         self.sync = QCheckBox("Draw poses on the frame they came from")
         self.model_label = QLabel("Model: loading…")

@@ -38,7 +38,13 @@ def real_session(choice: ModelChoice) -> PoseSession:
     Refiners come from models/, or from the folder of custom ``weights``."""
     from posetracker.session import SessionConfig, TrackingSession
 
-    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=tuple(choice.refiners),
+    from posetracker.refiners import default_refiners
+
+    kinds = tuple(choice.refiners)
+    if choice.mode == "offline":  # whole-file processing adds the offline defaults (the precision stage)
+        folder = Path(choice.weights).parent if choice.weights else None
+        kinds += tuple(k for k in default_refiners(choice.skeleton, "offline", folder) if k not in kinds)
+    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds,
                            max_people=choice.max_people)
     return TrackingSession.open(choice.skeleton, choice.weights, config)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings, QStandardPaths
 
-from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE, MAX_PEOPLE_LIMIT
 
 ORGANISATION = "PoseTracker"
 APPLICATION = "PoseTracker"
@@ -74,7 +74,7 @@ def load_state(settings: QSettings) -> AppState:
             setattr(state, f.name, float(value))
         elif isinstance(default, tuple) and isinstance(value, list):  # JSON has no tuples
             setattr(state, f.name, tuple(str(v) for v in value))
-    state.max_people = min(max(state.max_people, 1), 20)  # the panel's range
+    state.max_people = min(max(state.max_people, 1), MAX_PEOPLE_LIMIT)  # the panel's range
     return state
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from posetracker.cli.options import add_refiners_argument
+from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
@@ -16,7 +16,8 @@ def _cmd_batch(args: argparse.Namespace) -> int:
     from posetracker.batch import MANIFEST, BatchError, BatchSettings, run_batch
 
     settings = BatchSettings(formats=tuple(args.format), mode=args.mode, skeleton=args.skeleton, weights=args.weights,
-                             max_people=args.max_people, refiners=tuple(args.refiners), fov_deg=args.fov)
+                             max_people=args.max_people, refiners=chosen_refiners(args), fov_deg=args.fov,
+                             tile_grid=args.tiles)
     bar = tqdm(desc="videos", unit="video", file=sys.stderr, dynamic_ncols=True, disable=None)
 
     def progress(rec: dict, done: int, total: int) -> None:
@@ -57,4 +58,5 @@ def add_batch_parser(sub) -> None:
     b.add_argument("--address", default=None, help="an existing Ray cluster (ray://HOST:PORT; default: RAY_ADDRESS, "
                    "else a local one)")
     add_refiners_argument(b, "switch on trained refiners")
+    add_tiles_argument(b)
     b.set_defaults(func=_cmd_batch)

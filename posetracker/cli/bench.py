@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument
+from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 from posetracker.defaults import DEFAULT_LOOKAHEAD
 
 
@@ -23,7 +23,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return 2
         if args.versus_mediapipe:
             r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
-                                             weights=args.weights, lookahead=args.lookahead, refiners=tuple(args.refiners))
+                                             weights=args.weights, lookahead=args.lookahead, refiners=chosen_refiners(args),
+                                             tile_grid=args.tiles)
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
                                   "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "core": r.core}, indent=2))
@@ -54,13 +55,13 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 print(f"timing {mode} mode end to end...", file=sys.stderr, flush=True)
             results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
                                                 threads=args.threads or 1, weights=args.weights,
-                                                lookahead=args.lookahead, refiners=tuple(args.refiners)))
+                                                lookahead=args.lookahead, refiners=chosen_refiners(args),
+                                                tile_grid=args.tiles))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
         else:
-            extra = f", refiners: {'+'.join(args.refiners)}" if args.refiners else ""
-            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread{extra})")
+            print(f"End to end on {args.input} ({bench.machine_description()}, {args.threads or 1} inference thread)")
             print(f"median (min/max) of {args.runs} runs of {args.frames * 4} frames after a warm-up run")
             print(bench.format_pipeline_table(results))
         return 0
@@ -105,5 +106,6 @@ def add_bench_parser(sub) -> None:
                    help="network bench: run the backbone in torch, ONNX Runtime, or time both")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_refiners_argument(b, "end to end with these refiners on (read beside --weights, else the shipped ones)")
+    add_tiles_argument(b)
     b.set_defaults(func=_cmd_bench)
 

@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument
+from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 
 METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall", "recall_tall")
 DEFAULT_MOVENET = "../shared/pretrained/movenet/movenet-multipose.json"
@@ -28,36 +28,85 @@ def find_sets(paths: list[str]) -> list[Path]:
     return found
 
 
-def _predictor(args: argparse.Namespace):
+def _predictor(args: argparse.Namespace, baseline: str | None):
     from posetracker.session import SessionConfig, TrackingSession
 
-    if args.baseline == "movenet":
+    if baseline == "movenet":
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
         from posetracker.model.weights import load_posenet
 
         net = load_posenet(args.weights)
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
-    config = SessionConfig(vector_read=args.vector_read, threads=args.threads, refiners=tuple(args.refiners))
+    # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen
+    config = SessionConfig(mode="offline", vector_read=args.vector_read, threads=args.threads,
+                           refiners=chosen_refiners(args), tile_grid=args.tiles)
     session = TrackingSession.open(weights=args.weights, config=config)
-    return session.process_image, f"PoseTracker tree decoder ({session.decoder.vector_read} vectors)"
+    grid = session.image_tile_grid
+    label = f"PoseTracker tree decoder ({session.decoder.vector_read} vectors, tiles {grid}x{grid})"
+    if session.refiners:
+        label += f", refiners: {'+'.join(session.refiners.names)}"
+    return session.process_image, label
 
 
 def format_table(results: dict[str, dict]) -> str:
-    rows = [f"{'set':<28}{'images':>7}{'people':>7}" + "".join(f"{m:>9}" for m in METRICS)]
+    width = {m: max(9, len(m) + 2) for m in METRICS}
+    rows = [f"{'set':<28}{'images':>7}{'people':>7}" + "".join(f"{m:>{width[m]}}" for m in METRICS)]
     for name, r in results.items():
-        rows.append(f"{name:<28}{r['images']:>7}{r['people']:>7}" + "".join(f"{r[m]:>9.3f}" for m in METRICS))
+        rows.append(f"{name:<28}{r['images']:>7}{r['people']:>7}" + "".join(f"{r[m]:>{width[m]}.3f}" for m in METRICS))
     return "\n".join(rows)
 
 
-def cmd_eval(args: argparse.Namespace) -> int:
+def format_versus(ours: dict[str, dict], theirs: dict[str, dict], their_name: str) -> str:
+    """Mean over the sets scored by both, ours against theirs, with the paired difference and its 95%
+    bootstrap interval over sets; recall_tall pooled over people."""
+    from posetracker.evaluation.metrics import paired_bootstrap
+
+    names = [n for n in ours if n in theirs]
+    rows = [f"mean over {len(names)} sets: ours / {their_name} (difference, 95% bootstrap interval over sets)"]
+    for m in ("pck@0.1", "pck@0.2", "ap", "recall"):
+        a, b = [ours[n][m] for n in names], [theirs[n][m] for n in names]
+        d, lo, hi = paired_bootstrap(a, b)
+        rows.append(f"  {m:<12}{sum(a) / len(a):.3f} / {sum(b) / len(b):.3f}  ({d:+.3f} [{lo:+.3f}, {hi:+.3f}])")
+    for side, res in (("ours", ours), (their_name, theirs)):
+        tall = sum(res[n]["tall_people"] for n in names)
+        found = sum(round(res[n]["recall_tall"] * res[n]["tall_people"]) for n in names if res[n]["tall_people"])
+        rows.append(f"  recall_tall {side}: {found} of {tall} people at least 1/8 of the image high")
+    rows.append("  PCK@0.1 per joint, pooled over the sets' labelled joints: ours / " + their_name)
+    for group, (ours_rate, their_rate, n) in joint_groups(ours, theirs, names).items():
+        rows.append(f"    {group:<10}{ours_rate:.3f} / {their_rate:.3f}  ({n} joints)")
+    return "\n".join(rows)
+
+
+JOINT_GROUPS = {"head": ("nose", "left_eye", "right_eye", "left_ear", "right_ear"),
+                "shoulders": ("left_shoulder", "right_shoulder"), "elbows": ("left_elbow", "right_elbow"),
+                "wrists": ("left_wrist", "right_wrist"), "hips": ("left_hip", "right_hip"),
+                "knees": ("left_knee", "right_knee"), "ankles": ("left_ankle", "right_ankle")}
+
+
+def joint_groups(ours: dict[str, dict], theirs: dict[str, dict], names: list[str]) -> dict[str, tuple[float, float, int]]:
+    """{group: (our PCK@0.1, theirs, labelled joints)} pooled over the sets ``names`` (JOINT_GROUPS)."""
+    out = {}
+    for group, joints in JOINT_GROUPS.items():
+        hit_a = hit_b = total = 0
+        for n in names:
+            for j, name in enumerate(ours[n]["mapped_joints"]):
+                if name in joints:
+                    hit_a += ours[n]["joint_hits@0.1"][j]
+                    hit_b += theirs[n]["joint_hits@0.1"][j]
+                    total += ours[n]["joint_labelled"][j]
+        if total:
+            out[group] = (hit_a / total, hit_b / total, total)
+    return out
+
+
+def _score(args: argparse.Namespace, baseline: str | None) -> tuple[str, dict, dict]:
     from tqdm import tqdm
 
     from posetracker.evaluation import evaluate_set, load_labelled_set
 
-    sets = find_sets(args.data)
-    predict, label = _predictor(args)
+    predict, label = _predictor(args, baseline)
     results, predictions = {}, {}
-    for path in sets:
+    for path in find_sets(args.data):
         ls = load_labelled_set(path)
         name = path.parent.name if path.name == "normalized.json" else f"{path.parent.name}/{path.stem}"
         bar = tqdm(total=len(ls.items), desc=name, unit="img", file=sys.stderr, disable=None)
@@ -70,12 +119,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
             bar.close()
         predictions[name] = r.pop("predictions", [])
         results[name] = r
-    if args.refiners and args.baseline != "movenet":
-        label += f", refiners: {'+'.join(args.refiners)}"
+    return label, results, predictions
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    label, results, predictions = _score(args, args.baseline)
     print(label)
     print(format_table(results))
+    out = {"predictor": label, "results": results}
+    if args.versus:
+        their_label, theirs, _ = _score(args, args.versus)
+        print(their_label)
+        print(format_table(theirs))
+        print(format_versus(results, theirs, args.versus))
+        out["versus"] = {"predictor": their_label, "results": theirs}
     if args.out:
-        Path(args.out).write_text(json.dumps({"predictor": label, "results": results}, indent=2))
+        Path(args.out).write_text(json.dumps(out, indent=2))
     if args.predictions_out:
         Path(args.predictions_out).write_text(json.dumps(predictions))
     return 0
@@ -93,6 +152,9 @@ def add_eval_parser(sub) -> None:
                    "trained for the walk, else the centre)")
     e.add_argument("--baseline", choices=["movenet"], default=None,
                    help="score the original MoveNet MultiPose decode instead of ours")
+    e.add_argument("--versus", choices=["movenet"], default=None,
+                   help="also score MoveNet MultiPose's own decode and print the paired differences")
+    add_tiles_argument(e)
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "score with these refiners on (read beside --weights, else the shipped ones)")

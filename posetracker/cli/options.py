@@ -24,6 +24,20 @@ def _registered() -> list[str]:
 
 
 def add_refiners_argument(parser: argparse.ArgumentParser, help: str) -> None:
-    """``--refiners [KIND ...]`` (default none), validated against the registered kinds (listed in the help)."""
-    parser.add_argument("--refiners", nargs="*", default=[], choices=RefinerKinds(), metavar="KIND",
-                        help=f"{help}; registered: %(choices)s")
+    """``--refiners [KIND ...]``, validated against the registered kinds (listed in the help). Absent: the
+    mode's defaults (``refiners.DEFAULT_REFINERS``); ``--refiners`` with no kind: none."""
+    parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
+                        help=f"{help} (default: the mode's own, offline the precision stage 'crop', live none; "
+                             "--refiners alone: none); registered: %(choices)s")
+
+
+def chosen_refiners(args: argparse.Namespace) -> tuple[str, ...] | None:
+    """The ``--refiners`` choice as ``SessionConfig.refiners`` takes it (None: the mode's defaults)."""
+    return None if args.refiners is None else tuple(args.refiners)
+
+
+def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
+    """``--tiles N``: ``SessionConfig.tile_grid`` (absent: the mode's default)."""
+    parser.add_argument("--tiles", type=int, default=None, metavar="N",
+                        help="also read N x N overlapping tiles of each frame for small people "
+                             "(default: photos 2, video 1 = off)")

@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument
+from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 
 
 def _log(msg: str) -> None:
@@ -99,7 +99,7 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
-                                   refiners=tuple(args.refiners), vector_read=args.vector_read,
+                                   refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
                                    fix_swaps=not args.no_swap_fix)
             session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
@@ -183,6 +183,7 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "with these refiners on (read beside each weights file)")
+    add_tiles_argument(e)
     e.set_defaults(func=cmd_clip_eval)
 
     p = tsub.add_parser("pose-prior", help="train the pose prior (2-D pose -> joint depths) on mocap and teacher 3-D poses")

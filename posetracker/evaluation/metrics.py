@@ -39,9 +39,11 @@ __all__ = [
     "ImageEval",
     "PeopleMatch",
     "coco_ap",
+    "paired_bootstrap",
     "match_people",
     "oks_matrix",
     "pck_counts",
+    "pck_joint_counts",
     "people_recall",
     "summarize",
 ]
@@ -146,6 +148,34 @@ def match_people(
     return PeopleMatch(pairs, oks)
 
 
+def pck_joint_counts(
+    pred: np.ndarray,
+    pred_conf: np.ndarray,
+    gt: np.ndarray,
+    boxes: np.ndarray,
+    pairs: np.ndarray,
+    alpha: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(hits, labelled)``, (K,) int each, for PCK@alpha per joint, threshold ``alpha * box diagonal`` per person.
+
+    ``labelled`` counts every labelled joint of every ground truth in ``gt``;
+    joints of unmatched people and joints not predicted are misses.
+    """
+    gt = np.asarray(gt, dtype=np.float64)
+    lab = gt[..., 2] > 0
+    labelled = lab.sum(axis=0).astype(np.int64).reshape(gt.shape[1])
+    hits = np.zeros(gt.shape[1], np.int64)
+    if len(pairs):
+        pred = np.asarray(pred, dtype=np.float64)
+        valid = _valid(pred, np.asarray(pred_conf))
+        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
+        for pi, gi in np.asarray(pairs, dtype=np.int64):
+            thr = alpha * float(np.hypot(boxes[gi, 2], boxes[gi, 3]))
+            d = np.linalg.norm(pred[pi] - gt[gi, :, :2], axis=-1)
+            hits += lab[gi] & valid[pi] & (d <= thr)
+    return hits, labelled
+
+
 def pck_counts(
     pred: np.ndarray,
     pred_conf: np.ndarray,
@@ -154,24 +184,9 @@ def pck_counts(
     pairs: np.ndarray,
     alpha: float,
 ) -> tuple[int, int]:
-    """``(hits, labelled)`` for PCK@alpha with threshold ``alpha * box diagonal`` per person.
-
-    ``labelled`` counts every labelled joint of every ground truth in ``gt``;
-    joints of unmatched people and joints not predicted are misses.
-    """
-    gt = np.asarray(gt, dtype=np.float64)
-    lab = gt[..., 2] > 0
-    total = int(lab.sum())
-    hits = 0
-    if len(pairs):
-        pred = np.asarray(pred, dtype=np.float64)
-        valid = _valid(pred, np.asarray(pred_conf))
-        boxes = np.asarray(boxes, dtype=np.float64).reshape(-1, 4)
-        for pi, gi in np.asarray(pairs, dtype=np.int64):
-            thr = alpha * float(np.hypot(boxes[gi, 2], boxes[gi, 3]))
-            d = np.linalg.norm(pred[pi] - gt[gi, :, :2], axis=-1)
-            hits += int((lab[gi] & valid[pi] & (d <= thr)).sum())
-    return hits, total
+    """``(hits, labelled)`` for PCK@alpha over all joints (:func:`pck_joint_counts` summed)."""
+    hits, labelled = pck_joint_counts(pred, pred_conf, gt, boxes, pairs, alpha)
+    return int(hits.sum()), int(labelled.sum())
 
 
 @dataclass(frozen=True)
@@ -315,6 +330,7 @@ def summarize(
     """
     hits = {a: 0 for a in pck_alphas}
     labelled = 0
+    joint_hits = joint_labelled = None  # (K,) PCK@pck_alphas[0] per joint
     people = ignored = tall_people = tall_found = 0
     matches: list[PeopleMatch] = []
     for im in images:
@@ -329,7 +345,11 @@ def summarize(
             tall_people += int(tall.sum())
             tall_found += int((m.gt_oks(len(gt))[tall] >= recall_oks).sum())
         for a in pck_alphas:
-            hits[a] += pck_counts(im.pred, im.pred_conf, gt, boxes, m.pairs, a)[0]
+            h, lab = pck_joint_counts(im.pred, im.pred_conf, gt, boxes, m.pairs, a)
+            hits[a] += int(h.sum())
+            if a == pck_alphas[0]:
+                joint_hits = h if joint_hits is None else joint_hits + h
+                joint_labelled = lab if joint_labelled is None else joint_labelled + lab
         labelled += int((gt[..., 2] > 0).sum())
     out: dict[str, float | int | list[float]] = {}
     for a in pck_alphas:
@@ -342,5 +362,20 @@ def summarize(
     out["people"] = people
     out["ignored_people"] = ignored
     out["labelled_joints"] = labelled
+    if joint_hits is not None:  # per joint, in the order of the images' K joints
+        out[f"joint_hits@{pck_alphas[0]:g}"] = joint_hits.tolist()
+        out["joint_labelled"] = joint_labelled.tolist()
     out["predicted_people"] = int(sum(len(im.scores) for im in images))
     return out
+
+
+def paired_bootstrap(ours: Sequence[float], theirs: Sequence[float], resamples: int = 10_000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """Mean of ``ours - theirs`` (paired, e.g. per set) and its 95% percentile bootstrap interval
+    -> (difference, low, high)."""
+    d = np.asarray(ours, np.float64) - np.asarray(theirs, np.float64)
+    if d.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, d.size, (resamples, d.size))].mean(axis=1)
+    return float(d.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))

@@ -10,8 +10,10 @@ from posetracker.refiners.base import (
     Refiner,
     RefinerChain,
     RefinerError,
+    DEFAULT_REFINERS,
     available_refiners,
     build_refiner,
+    default_refiners,
     load_chain,
     load_refiner,
     plugin_errors,
@@ -26,7 +28,8 @@ from posetracker.refiners import crop, graph, heatmap  # noqa: E402,F401 - regis
 
 
 __all__ = [
-    "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner", "load_chain", "load_refiner",
+    "DEFAULT_REFINERS", "Refiner", "RefinerChain", "RefinerError", "available_refiners", "build_refiner",
+    "default_refiners", "load_chain", "load_refiner",
     "plugin_errors", "refiner_label", "refiner_path", "register_refiner", "registered_refiners", "save_refiner",
     "unregister_refiner",
 ]

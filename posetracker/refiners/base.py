@@ -148,6 +148,17 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
     return [k for k in registered_refiners() if refiner_path(k, skeleton, models_dir).is_file()]
 
 
+# the refiners a session runs when none are chosen, by mode: offline work (whole videos, still images) gets the
+# precision stage; live mode leaves it off (one crop costs about as much as the whole bottom-up network)
+DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ()}
+
+
+def default_refiners(skeleton: str, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
+    """The kinds of ``DEFAULT_REFINERS[mode]`` with weights for ``skeleton`` in ``models_dir`` (None: shipped)."""
+    have = available_refiners(skeleton, Path(models_dir) if models_dir is not None else MODELS_DIR)
+    return tuple(k for k in DEFAULT_REFINERS.get(mode, ()) if k in have)
+
+
 def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "", half: bool = False) -> None:
     """Write a refiner's weights file; ``half`` stores floating tensors as fp16 (lossless for weights
     published in fp16, e.g. MoveNet's; they load back into the float32 module)."""
