@@ -14,6 +14,7 @@ from posetracker.cli.convert import add_convert_parser
 from posetracker.cli.depth_order import add_depth_order_parser
 from posetracker.cli.evaluate import add_eval_parser
 from posetracker.cli.export import add_export_parser
+from posetracker.cli.import_labels import add_import_labels_parser
 from posetracker.cli.process import add_process_parser
 from posetracker.cli.train import add_train_parser
 
@@ -22,7 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="posetracker", description="Multi-person pose tracking from video.")
     sub = p.add_subparsers(dest="command", required=True)
     for add in (add_process_parser, add_batch_parser, add_eval_parser, add_export_parser, add_train_parser, add_bench_parser,
-                add_convert_parser, add_depth_order_parser):
+                add_convert_parser, add_depth_order_parser, add_import_labels_parser):
         add(sub)
     return p
 
