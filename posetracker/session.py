@@ -6,6 +6,7 @@
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
           -> [refiners, people stage: method C] -> keypoints in source pixels (P, K, 2)
           -> [still images: the same for overlapping tiles of the frame, their new (small) people added]
+          -> [top-down skeletons: each person read again from a crop of the full-resolution frame]
           -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
@@ -36,6 +37,7 @@ import torch
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_new_people, away_from_cuts, shift_people, tile_windows
+from posetracker.decoding.top_down import centred_person, crop_window, cut_crop
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.network import CausalStream, PoseNet
@@ -156,7 +158,7 @@ class TrackingSession:
         self.sigmas = joint_sigmas(self.spec)
         tiles = self.config.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
-        # process_image; tiles were measured on people only
+        # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
         self.image_tile_grid = tiles if tiles is not None else TILE_GRID["image"] if self.spec.kind == "human" else 1
         self.times = StageTimes()
         self.reset()
@@ -214,7 +216,8 @@ class TrackingSession:
         tiles = self.tile_grid if tiles is None else tiles
         x, box = self._input(frame.image)
         return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
-                           frame.image if self.refiners.needs_frame or tiles > 1 else None, tiles)
+                           frame.image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
+                           tiles)
 
     def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
@@ -223,6 +226,8 @@ class TrackingSession:
         people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
         if meta.frame is not None and meta.tiles > 1:
             people = self._add_tile_people(people, meta.frame, meta.box, meta.tiles)
+        if meta.frame is not None and self.spec.top_down:
+            people = self._read_crops(people, meta.frame)
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
@@ -268,6 +273,29 @@ class TrackingSession:
         for extra in found[1:]:
             people = add_new_people(people, extra, self.sigmas, self.config.max_people)
         return people
+
+    def _read_crops(self, people: DecodedPeople, rgb: np.ndarray) -> DecodedPeople:
+        """Top-down mode: each person (source pixels) read again from a crop of the full-resolution frame
+        around its centre (:mod:`posetracker.decoding.top_down`); all crops of the frame in one batch."""
+        root, crop_px = self.spec.root, self.spec.top_down["crop_px"]
+        chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
+        if not chosen:
+            return people
+        windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
+        crops = np.stack([cut_crop(rgb, w, INPUT_SIZE) for w in windows])
+        kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
+        with torch.inference_mode(), _threads(self.config.threads):
+            x = to_tensor(crops)  # (N, 3, 256, 256)
+            out = self.net(x[:, None])
+            for i, (p, (x0, y0, side)) in enumerate(zip(chosen, windows)):
+                maps = {k: v[i : i + 1, 0] for k, v in out.items()}
+                found = self._decode(maps, x[i : i + 1] if self.refiners.needs_image else None)
+                j = centred_person(found, root, INPUT_SIZE)
+                if j < 0:
+                    continue
+                found = shift_people(found.take(np.array([j])), INPUT_SIZE / side, (x0, y0))
+                kp[p], conf[p], pred[p] = found.keypoints[0], found.confidence[0], found.predicted[0]
+        return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
 
     def _post_live(self, pose: PoseFrame) -> PoseFrame:
         t0 = time.perf_counter()

@@ -39,3 +39,4 @@ def test_mouse_held_out_scores():
     assert len(held_out) == 23 and scores[()]["found"] == 23
     assert scores[()]["pck@0.1"] == pytest.approx(0.717, abs=0.03)
     assert scores[("heatmap",)]["pck@0.1"] == pytest.approx(0.891, abs=0.03)
+    assert scores[()]["oriented"] == 23 and 0 <= scores[()]["reversed"] <= 2  # snout / tailbase (mouse4.yaml)

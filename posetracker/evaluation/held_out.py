@@ -7,7 +7,12 @@ by mean distance over the instance's labelled joints. Per labelled joint
 ``alpha`` x the longer side of the instance's labelled-joint box (PCK@alpha);
 a joint of an unmatched instance is a miss with no error.
 
-Returns ``{"pck@0.1", "pck@0.2", "rmse_px", "median_px", "instances", "found", "joints", "per_joint_pck@0.1"}``.
+Orientation (a skeleton's ``orientation: [front, back]``, e.g. a fly's head and abdomen): a found instance
+is *reversed* when its predicted front joint lies nearer the labelled back than the labelled front.
+
+Returns ``{"pck@0.1", "pck@0.2", "rmse_px", "mean_px", "median_px", "instances", "found", "joints",
+"per_joint_pck@0.1", "reversed", "oriented"}`` (reversed of oriented: the found instances with both
+orientation joints labelled; 0 of 0 without ``orientation``).
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
                    spec: SkeletonSpec, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     real = np.array([k not in spec.virtual for k in range(spec.num_joints)])
     errors, hits1, hits2, per_joint, instances, found = [], 0, 0, np.zeros((2, spec.num_joints)), 0, 0
+    reversed_, oriented = 0, 0
     cache = FrameCache()
     try:
         for n, item in enumerate(items, 1):
@@ -66,6 +72,12 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
                 hits1 += int((err <= 0.1 * side).sum())
                 hits2 += int((err <= 0.2 * side).sum())
                 per_joint[0][lab] += err <= 0.1 * side
+                if spec.orientation is not None:
+                    front, back = spec.orientation
+                    if lab[front] and lab[back] and np.isfinite(frame.keypoints[pairs[g], front, :2]).all():
+                        oriented += 1
+                        p = frame.keypoints[pairs[g], front, :2]
+                        reversed_ += int(np.linalg.norm(p - gt[g, back]) < np.linalg.norm(p - gt[g, front]))
             if progress:
                 progress(n, len(items))
     finally:
@@ -75,8 +87,44 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
     return {
         "pck@0.1": hits1 / total, "pck@0.2": hits2 / total,
         "rmse_px": float(np.sqrt((e**2).mean())) if len(e) else float("nan"),
+        "mean_px": float(e.mean()) if len(e) else float("nan"),
         "median_px": float(np.median(e)) if len(e) else float("nan"),
+        "reversed": reversed_, "oriented": oriented,
         "instances": instances, "found": found, "joints": int(per_joint[1].sum()),
         "per_joint_pck@0.1": {spec.joint_names[k]: float(per_joint[0][k] / per_joint[1][k])
                               for k in range(spec.num_joints) if per_joint[1][k]},
     }
+
+
+def identity_switches(frames: dict[int, PoseFrame], items: list[LabelledItem], cols: np.ndarray) -> dict[str, Any]:
+    """Identity switches of tracked output against labelled tracks (e.g. SLEAP's "male" / "female").
+
+    frames: {frame index: tracked PoseFrame} of one video; items: its labelled frames whose instances carry
+    a ``track``. In each labelled frame the predictions are matched to the labelled instances
+    (:func:`match_instances`); a switch is a labelled track matched to another predicted id than the last
+    one it was matched to. Returns ``{"switches", "frames", "track_frames", "matched"}`` (track_frames:
+    labelled instances with a track; matched: those matched to a tracked prediction), and ``"switch_frames"``
+    (the frame indices of the switches, for a review)."""
+    last: dict[Any, int] = {}
+    switches, at, track_frames, matched, n = 0, [], 0, 0, 0
+    for item in sorted(items, key=lambda it: it.frame_idx):
+        pose = frames.get(item.frame_idx)
+        if pose is None:
+            continue
+        n += 1
+        gt = item_points(item, cols)
+        pairs = dict(match_instances(pose.keypoints[:, :, :2].astype(np.float64), gt))
+        for g, inst in enumerate(item.instances):
+            if inst.track is None or not np.isfinite(gt[g]).any():
+                continue
+            track_frames += 1
+            if g not in pairs or pose.track_ids[pairs[g]] < 0:
+                continue
+            matched += 1
+            tid = int(pose.track_ids[pairs[g]])
+            if inst.track in last and last[inst.track] != tid:
+                switches += 1
+                at.append(int(item.frame_idx))
+            last[inst.track] = tid
+    return {"switches": switches, "frames": n, "track_frames": track_frames, "matched": matched,
+            "switch_frames": at}

@@ -17,6 +17,10 @@ YAML layout (see human18.yaml)::
                                   # optional TreeDecoder settings: search window (cells), people
                                   # scoring below min_person_score are dropped, centre peaks
                                   # closer than min_centre_distance cells to a stronger one too
+    top_down: {crop_px: 192}      # optional: small animals in large frames; each one found in the whole
+                                  # frame is read again from a crop_px square of the full-resolution
+                                  # frame around its centre (posetracker.decoding.top_down)
+    orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
 """
 
 from __future__ import annotations
@@ -73,6 +77,10 @@ class SkeletonSpec:
     axes: dict[str, str] = field(default_factory=dict)
     units: str = "m"
     decoder: dict[str, float] = field(default_factory=dict)  # TreeDecoder search window overrides
+    # top-down mode (small animals in large frames): {"crop_px": side of the square cut from the full-resolution
+    # frame around each animal's centre, which the network then reads at its input size}; {} = bottom-up only
+    top_down: dict[str, float] = field(default_factory=dict)
+    orientation: tuple[int, int] | None = None  # (front, back) joints: head / tail, for orientation checks
 
     @property
     def num_joints(self) -> int:
@@ -224,6 +232,8 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
         axes=dict(data.get("axes") or {}),
         units=str(data.get("units", "m")),
         decoder=_decoder_options(data.get("decoder"), source),
+        top_down=_top_down_options(data.get("top_down"), source),
+        orientation=_orientation(data.get("orientation"), index, source),
     )
 
 
@@ -240,6 +250,24 @@ def _decoder_options(raw, source: str) -> dict[str, float]:
     if any(v <= 0 for v in out.values()):
         raise _fail(source, f"decoder: values must be positive, got {raw!r}")
     return out
+
+
+def _orientation(raw, index: dict[str, int], source: str) -> tuple[int, int] | None:
+    """The optional ``orientation: [front, back]`` joint names -> their indices."""
+    if raw is None:
+        return None
+    if not isinstance(raw, list) or len(raw) != 2 or any(n not in index for n in raw) or raw[0] == raw[1]:
+        raise _fail(source, f"orientation: expected [front joint, back joint], got {raw!r}")
+    return index[raw[0]], index[raw[1]]
+
+
+def _top_down_options(raw, source: str) -> dict[str, float]:
+    """The optional ``top_down`` mapping: ``crop_px`` (> 0), the crop side in source pixels."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or set(raw) != {"crop_px"} or float(raw["crop_px"]) <= 0:
+        raise _fail(source, f"top_down: expected {{crop_px: <pixels > 0>}}, got {raw!r}")
+    return {"crop_px": float(raw["crop_px"])}
 
 
 def available_skeletons() -> list[str]:

@@ -102,14 +102,52 @@ def warp_matrix(size: tuple[int, int], rng: np.random.Generator | None, aug: Aug
     return m[:2], flipped
 
 
-def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, spec: SkeletonSpec,
-                rng: np.random.Generator | None, colour: float) -> tuple[np.ndarray, np.ndarray]:
-    """Image (H, W, 3) and points (P, K, 2) source px -> input (256, 256, 3) and points (P, K, 2) input px."""
+def crop_matrix(centre: np.ndarray, crop_px: float, rng: np.random.Generator | None,
+                aug: AugmentConfig) -> tuple[np.ndarray, bool]:
+    """(2, 3) affine source px -> input px of a top-down crop: the ``crop_px`` square around ``centre`` (2,)
+    scaled to the input (:mod:`posetracker.decoding.top_down`), then (``rng``) rotated / scaled about the
+    input's centre, the centre shifted by up to 5% of the crop (the whole-frame pass finds it only roughly),
+    and flipped."""
+    c = INPUT_SIZE / 2.0
+    s = INPUT_SIZE / crop_px
+    cx, cy = float(centre[0]), float(centre[1])
+    if rng is not None:
+        cx, cy = cx + rng.uniform(-0.05, 0.05) * crop_px, cy + rng.uniform(-0.05, 0.05) * crop_px
+    to_input = np.array([[s, 0, c - cx * s], [0, s, c - cy * s], [0, 0, 1]], np.float64)
     if rng is None:
+        return to_input[:2], False
+    rot = np.vstack([cv2.getRotationMatrix2D((c, c), rng.uniform(-aug.rotate_deg, aug.rotate_deg),
+                                             rng.uniform(*aug.scale)), [0, 0, 1]])
+    m = rot @ to_input
+    flipped = bool(aug.flip and rng.random() < 0.5)
+    if flipped:
+        m = np.array([[-1, 0, INPUT_SIZE], [0, 1, 0], [0, 0, 1]]) @ m
+    return m[:2], flipped
+
+
+def instance_centres(pts: np.ndarray, root: int) -> np.ndarray:
+    """(P, K, 2) source px (nan = unlabelled) -> (P, 2) each instance's root, else its labelled joints' box
+    centre (nan for an instance with no labelled joint)."""
+    out = np.full((len(pts), 2), np.nan)
+    for i, p in enumerate(pts):
+        ok = np.isfinite(p).all(-1)
+        if np.isfinite(p[root]).all():
+            out[i] = p[root]
+        elif ok.any():
+            out[i] = (p[ok].min(0) + p[ok].max(0)) / 2
+    return out
+
+
+def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, spec: SkeletonSpec,
+                rng: np.random.Generator | None, colour: float, letterboxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Image (H, W, 3) and points (P, K, 2) source px -> input (256, 256, 3) and points (P, K, 2) input px,
+    by the affine ``m`` (``letterboxed``: the product's own letterbox, which ``m`` then equals); colour jitter
+    when ``rng`` is given."""
+    if letterboxed:
         img, _ = letterbox(rgb, INPUT_SIZE)
     else:
         img = cv2.warpAffine(rgb, m, (INPUT_SIZE, INPUT_SIZE), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
-        if colour > 0:
+        if rng is not None and colour > 0:
             a, b = 1 + rng.uniform(-colour, colour), 255 * rng.uniform(-colour, colour) / 2
             img = np.clip(img.astype(np.float32) * a + b, 0, 255).astype(np.uint8)
     out = pts @ m[:, :2].T + m[:, 2]
@@ -140,21 +178,29 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
                      net: PoseNet, aug: AugmentConfig | None, seed: int,
                      progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
     """(RGB (H, W, 3), points (P, K, 2) source px) pairs -> cached :class:`LabelledSamples`
-    (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None)."""
+    (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None; for a top-down skeleton
+    also that many crops around each labelled instance, :func:`crop_matrix`)."""
     from posetracker.model.weights import weights_key
 
     variants = 1 if aug is None else aug.variants
-    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), weights_key(net.backbone), spec.name)
+    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), weights_key(net.backbone), spec.name,
+                      spec.top_down or None)
     hit = load_npz(entry_path("features", key, ".npz"))
     if hit is not None:
         return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
     rng = np.random.default_rng(seed)
     images, points = [], []
     for i, (rgb, pts) in enumerate(pairs):
-        for _ in range(variants):
-            m, flipped = warp_matrix((rgb.shape[1], rgb.shape[0]), None if aug is None else rng, aug or AugmentConfig())
+        warps = [warp_matrix((rgb.shape[1], rgb.shape[0]), None if aug is None else rng, aug or AugmentConfig())
+                 for _ in range(variants)]
+        if spec.top_down:
+            for centre in instance_centres(pts[:most], spec.root):
+                if np.isfinite(centre).all():
+                    warps += [crop_matrix(centre, spec.top_down["crop_px"], None if aug is None else rng,
+                                          aug or AugmentConfig()) for _ in range(variants)]
+        for k, (m, flipped) in enumerate(warps):
             img, p = warp_sample(rgb, pts[:most], m, flipped, spec, None if aug is None else rng,
-                                 0.0 if aug is None else aug.colour)
+                                 0.0 if aug is None else aug.colour, letterboxed=aug is None and k < variants)
             padded = np.full((most, spec.num_joints, 2), np.nan, np.float32)
             padded[: len(p)] = p
             images.append(img)

@@ -1,0 +1,116 @@
+"""Top-down mode (a skeleton's ``top_down``): crops around each animal, in training and in the session."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from posetracker.decoding import DecodedPeople
+from posetracker.decoding.top_down import centred_person, crop_window, cut_crop
+from posetracker.model.preprocess import INPUT_SIZE
+from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
+from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
+
+FLY = load_skeleton("fly13")
+
+
+def test_fly13_is_top_down_and_bad_options_are_refused():
+    assert FLY.top_down["crop_px"] > 0 and load_skeleton("human18").top_down == {}
+    base = {"name": "x", "joints": [{"name": "a", "parent": None}, {"name": "b", "parent": "a"}]}
+    for bad in ({"crop_px": 0}, {"crop": 10}, 5):
+        with pytest.raises(SkeletonError, match="top_down"):
+            spec_from_dict({**base, "top_down": bad})
+
+
+def test_a_crop_is_the_window_of_the_frame_scaled_black_outside():
+    rgb = np.zeros((100, 200, 3), np.uint8)
+    rgb[40:60, 90:110] = 200  # a 20 px square at (100, 50)
+    win = crop_window(np.array([100.0, 50.0]), 64)
+    assert win == (68.0, 18.0, 64.0)
+    crop = cut_crop(rgb, win, 256)  # 4x: the square is 80 px in the middle
+    assert crop.shape == (256, 256, 3) and crop[128, 128, 0] == 200 and crop[128, 80, 0] == 0
+    edge = cut_crop(rgb, crop_window(np.array([5.0, 5.0]), 64), 256)
+    assert edge[:100, :100].max() == 0  # outside the frame
+
+
+def test_the_person_nearest_the_crop_centre_is_chosen():
+    k = FLY.num_joints
+    kp = np.zeros((2, k, 2), np.float32)
+    kp[0, FLY.root], kp[1, FLY.root] = (30, 30), (130, 120)
+    people = DecodedPeople(kp, np.ones((2, k), np.float32), np.array([0.9, 0.5], np.float32), np.zeros((2, k)), kp)
+    assert centred_person(people, FLY.root, 256) == 1
+    far = DecodedPeople(kp[:1], np.ones((1, k), np.float32), np.array([0.9], np.float32), np.zeros((1, k)), kp[:1])
+    assert centred_person(far, FLY.root, 256) == -1
+
+
+def test_training_crops_move_points_with_the_pixels():
+    rgb = np.zeros((1024, 1024, 3), np.uint8)
+    pts = np.full((1, FLY.num_joints, 2), np.nan)
+    pts[0, FLY.root] = (500, 400)
+    pts[0, 0] = (540, 380)  # head
+    for x, y in pts[0, [FLY.root, 0]].astype(int):
+        rgb[y - 2 : y + 3, x - 2 : x + 3] = 255
+    centre = instance_centres(pts, FLY.root)[0]
+    np.testing.assert_allclose(centre, (500, 400))
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        m, flipped = crop_matrix(centre, 160, rng, AugmentConfig(rotate_deg=180, flip=True, colour=0.0))
+        img, p = warp_sample(rgb, pts, m, flipped, FLY, rng, 0.0)
+        x, y = np.round(p[0, FLY.root]).astype(int)
+        assert img[y, x].max() > 100 and abs(x - 128) < 0.06 * 256 * 1.25 and abs(y - 128) < 0.06 * 256 * 1.25
+    m, _ = crop_matrix(centre, 160, None, AugmentConfig())  # held out: exactly the inference crop
+    np.testing.assert_allclose(m, [[1.6, 0, 128 - 800], [0, 1.6, 128 - 640]])
+
+
+def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch):
+    """Two bright blobs in a large frame; the (untrained) network's reading is replaced by the crop's, one batch."""
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.detector import new_detector
+
+    net = new_detector(FLY, load_posenet()).eval()
+    session = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch"))
+    kp = np.full((2, FLY.num_joints, 2), np.nan, np.float32)
+    kp[0, :] = (300, 300)
+    kp[1, :] = (700, 650)
+    people = DecodedPeople(kp, np.full((2, FLY.num_joints), 0.5, np.float32), np.array([0.9, 0.8], np.float32),
+                           np.zeros((2, FLY.num_joints)), kp.copy())
+    seen = []
+    real = type(session.net).__call__
+    monkeypatch.setattr(type(session.net), "__call__", lambda self, x: seen.append(tuple(x.shape)) or real(self, x))
+    chosen = {}
+
+    def fake_centred(found, root, size, radius=0.25):
+        chosen.setdefault("n", 0)
+        chosen["n"] += 1
+        return -1 if chosen["n"] == 2 else (0 if found.num_people else -1)
+
+    monkeypatch.setattr("posetracker.session.centred_person", fake_centred)
+    with torch.no_grad():
+        net.heads.centre.out.bias.fill_(5.0)  # a centre everywhere: each crop finds someone
+    out = session._read_crops(people, np.zeros((1024, 1024, 3), np.uint8))
+    assert seen == [(2, 1, 3, INPUT_SIZE, INPUT_SIZE)]  # both crops in one batch
+    assert not np.array_equal(out.keypoints[0], kp[0])  # replaced by the first crop's reading ...
+    assert np.all(np.abs(out.keypoints[0] - 300) <= 80)  # ... which lies inside its 160 px crop
+    np.testing.assert_array_equal(out.keypoints[1], kp[1])  # the second crop found nobody centred: kept
+    np.testing.assert_array_equal(out.scores, people.scores)
+
+
+def test_identity_switches_count_a_labelled_track_moving_to_another_id():
+    from posetracker.evaluation.datasets import Instance, LabelledItem
+    from posetracker.evaluation.held_out import identity_switches
+    from posetracker.types import PoseFrame
+
+    k = 3
+    a, b = np.array([[10.0, 10, 2]] * k), np.array([[100.0, 100, 2]] * k)
+    items = [LabelledItem(None, None, t, 200, 200, (Instance(a, track="male"), Instance(b, track="female")))
+             for t in range(4)]
+    ids = [(0, 1), (0, 1), (1, 0), (1, 0)]  # the two swap at frame 2: two switches, then stable
+    frames = {t: PoseFrame(index=t, timestamp=0.0, keypoints=np.stack([np.c_[a[:, :2], np.zeros(k)],
+                                                                         np.c_[b[:, :2], np.zeros(k)]]).astype(np.float32),
+                           confidence=np.ones((2, k), np.float32), scores=np.ones(2, np.float32),
+                           track_ids=np.array(ids[t]), image_size=(200, 200)) for t in range(4)}
+    r = identity_switches(frames, items, np.arange(k))
+    assert r["switches"] == 2 and r["switch_frames"] == [2, 2] and r["matched"] == r["track_frames"] == 8
