@@ -57,6 +57,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.last_recording: RecordingSummary | None = None
         self.poses_received = 0
         self.pending_offline = False  # offline mode chosen: process the file once it has opened
+        self.train_dialog = None  # Tools > Train animal mode (ui.train_dialog.TrainDialog), made when first opened
         self._build()
         self._connect()
         self._apply_state()
@@ -92,7 +93,8 @@ class MainWindow(WindowEvents, QMainWindow):
         docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock)
         self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
                                                          self.ask_export,
-                                                         self.toggle_play, self.controller.step, self.record_action, docks))
+                                                         self.toggle_play, self.controller.step, self.record_action, docks,
+                                                         train_mode=self.ask_train_mode))
         self.source_panel.set_cameras(self.services.list_cameras())
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
@@ -217,6 +219,22 @@ class MainWindow(WindowEvents, QMainWindow):
         self.state.skeleton = name
         self.set_spec(self._load_spec(name))
         self._refresh_refiners()
+
+    def refresh_model_options(self) -> None:
+        """Re-read the skeletons and user-trained modes into the Mode and model panel (a mode was just trained)."""
+        self.model_panel.set_options(model_options(self.services.weights_path))
+        self.model_panel.set_values(self.state.skeleton, self.state.mode, self.state.lookahead, self.state.sync_overlay)
+
+    def ask_train_mode(self) -> None:
+        """Tools > Train animal mode: the (non-modal) Train dialog; a mode it trains joins the skeleton selector."""
+        from ui.train_dialog import TrainDialog
+
+        if self.train_dialog is None:
+            self.train_dialog = TrainDialog(self.services.train_mode, self)
+            self.train_dialog.mode_trained.connect(lambda _result: self.refresh_model_options())
+        self.train_dialog.show()
+        self.train_dialog.raise_()
+        self.train_dialog.activateWindow()
 
     def set_spec(self, spec: SkeletonSpec) -> None:
         self.spec = spec

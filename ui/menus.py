@@ -1,4 +1,5 @@
-"""The window's menu bar: File (open, recent, export by registered suffix, quit), Record, View."""
+"""The window's menu bar: File (open, recent, export by registered suffix, quit), Playback, Record, View,
+Tools (train an animal mode from the user's labels)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class MenuActions:
     step: Callable[[int], None]  # +1 / -1 frame
     record: QAction
     docks: Sequence[QDockWidget]  # shown / hidden from the View menu, in this order
+    train_mode: Callable[[], None] | None = None  # open the Train animal mode dialog (None: the entry is disabled)
 
 
 def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
@@ -60,4 +62,12 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     view_menu = bar.addMenu("&View")
     for dock in actions.docks:
         view_menu.addAction(dock.toggleViewAction())
+    tools_menu = bar.addMenu("&Tools")
+    train = QAction("Train animal mode…", win)
+    train.setObjectName("train_mode_action")
+    train.setToolTip("Train a new animal mode from your own labels (a SLEAP .slp file or a DeepLabCut project)")
+    train.setEnabled(actions.train_mode is not None)
+    if actions.train_mode is not None:
+        train.triggered.connect(actions.train_mode)
+    tools_menu.addAction(train)
     return export_menu

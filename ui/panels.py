@@ -188,11 +188,7 @@ class ModelPanel(QWidget):
                  parent: QWidget | None = None):
         super().__init__(parent)
         self.skeleton = QComboBox()
-        for opt in options:
-            label = ("Human" if opt.kind == "human" else opt.kind.capitalize()) + f" ({opt.skeleton})"
-            self.skeleton.addItem(label if opt.has_weights else f"{label}: no weights", opt.skeleton)
-            if not opt.has_weights:
-                self.skeleton.model().item(self.skeleton.count() - 1).setEnabled(False)
+        self.set_options(options)
         self.mode = QComboBox()
         self.mode.addItem("Live (causal, low latency)", "live")
         self.mode.addItem("Offline (whole file, bidirectional)", "offline")
@@ -226,6 +222,20 @@ class ModelPanel(QWidget):
         self.lookahead.valueChanged.connect(self.lookahead_changed)
         self.max_people.valueChanged.connect(self.max_people_changed)
         self.sync.toggled.connect(self.sync_toggled)
+
+    def set_options(self, options: list[ModelOption]) -> None:
+        """Fill the skeleton selector (shipped skeletons, then user-trained modes; those without weights
+        disabled), keeping the current choice where it is still offered; emits nothing."""
+        current = self.skeleton.currentData()
+        self.skeleton.blockSignals(True)
+        self.skeleton.clear()
+        for opt in options:
+            self.skeleton.addItem(opt.label, opt.skeleton)
+            if not opt.has_weights:
+                self.skeleton.model().item(self.skeleton.count() - 1).setEnabled(False)
+        if current is not None:
+            self.skeleton.setCurrentIndex(max(0, self.skeleton.findData(current)))
+        self.skeleton.blockSignals(False)
 
     def set_refiners(self, names: list[str], note: str | None, checked=()) -> None:
         """Rebuild the refiner check boxes (kind in the "kind" property, the registry's label as text); disabled

@@ -13,6 +13,7 @@ from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.recording import is_recording_folder
 from posetracker.resources import sample_clip
 from posetracker.skeletons import available_skeletons, load_skeleton
+from posetracker.train.user_mode import UserMode, create_user_mode, user_mode_for, user_modes
 from ui.packets import PoseSession
 
 SAMPLE_CLIP = sample_clip()  # the checkout's, or the installed copy (posetracker.resources)
@@ -23,7 +24,8 @@ CAMERA_PREFIX = "camera:"
 @dataclass(frozen=True)
 class ModelChoice:
     """Which session to build: skeleton, mode, look-ahead, refiner kinds, the most people (or animals) per
-    frame (weights: None = shipped file)."""
+    frame (weights: None = shipped file, or a user mode's own). ``skeleton``: a shipped skeleton's name, or
+    a user-trained mode's skeleton YAML path (``<modes>/<name>/<name>.yaml``, see posetracker.train.user_mode)."""
 
     skeleton: str = "human18"
     mode: Literal["live", "offline"] = "live"
@@ -35,18 +37,21 @@ class ModelChoice:
 
 def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
-    Refiners come from models/, or from the folder of custom ``weights``."""
+    Refiners come from models/, or from the folder of custom ``weights`` (a user mode: its own folder)."""
     from posetracker.session import SessionConfig, TrackingSession
 
     from posetracker.refiners import default_refiners
 
+    spec = load_skeleton(choice.skeleton)  # a name, or a user mode's YAML path
+    mode = user_mode_for(choice.skeleton)
+    weights = choice.weights or (mode.weights if mode is not None else None)
     kinds = tuple(choice.refiners)
     if choice.mode == "offline":  # whole-file processing adds the offline defaults (the precision stage)
-        folder = Path(choice.weights).parent if choice.weights else None
-        kinds += tuple(k for k in default_refiners(choice.skeleton, "offline", folder) if k not in kinds)
+        folder = Path(weights).parent if weights else None
+        kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
     config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds,
                            max_people=choice.max_people)
-    return TrackingSession.open(choice.skeleton, choice.weights, config)
+    return TrackingSession.open(spec, weights, config)
 
 
 def open_camera(index: int) -> FrameSource:
@@ -56,23 +61,29 @@ def open_camera(index: int) -> FrameSource:
 def _default_weights(skeleton: str) -> Path:
     from posetracker.model.weights import default_weights_path
 
-    return default_weights_path(skeleton)
+    mode = user_mode_for(skeleton)
+    return mode.weights if mode is not None else default_weights_path(skeleton)
 
 
 RefinerLister = Callable[[str], tuple[list[str], str | None]]
 
 
 def refiner_names(skeleton: str = "human18") -> tuple[list[str], str | None]:
-    """Refiner kinds with trained weights for ``skeleton``, and a note for the user (or None).
-    Never raises: a broken registry or plug-in becomes the note."""
+    """Refiner kinds with trained weights for ``skeleton`` (a user mode's: in its folder), and a note for the
+    user (or None). Never raises: a broken registry or plug-in becomes the note."""
+    mode = None
     try:
         from posetracker import refiners
 
-        names = list(refiners.available_refiners(skeleton))
+        mode = user_mode_for(skeleton)
+        if mode is not None:
+            names = list(refiners.available_refiners(load_skeleton(mode.skeleton).name, mode.folder))
+        else:
+            names = list(refiners.available_refiners(skeleton))
         errors = refiners.plugin_errors()
     except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
         return [], f"Refiners could not be loaded: {exc}"
-    notes = [] if names else [f"No refiners are trained for {skeleton}."]
+    notes = [] if names else [f"No refiners are trained for {mode.name if mode else skeleton}."]
     if errors:
         notes.append("Broken refiner plug-ins: " + "; ".join(f"{n}: {e}" for n, e in sorted(errors.items())))
     return names, " ".join(notes) or None
@@ -88,6 +99,9 @@ class Services:
     open_file: Callable[[str], FrameSource] = open_source
     weights_path: Callable[[str], Path] = _default_weights
     refiner_names: RefinerLister = refiner_names
+    # Tools > Train animal mode: (project, name, steps=, progress=, cancel=, log=) -> UserModeResult, run in a
+    # worker thread (posetracker.train.user_mode.create_user_mode: import, train, score, install)
+    train_mode: Callable[..., object] = create_user_mode
 
 
 def classify(spec: str) -> SourceKind:
@@ -107,13 +121,32 @@ def camera_index(spec: str) -> int:
 
 @dataclass(frozen=True)
 class ModelOption:
-    skeleton: str
+    skeleton: str  # a shipped skeleton's name, or a user mode's skeleton YAML path (what ModelChoice takes)
     kind: str  # "human" | "animal"
     has_weights: bool
+    user: bool = False  # trained by the user (Tools > Train animal mode), from posetracker.train.user_mode
+    name: str = ""  # the mode's name where ``skeleton`` is a path
+
+    @property
+    def label(self) -> str:
+        """What the skeleton selector shows, e.g. "Animal (mouse4)", "Animal (flies, user-trained)"."""
+        kind = "Human" if self.kind == "human" else self.kind.capitalize()
+        text = f"{kind} ({self.name or self.skeleton}{', user-trained' if self.user else ''})"
+        return text if self.has_weights else f"{text}: no weights"
 
 
-def model_options(weights_path: Callable[[str], Path] = _default_weights) -> list[ModelOption]:
-    """Every shipped skeleton, human first, with whether weights exist for it."""
+def user_mode_option(mode: UserMode) -> ModelOption:
+    try:
+        kind = load_skeleton(mode.skeleton).kind
+    except ValueError:
+        kind = "animal"
+    return ModelOption(str(mode.skeleton), kind, mode.weights.is_file(), user=True, name=mode.name)
+
+
+def model_options(weights_path: Callable[[str], Path] = _default_weights,
+                  modes_dir: str | Path | None = None) -> list[ModelOption]:
+    """Every shipped skeleton, human first, with whether weights exist for it; then the user-trained modes
+    (in ``modes_dir``, default ``$POSETRACKER_MODES`` or ``~/.local/share/posetracker/modes``), by name."""
     options = []
     for name in available_skeletons():
         try:
@@ -121,4 +154,5 @@ def model_options(weights_path: Callable[[str], Path] = _default_weights) -> lis
         except ValueError:
             continue
         options.append(ModelOption(name, kind, weights_path(name).is_file()))
-    return sorted(options, key=lambda o: (o.kind != "human", o.skeleton))
+    options.sort(key=lambda o: (o.kind != "human", o.skeleton))
+    return options + [user_mode_option(m) for m in user_modes(modes_dir)]

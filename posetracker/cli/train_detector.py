@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from posetracker.defaults import DEFAULT_MAX_PEOPLE
 
 TRAINABLE_REFINERS = ("heatmap", "graph")  # the refiner kinds ``train refiner`` has a loss and a config section for
 
@@ -22,76 +23,37 @@ def _log(msg: str) -> None:
 
 
 def _setup(args: argparse.Namespace):
-    import torch
+    from posetracker.train.user_mode import UserModeError, load_training
 
-    from posetracker.skeletons import load_skeleton
-    from posetracker.train.detector import load_detector_config
-    from posetracker.train.detector_samples import load_split
-
-    torch.set_num_threads(max(1, args.threads))
-    torch.manual_seed(0)
-    cfg = load_detector_config(args.config)
-    spec = load_skeleton(cfg.skeleton)
-    if cfg.teacher_config:
-        return cfg, spec, [], [], None
-    if not cfg.data_path.is_file():
-        raise SystemExit(f"error: labelled set not found: {cfg.data_path}")
-    train_items, val_items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
-    return cfg, spec, train_items, val_items, cols
+    try:
+        return load_training(args.config, args.threads)
+    except UserModeError as exc:
+        raise SystemExit(f"error: {exc}") from None
 
 
 def _samples(cfg, spec, net, items, cols):
     from tqdm import tqdm
 
-    from posetracker.train.detector_samples import prepare_samples, teacher_samples
+    from posetracker.train.user_mode import detector_samples
 
     bar = tqdm(total=len(items) or None, desc="features", dynamic_ncols=True)
     update = lambda d, t: (setattr(bar, "total", t), bar.update(d - bar.n))  # noqa: E731
     try:
-        if cfg.teacher_config:
-            return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
-                                   cfg.clip_every, cfg.clip_max, _log, update)
-        return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
+        return detector_samples(cfg, spec, net, items, cols, _log, update)
     finally:
         bar.close()
 
 
 def cmd_detector(args: argparse.Namespace) -> int:
-    import torch
-
-    from posetracker.model.weights import load_posenet, save_posenet
-    from posetracker.refiners import build_refiner, refiner_path, save_refiner
-    from posetracker.train.detector import detector_loss, first_features, new_detector, run_training
+    from posetracker.train.user_mode import UserModeError, train_detector
 
     cfg, spec, train_items, val_items, cols = _setup(args)
-    net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
-    t0 = time.time()
-    data = _samples(cfg, spec, net, train_items, cols)
-    _log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
-         f"({time.time() - t0:.0f} s); {len(val_items)} held out")
-    graph = build_refiner("graph", spec, **cfg.graph)
-    net.train()
-    groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
-    if cfg.train_fpn:
-        groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
-    gen = torch.Generator().manual_seed(cfg.seed)
-    t1 = time.time()
-
-    def loss(b):
-        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
-
-    history = run_training(loss, groups, data, spec, cfg, args.steps or cfg.steps, _log, "detector+graph")
-    minutes = (time.time() - t1) / 60
-    net.eval()
-    out = Path(args.out) if args.out else cfg.out_path
-    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
-           f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
-           f"{minutes:.1f} min)")
-    save_posenet(net, out, source=src, trained="heads")
-    gpath = refiner_path("graph", spec.name, out.parent)
-    save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)
-    _log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
-    _write_log(out.with_suffix(".losses.json") if args.log is None else Path(args.log), history)
+    try:
+        run = train_detector(cfg, spec, train_items, val_items, cols, args.steps, args.out, _log,
+                             samples=lambda net: _samples(cfg, spec, net, train_items, cols))
+    except UserModeError as exc:
+        raise SystemExit(f"error: {exc}") from None
+    _write_log(run.weights.with_suffix(".losses.json") if args.log is None else Path(args.log), run.history)
     return 0
 
 
@@ -158,11 +120,39 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
         results[combo] = r
-        _log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  RMSE {r['rmse_px']:.2f} px  "
-             f"median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}")
+        turned = f"  reversed {r['reversed']}/{r['oriented']}" if r["oriented"] else ""
+        _log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  mean {r['mean_px']:.2f} px  "
+             f"RMSE {r['rmse_px']:.2f} px  median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}{turned}")
+    if args.tracking:
+        results["tracking"] = _tracking(args, cfg, spec, weights, cols)
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=2))
     return 0
+
+
+def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
+    """Track the labelled set's video offline (the product's path) and count identity switches against its
+    labelled tracks, over every labelled frame (training frames too: tracking is not trained)."""
+    from posetracker.capture import open_source
+    from posetracker.evaluation.datasets import load_labelled_set
+    from posetracker.evaluation.held_out import identity_switches
+    from posetracker.session import SessionConfig, TrackingSession
+
+    items = [it for it in load_labelled_set(str(cfg.data_path)).items if it.video is not None]
+    if not items:
+        raise SystemExit("error: --tracking needs a labelled set of video frames")
+    video = items[0].video
+    items = [it for it in items if it.video == video]
+    session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
+                                                                max_people=args.max_people, refiners=()))
+    with open_source(str(video)) as src:
+        frames = list(iter(src.read, None))
+    seq = session.run(iter(frames), fps=30.0, total=len(frames))
+    r = identity_switches({p.index: p for p in seq.frames}, items, cols)
+    _log(f"tracking {video.name}: {len(frames)} frames, {r['switches']} identity switches over {r['frames']} "
+         f"labelled frames ({r['matched']}/{r['track_frames']} labelled animals matched to a track)"
+         + (f"; at frames {r['switch_frames'][:20]}" if r["switch_frames"] else ""))
+    return r
 
 
 def add_detector_parsers(tsub) -> None:
@@ -193,4 +183,8 @@ def add_detector_parsers(tsub) -> None:
                    help="refiner combinations to score, e.g. none heatmap heatmap+graph (default: none, each refiner "
                         "trained beside the weights, and all of them together)")
     e.add_argument("--out", help="write the results as JSON")
+    e.add_argument("--tracking", action="store_true",
+                   help="also track the labelled video offline and count identity switches against its labelled tracks")
+    e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
+                   help="most animals a frame (tracking; e.g. 2 for a pair)")
     e.set_defaults(func=cmd_held_out_eval)

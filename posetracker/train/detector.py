@@ -226,9 +226,15 @@ def lr_schedule(opt: torch.optim.Optimizer, steps: int, warmup: int) -> torch.op
 
 def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float]]], groups: list[dict],
                  data: LabelledSamples, spec: SkeletonSpec, cfg: DetectorConfig, steps: int,
-                 log: Callable[[str], None], desc: str) -> list[dict[str, float]]:
+                 log: Callable[[str], None], desc: str,
+                 progress: Callable[[int, int, dict[str, float]], None] | None = None,
+                 cancel: Callable[[], bool] | None = None) -> list[dict[str, float]]:
     """AdamW (parameter groups with their ``lr``), a linear warm-up over ``cfg.warmup_steps``, then cosine
     decay, over ``steps`` batches of ``cfg.batch`` random samples; returns per-step losses.
+
+    ``progress(done, steps, losses)`` is called after every step (``losses``: that step's history entry);
+    ``cancel()`` is asked before every step: True stops there and returns the steps done so far (the
+    caller tells a cancelled run from a finished one by ``len(history) < steps``).
 
     Without the warm-up the first full-size Adam steps knock the pretrained head layers about: three of
     four mouse4 runs never learnt the tail base (held-out PCK@0.1 0.24-0.26, one 0.66); with it two
@@ -243,6 +249,8 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
     history = []
     bar = tqdm(range(steps), desc=desc, dynamic_ncols=True, mininterval=2.0)
     for step in bar:
+        if cancel is not None and cancel():
+            break
         idx = np.sort(rng.choice(len(data), size=min(cfg.batch, len(data)), replace=False))
         tgt = batch_targets(data.points[idx], spec, cfg.sigma, (h, w), cfg.cell_origin)
         tgt["root"] = spec.root
@@ -258,4 +266,7 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
         if step % 50 == 0 or step == steps - 1:
             bar.set_postfix(loss=f"{loss.item():.3f}", **{k: f"{v:.3f}" for k, v in parts.items()})
             log(f"{desc} step {step}: loss {loss.item():.4f} " + " ".join(f"{k} {v:.4f}" for k, v in parts.items()))
+        if progress is not None:
+            progress(step + 1, steps, history[-1])
+    bar.close()
     return history

@@ -1,0 +1,469 @@
+"""User-trained animal modes: train a detector from the user's own labels, score it, install it as a mode.
+
+    from posetracker.train.user_mode import create_user_mode, user_modes
+    result = create_user_mode("flies.slp", "flies", steps=400, progress=print_progress)  # import, train, install
+    [m.name for m in user_modes()]                                                       # ['flies']
+
+The pieces, usable one by one (what ``posetracker import-labels`` + ``train detector`` + ``train
+held-out-eval`` do on the command line):
+
+- :func:`train_detector`: the shared training of ``posetracker train detector`` (samples, FPN + heads +
+  graph refiner jointly, the detector and its graph refiner saved side by side);
+- :func:`train_user_mode`: that, then the held-out report (refiners "none" and "graph") written beside
+  the weights as ``report.json``; with progress and cancel for the app;
+- :func:`install_user_mode`: an import folder's skeleton, weights, refiner and report -> a mode folder.
+
+The user modes folder (:func:`user_modes_dir`): ``$POSETRACKER_MODES`` or ``~/.local/share/posetracker/modes``::
+
+    <modes>/<name>/
+        <name>.yaml                        the skeleton (its ``name:`` is <name>)
+        posenet-<name>.safetensors         the detector: written LAST, a mode is listed once it is there
+        refiner-graph-<name>.safetensors   its graph refiner (read beside the weights, like models/)
+        report.json                        held-out scores, steps, sizes, source project
+        training/                          (modes made by create_user_mode) the import: normalized.json,
+                                           train.yaml, <name>.yaml, for ``posetracker train ... --config
+                                           <modes>/<name>/training/train.yaml`` (writes into training/)
+
+A session opens a mode with ``TrackingSession.open(str(mode.skeleton), mode.weights, config)``: the
+skeleton is loaded from its YAML path and the refiners are read from the weights' folder.
+
+No Qt here: the app (ui/train_dialog.py) runs :func:`create_user_mode` in a worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Progress = Callable[[int, int, str], None]  # (done, total: 0 = unknown, what is being done)
+Cancel = Callable[[], bool]
+Log = Callable[[str], None]
+
+REPORT = "report.json"
+TRAINING = "training"  # the import's folder inside a mode made by create_user_mode
+REPORT_REFINERS = ("none", "graph")  # the held-out report's refiner combinations
+
+
+class TrainingCancelled(Exception):
+    """``cancel()`` returned True: training stopped between two steps; no weights were written."""
+
+
+class UserModeError(ValueError):
+    """Something the user can fix (a name taken, too few labelled frames, a missing file); the message says what."""
+
+
+@dataclass(frozen=True)
+class UserMode:
+    """A trained mode in the user modes folder."""
+
+    name: str
+    folder: Path
+    skeleton: Path  # <folder>/<name>.yaml
+    weights: Path  # <folder>/posenet-<name>.safetensors
+    report: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass
+class DetectorRun:
+    """What :func:`train_detector` wrote and how long it took."""
+
+    weights: Path
+    refiner: Path
+    history: list[dict[str, float]]
+    minutes: float
+    train_items: int
+    val_items: int
+    samples: int
+
+
+@dataclass
+class UserModeResult:
+    """A trained (and, from :func:`create_user_mode`, installed) mode: files, scores, loss history."""
+
+    name: str
+    weights: Path
+    refiner: Path
+    report: dict
+    report_path: Path
+    history: list[dict[str, float]] = field(default_factory=list)
+    mode: UserMode | None = None  # set once installed
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with NaN / infinite floats as None (report.json is strict JSON: a mode that found nothing
+    has no pixel error)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+# ---------------------------------------------------------------------------------------- the modes folder
+
+
+def user_modes_dir() -> Path:
+    """``$POSETRACKER_MODES`` or ``~/.local/share/posetracker/modes`` (not created here)."""
+    env = os.environ.get("POSETRACKER_MODES")
+    return Path(env).expanduser() if env else Path.home() / ".local" / "share" / "posetracker" / "modes"
+
+
+def _mode_files(folder: Path, name: str) -> tuple[Path, Path]:
+    return folder / f"{name}.yaml", folder / f"posenet-{name}.safetensors"
+
+
+def _read_report(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def read_user_mode(folder: str | Path) -> UserMode | None:
+    """The mode in ``folder`` (named after it), or None when it has no skeleton or no weights (yet)."""
+    folder = Path(folder)
+    skeleton, weights = _mode_files(folder, folder.name)
+    if not (skeleton.is_file() and weights.is_file()):
+        return None
+    return UserMode(folder.name, folder, skeleton, weights, _read_report(folder / REPORT))
+
+
+def user_modes(modes_dir: str | Path | None = None) -> list[UserMode]:
+    """Every complete mode in ``modes_dir`` (default :func:`user_modes_dir`), by name; never raises."""
+    root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
+    try:
+        folders = sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError:
+        return []
+    return [m for m in map(read_user_mode, folders) if m is not None]
+
+
+def user_mode_for(skeleton: str | Path) -> UserMode | None:
+    """The user mode whose skeleton YAML is ``skeleton`` (a path), else None (a shipped name, another file)."""
+    path = Path(skeleton)
+    if path.suffix not in (".yaml", ".yml"):
+        return None
+    mode = read_user_mode(path.parent)
+    return mode if mode is not None and mode.skeleton.resolve() == path.resolve() else None
+
+
+def mode_name(text: str, modes_dir: str | Path | None = None, exists_ok: bool = False) -> str:
+    """``text`` as a mode name (letters, digits, ``_``, ``-``); UserModeError when it is empty, names a
+    shipped skeleton or (unless ``exists_ok``) an installed user mode."""
+    from posetracker.importers.common import slug
+    from posetracker.importers import RESERVED_NAMES
+    from posetracker.skeletons import available_skeletons
+
+    if not str(text).strip():
+        raise UserModeError("Give the mode a name.")
+    name = slug(text)
+    if name in RESERVED_NAMES or name == TRAINING:
+        raise UserModeError(f"{name!r} cannot be a mode name; choose another.")
+    if name in available_skeletons():
+        raise UserModeError(f"{name!r} is a mode shipped with PoseTracker; choose another name.")
+    root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
+    if not exists_ok and read_user_mode(root / name) is not None:
+        raise UserModeError(f"A mode called {name!r} already exists in {root}; choose another name.")
+    return name
+
+
+def _place(src: Path, dst: Path, move: bool) -> None:
+    """``src`` -> ``dst`` through a temporary file beside ``dst`` and a rename (no half-written ``dst``)."""
+    tmp = dst.with_name(dst.name + ".partial")
+    if move:
+        try:
+            os.replace(src, tmp)
+        except OSError:  # another file system
+            shutil.copy2(src, tmp)
+            src.unlink()
+    else:
+        shutil.copy2(src, tmp)
+    os.replace(tmp, dst)
+
+
+def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path | None = None,
+                      replace: bool = False, move: bool = False) -> UserMode:
+    """Copy (``move``: move) a trained import's ``<name>.yaml``, ``posenet-<name>.safetensors``,
+    ``refiner-graph-<name>.safetensors`` and ``report.json`` into ``<modes_dir>/<name>/``. The weights go
+    last, so the mode is listed only once whole. UserModeError when a file is missing or the mode exists
+    (unless ``replace``)."""
+    from posetracker.refiners import refiner_path
+
+    src = Path(import_dir)
+    root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
+    folder = root / name
+    if not replace and read_user_mode(folder) is not None:
+        raise UserModeError(f"A mode called {name!r} already exists in {root}; choose another name.")
+    skeleton, weights = _mode_files(src, name)
+    refiner = refiner_path("graph", name, src)
+    missing = [str(p) for p in (skeleton, weights) if not p.is_file()]
+    if missing:
+        raise UserModeError(f"cannot install mode {name!r}: missing {', '.join(missing)} (train it first)")
+    folder.mkdir(parents=True, exist_ok=True)
+    _place(skeleton, folder / skeleton.name, move=False)  # the import keeps its skeleton (train.yaml names it)
+    for extra in (refiner, src / REPORT):
+        if extra.is_file():
+            _place(extra, folder / extra.name, move)
+    _place(weights, folder / weights.name, move)
+    mode = read_user_mode(folder)
+    assert mode is not None
+    return mode
+
+
+# ---------------------------------------------------------------------------------------- training
+
+
+def load_training(config_path: str | Path, threads: int = 1):
+    """(cfg, spec, train items, held-out items, joint columns) of a ``train detector`` config; sets torch's
+    threads and seed as ``posetracker train detector`` does. UserModeError when the labelled set is missing."""
+    import torch
+
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.detector import load_detector_config
+    from posetracker.train.detector_samples import load_split
+
+    torch.set_num_threads(max(1, threads))
+    torch.manual_seed(0)
+    cfg = load_detector_config(config_path)
+    spec = load_skeleton(cfg.skeleton)
+    if cfg.teacher_config:
+        return cfg, spec, [], [], None
+    if not cfg.data_path.is_file():
+        raise UserModeError(f"labelled set not found: {cfg.data_path}")
+    train_items, val_items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
+    return cfg, spec, train_items, val_items, cols
+
+
+def detector_samples(cfg, spec, net, items, cols, log: Log = _stderr,
+                     update: Callable[[int, int], None] | None = None):
+    """The training samples of a config (warped labelled frames, or teacher-labelled clip frames) with the
+    frozen body's cached outputs; ``update(done, total)`` per frame read."""
+    from posetracker.train.detector_samples import prepare_samples, teacher_samples
+
+    if cfg.teacher_config:
+        return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
+                               cfg.clip_every, cfg.clip_max, log, update)
+    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
+
+
+def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = None, out: str | Path | None = None,
+                   log: Log = _stderr, samples: Callable[[Any], Any] | None = None,
+                   step_progress: Callable[[int, int, dict[str, float]], None] | None = None,
+                   cancel: Cancel | None = None) -> DetectorRun:
+    """``posetracker train detector``: a new detector for ``spec`` from ``cfg.init_weights``, its FPN, heads
+    and graph refiner trained jointly for ``steps`` (default ``cfg.steps``), saved to ``out`` (default
+    ``cfg.out_path``) with the refiner beside it. Both files are written only when training finished
+    (each atomically); ``cancel()`` True between steps raises :class:`TrainingCancelled` before that.
+    ``samples(net)``: the training samples (default :func:`detector_samples` without progress);
+    ``step_progress(done, steps, losses)`` after every step."""
+    import torch
+
+    from posetracker.model.weights import load_posenet, save_posenet
+    from posetracker.refiners import build_refiner, refiner_path, save_refiner
+    from posetracker.train.detector import detector_loss, first_features, new_detector, run_training
+
+    if not train_items and not cfg.teacher_config:
+        raise UserModeError("no labelled frames left to train on (the project needs at least 2 labelled frames: "
+                            "the last fifth is held out)")
+    net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
+    t0 = time.time()
+    data = samples(net) if samples is not None else detector_samples(cfg, spec, net, train_items, cols, log)
+    log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
+        f"({time.time() - t0:.0f} s); {len(val_items)} held out")
+    if cancel is not None and cancel():
+        raise TrainingCancelled("training cancelled")
+    graph = build_refiner("graph", spec, **cfg.graph)
+    net.train()
+    groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
+    if cfg.train_fpn:
+        groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
+    gen = torch.Generator().manual_seed(cfg.seed)
+    t1 = time.time()
+
+    def loss(b):
+        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
+
+    steps = steps or cfg.steps
+    history = run_training(loss, groups, data, spec, cfg, steps, log, "detector+graph", step_progress, cancel)
+    if len(history) < steps:
+        raise TrainingCancelled(f"training cancelled after {len(history)} of {steps} steps")
+    minutes = (time.time() - t1) / 60
+    net.eval()
+    out = Path(out) if out else cfg.out_path
+    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
+           f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
+           f"{minutes:.1f} min)")
+    gpath = refiner_path("graph", spec.name, out.parent)
+    save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)  # the refiner first: the weights mark a whole run
+    save_posenet(net, out, source=src, trained="heads")
+    log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
+    return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
+
+
+def held_out_report(spec, weights: Path, val_items, cols, combos=REPORT_REFINERS, threads: int = 1,
+                    progress: Progress | None = None, cancel: Cancel | None = None, log: Log = _stderr) -> dict:
+    """``posetracker train held-out-eval``'s scores of ``weights`` (refiners read beside it) on the held-out
+    items, per refiner combination: {combo: evaluate_items' dict (pck@0.1, pck@0.2, mean_px, median_px,
+    found, instances, ...)}."""
+    from posetracker.evaluation.held_out import evaluate_items
+    from posetracker.session import SessionConfig, TrackingSession
+
+    results = {}
+    for combo in combos:
+        kinds = () if combo == "none" else tuple(combo.split("+"))
+        session = TrackingSession.open(spec, weights, SessionConfig(threads=threads, refiners=kinds))
+        what = "no refiner" if combo == "none" else f"{combo} refiner"
+
+        def update(done: int, total: int, what=what) -> None:
+            if cancel is not None and cancel():
+                raise TrainingCancelled("cancelled while scoring the held-out frames")
+            if progress is not None:
+                progress(done, total, f"Scoring the held-out frames ({what}): {done} / {total}")
+
+        update(0, len(val_items))
+        r = evaluate_items(session.process_image, val_items, cols, spec, update)
+        results[combo] = r
+        log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  mean {r['mean_px']:.2f} px  "
+            f"median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}")
+    return results
+
+
+def train_user_mode(config_path: str | Path, steps: int | None = None, progress: Progress | None = None,
+                    cancel: Cancel | None = None, log: Log | None = None, out: str | Path | None = None,
+                    threads: int = 1) -> UserModeResult:
+    """Train the detector and graph refiner of a ``train detector`` config (:func:`train_detector`), then
+    score them on its held-out frames without and with the refiner; writes ``report.json`` beside the
+    weights. ``progress(done, total, message)``: per frame while reading features, per training step, per
+    held-out frame. ``cancel()`` True raises :class:`TrainingCancelled` (between steps; the weights are
+    written only after the last step, atomically, so a cancelled run leaves none behind)."""
+    import torch
+
+    log = log or _stderr
+    previous_threads = torch.get_num_threads()
+    try:
+        cfg, spec, train_items, val_items, cols = load_training(config_path, threads)
+        if cfg.teacher_config:
+            raise UserModeError(f"{config_path} trains on teacher-labelled clips; a user mode needs labelled frames")
+
+        def features(done: int, total: int) -> None:
+            if cancel is not None and cancel():
+                raise TrainingCancelled("cancelled while reading the labelled frames")
+            if progress is not None:
+                progress(done, total, f"Reading labelled frames: {done} / {total}")
+
+        def step(done: int, total: int, losses: dict[str, float]) -> None:
+            if progress is not None:
+                progress(done, total, f"Training: step {done} / {total}, loss {losses['loss']:.3f}")
+
+        features(0, len(train_items))
+        run = train_detector(cfg, spec, train_items, val_items, cols, steps, out, log,
+                             lambda net: detector_samples(cfg, spec, net, train_items, cols, log, features),
+                             step, cancel)
+        scores = held_out_report(spec, run.weights, val_items, cols, REPORT_REFINERS, threads, progress, cancel, log) \
+            if val_items else {}
+    finally:
+        torch.set_num_threads(previous_threads)
+    report = {
+        "name": spec.name, "keypoints": [spec.joint_names[k] for k in spec.labelled_joints],
+        "data": str(cfg.data_path), "trained": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "steps": len(run.history), "minutes": round(run.minutes, 2), "train_items": run.train_items,
+        "samples": run.samples, "held_out_items": len(val_items),
+        "final_loss": run.history[-1]["loss"] if run.history else None,
+        "held_out": scores,
+    }
+    report = _plain(report)
+    path = run.weights.parent / REPORT
+    path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+    return UserModeResult(spec.name, run.weights, run.refiner, report, path, run.history)
+
+
+def create_user_mode(project: str | Path, name: str, steps: int | None = None, progress: Progress | None = None,
+                     cancel: Cancel | None = None, log: Log | None = None, threads: int = 1,
+                     modes_dir: str | Path | None = None, include_predicted: bool = False,
+                     config: Callable[[Path], None] | None = None) -> UserModeResult:
+    """The app's "train a new animal mode": import ``project`` (a SLEAP .slp or a DeepLabCut folder) into
+    ``<modes>/<name>/training/``, :func:`train_user_mode` it, install it (:func:`install_user_mode`, the
+    files moved up into ``<modes>/<name>/``). ``config(train_yaml)`` may edit the training config before
+    training (tests: fewer variants). Raises UserModeError (bad name, unreadable project: LabelImportError
+    is one) and TrainingCancelled; on either nothing is left as a mode (the training folder is removed)."""
+    from posetracker.importers import LabelImportError, import_project
+
+    root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
+    name = mode_name(name, root)
+    folder = root / name
+    work = folder / TRAINING
+    say = progress or (lambda d, t, m: None)
+    try:
+        say(0, 0, "Importing the labels…")
+        try:
+            import_project(project, work, name=name, include_predicted=include_predicted, force=True)
+        except LabelImportError as exc:
+            raise UserModeError(str(exc)) from None
+        if config is not None:
+            config(work / "train.yaml")
+        if cancel is not None and cancel():
+            raise TrainingCancelled("training cancelled")
+        result = train_user_mode(work / "train.yaml", steps, progress, cancel, log, threads=threads)
+        result.report["project"] = str(Path(project).expanduser().resolve())
+        result.report_path.write_text(json.dumps(result.report, indent=2), encoding="utf-8")
+        say(0, 0, "Installing the mode…")
+        result.mode = install_user_mode(work, name, root, replace=True, move=True)
+    except BaseException:
+        if read_user_mode(folder) is None:  # never installed: leave nothing behind
+            shutil.rmtree(work, ignore_errors=True)
+            try:
+                folder.rmdir()
+            except OSError:
+                pass
+        raise
+    result.weights, result.refiner = result.mode.weights, folder / result.refiner.name
+    result.report_path = folder / REPORT
+    return result
+
+
+# ---------------------------------------------------------------------------------------- the report as text
+
+
+def _cell(v: Any, fmt: str) -> str:
+    try:
+        return format(float(v), fmt) if v == v else "-"  # nan -> "-"
+    except (TypeError, ValueError):
+        return "-"
+
+
+def format_report(report: dict) -> str:
+    """The held-out table of a report, as fixed-width text (the Train dialog shows it)."""
+    scores = report.get("held_out") or {}
+    lines = [f"Mode {report.get('name', '?')}: {report.get('steps', '?')} training steps "
+             f"({_cell(report.get('minutes'), '.1f')} min)",
+             f"on {report.get('train_items', '?')} labelled frames ({report.get('samples', '?')} samples with "
+             "augmentation)."]
+    if not scores:
+        lines.append("No held-out frames to score (the project has too few labelled frames).")
+        return "\n".join(lines)
+    lines.append(f"Held-out frames: {report.get('held_out_items', '?')} (never trained on).")
+    lines.append("")
+    lines.append(f"{'refiner':<10}{'PCK@0.1':>9}{'PCK@0.2':>9}{'mean px':>9}{'median px':>11}{'found':>9}")
+    for combo, r in scores.items():
+        found = f"{r.get('found', 0)}/{r.get('instances', 0)}"
+        lines.append(f"{combo:<10}{_cell(r.get('pck@0.1'), '.3f'):>9}{_cell(r.get('pck@0.2'), '.3f'):>9}"
+                     f"{_cell(r.get('mean_px'), '.1f'):>9}{_cell(r.get('median_px'), '.1f'):>11}{found:>9}")
+    lines.append("")
+    lines.append("PCK@t: share of labelled keypoints within t x the animal's size")
+    lines.append("(the longer side of the box around its labelled keypoints).")
+    return "\n".join(lines)

@@ -1,0 +1,189 @@
+"""posetracker.train.user_mode: a user's labelled project -> a trained, scored, installed animal mode that a
+TrackingSession opens; progress, cancel, the modes folder, and ``train detector`` on the shared code.
+A tiny generated DeepLabCut project (3 labelled frames: 2 train, 1 held out), a few training steps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from posetracker.cli import main
+from posetracker.importers import import_project
+from posetracker.refiners import available_refiners
+from posetracker.session import SessionConfig, TrackingSession
+from posetracker.skeletons import load_skeleton
+from posetracker.train.user_mode import (
+    TrainingCancelled, UserModeError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
+    user_mode_for, user_modes, user_modes_dir,
+)
+
+MOUSE = ["snout", "leftear", "rightear", "tailbase"]
+
+
+def _png(path: Path, w: int, h: int, value: int = 90) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    img = np.full((h, w, 3), value, np.uint8)
+    cv2.circle(img, (w // 2, h // 2), 6, (200, 200, 200), -1)  # something to look at
+    assert cv2.imwrite(str(path), img)
+
+
+def make_dlc(root: Path) -> Path:
+    """A single-animal DeepLabCut project (as in test_importers.py): 3 labelled frames, one unlabelled."""
+    proj = root / "openfield-me-2024"
+    proj.mkdir(parents=True)
+    cfg = {"Task": "openfield", "scorer": "me", "multianimalproject": False, "bodyparts": MOUSE,
+           "skeleton": [["snout", "leftear"], ["snout", "rightear"], ["snout", "tailbase"]]}
+    (proj / "config.yaml").write_text(yaml.safe_dump(cfg))
+    for i in range(4):
+        _png(proj / "labeled-data" / "m1" / f"img{i:03d}.png", 64, 48)
+    rows = [["scorer"] + ["me"] * 8,
+            ["bodyparts"] + [p for p in MOUSE for _ in range(2)],
+            ["coords"] + ["x", "y"] * 4,
+            ["labeled-data/m1/img000.png", 30, 20, 27, 18, 35, 18, 32, 34],
+            ["labeled-data/m1/img001.png", 31, 21, 28, 19, 36, 19, 33, 35],
+            ["labeled-data/m1/img002.png", 32, 22, 29, 20, 37, 20, 34, 36],
+            ["labeled-data/m1/img003.png"] + [""] * 8]
+    path = proj / "labeled-data" / "m1" / "CollectedData_me.csv"
+    path.write_text("\n".join(",".join(str(c) for c in r) for r in rows) + "\n")
+    return proj
+
+
+def small(train_yaml: Path) -> None:
+    """Few samples, small batches: a test-sized run."""
+    cfg = yaml.safe_load(train_yaml.read_text())
+    cfg.update(batch=2, warmup_steps=1)
+    cfg["augment"] = {**cfg["augment"], "variants": 1}
+    train_yaml.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
+@pytest.fixture
+def modes(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSETRACKER_MODES", str(tmp_path / "modes"))
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "modes"
+
+
+@pytest.fixture
+def project(tmp_path):
+    return make_dlc(tmp_path / "projects")
+
+
+def test_modes_folder_default_and_env(monkeypatch, tmp_path):
+    monkeypatch.delenv("POSETRACKER_MODES", raising=False)
+    assert user_modes_dir() == Path.home() / ".local" / "share" / "posetracker" / "modes"
+    monkeypatch.setenv("POSETRACKER_MODES", str(tmp_path / "m"))
+    assert user_modes_dir() == tmp_path / "m" and user_modes() == []  # a missing folder lists nothing
+
+
+def test_train_install_list_and_open(modes, project):
+    seen = []
+    result = create_user_mode(project, "My mouse", steps=3, progress=lambda d, t, m: seen.append((d, t, m)),
+                              config=small)
+    assert result.name == "My_mouse" and len(result.history) == 3
+    folder = modes / "My_mouse"
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "My_mouse.yaml", "posenet-My_mouse.safetensors", "refiner-graph-My_mouse.safetensors", "report.json",
+        "training"]
+    assert not list(folder.rglob("*.partial")) and not list(folder.rglob("*.tmp"))
+    assert result.weights == folder / "posenet-My_mouse.safetensors" and result.refiner.is_file()
+
+    # progress: the stages in order, training once per step
+    messages = [m for _, _, m in seen]
+    assert messages[0].startswith("Importing")
+    assert any(m.startswith("Reading labelled frames: 2 / 2") for m in messages)
+    steps = [(d, t) for d, t, m in seen if m.startswith("Training")]
+    assert steps == [(1, 3), (2, 3), (3, 3)]
+    assert any("Scoring the held-out frames (no refiner)" in m for m in messages)
+    assert any("Scoring the held-out frames (graph refiner)" in m for m in messages)
+    assert messages[-1].startswith("Installing")
+
+    # the report: held-out scores for no refiner and the graph refiner, saved beside the mode
+    report = json.loads((folder / "report.json").read_text())
+    assert report == result.report and report["steps"] == 3 and report["held_out_items"] == 1
+    assert report["train_items"] == 2 and report["project"] == str(project.resolve())
+    assert set(report["held_out"]) == {"none", "graph"}
+    for r in report["held_out"].values():
+        assert {"pck@0.1", "pck@0.2", "mean_px", "median_px", "found", "instances"} <= set(r)
+        assert r["instances"] == 1 and 0.0 <= r["pck@0.1"] <= r["pck@0.2"] <= 1.0
+    text = format_report(report)
+    assert "PCK@0.1" in text and "graph" in text and "Held-out frames: 1" in text
+
+    # listed, found from its skeleton path, opened by a session with its refiner, run on one image
+    (mode,) = user_modes()
+    assert (mode.name, mode.skeleton, mode.weights) == ("My_mouse", folder / "My_mouse.yaml", result.weights)
+    assert mode.report["steps"] == 3 and user_mode_for(str(mode.skeleton)) == mode
+    assert user_mode_for("mouse4") is None
+    spec = load_skeleton(mode.skeleton)
+    assert spec.name == "My_mouse" and available_refiners(spec.name, mode.folder) == ["graph"]
+    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refiners=("graph",)))
+    assert session.refiners.names == ["graph"]
+    frame = session.process_image(cv2.imread(str(project / "labeled-data/m1/img000.png"))[:, :, ::-1].copy())
+    assert frame.keypoints.shape[1:] == (spec.num_joints, 3)
+
+    # the app lists it after the shipped skeletons, lists its refiner and opens it from its folder
+    from ui.services import ModelChoice, model_options, real_session, refiner_names
+
+    options = model_options()
+    assert options[-1].user and (options[-1].skeleton, options[-1].label) == (
+        str(mode.skeleton), "Animal (My_mouse, user-trained)")
+    assert not any(o.user for o in options[:-1])
+    assert refiner_names(str(mode.skeleton)) == (["graph"], None)
+    for kind in ("live", "offline"):
+        app_session = real_session(ModelChoice(str(mode.skeleton), kind, refiners=("graph",)))
+        assert app_session.spec.name == "My_mouse" and app_session.refiners.names == ["graph"]
+
+    # the name is now taken; shipped names and empty ones never were free
+    with pytest.raises(UserModeError, match="already exists"):
+        mode_name("My mouse")
+    with pytest.raises(UserModeError, match="shipped"):
+        mode_name("mouse4")
+    with pytest.raises(UserModeError, match="name"):
+        mode_name("  ")
+
+
+def test_cancel_leaves_no_weights(modes, project, tmp_path):
+    # train_user_mode on an import: cancelled after the second step, nothing written
+    out = tmp_path / "import"
+    import_project(project, out, name="m")
+    small(out / "train.yaml")
+    steps = []
+
+    def cancel() -> bool:
+        return len(steps) >= 2
+
+    with pytest.raises(TrainingCancelled):
+        train_user_mode(out / "train.yaml", steps=5, cancel=cancel,
+                        progress=lambda d, t, m: steps.append(d) if m.startswith("Training") else None)
+    assert steps == [1, 2]
+    assert not list(out.glob("*.safetensors*")) and not (out / "report.json").exists()
+    with pytest.raises(UserModeError, match="missing"):
+        install_user_mode(out, "m")
+
+    # the app's path, cancelled before training: no mode, no folder left
+    with pytest.raises(TrainingCancelled):
+        create_user_mode(project, "later", steps=3, cancel=lambda: True, config=small)
+    assert user_modes() == [] and not (modes / "later").exists()
+
+    # a project that cannot be read: a message, no folder
+    with pytest.raises(UserModeError, match="no config.yaml"):
+        create_user_mode(tmp_path, "broken", steps=3)
+    assert not (modes / "broken").exists()
+
+
+def test_cli_train_detector_on_the_shared_code(modes, project, tmp_path, capsys):
+    out = tmp_path / "cli"
+    import_project(project, out, name="m")
+    small(out / "train.yaml")
+    assert main(["train", "detector", "--config", str(out / "train.yaml"), "--steps", "2"]) == 0
+    err = capsys.readouterr().err
+    assert "2 training items x 1 variants = 2 samples" in err and "wrote" in err
+    assert (out / "posenet-m.safetensors").is_file() and (out / "refiner-graph-m.safetensors").is_file()
+    assert len(json.loads((out / "posenet-m.losses.json").read_text())) == 2
+    mode = install_user_mode(out, "m")  # a command-line import installs as a mode too (copied)
+    assert (out / "posenet-m.safetensors").is_file() and [m.name for m in user_modes()] == ["m"]
+    assert mode.report == {} and available_refiners("m", mode.folder) == ["graph"]
