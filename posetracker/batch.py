@@ -15,7 +15,8 @@ arrive: ``input`` (path), ``rel`` (its place in the output tree), ``size``, ``sh
 an input whose last entry is ``done`` with the same content, model and settings and whose outputs
 are all there; it redoes failed, changed and missing ones. Killing the driver loses at most the
 inputs in flight; a worker that dies is retried by Ray (``max_retries``). One bad file never stops
-the batch: it is recorded with its error, and :func:`run_batch`'s summary counts it.
+the batch: it is recorded with its error, and :func:`run_batch`'s summary counts it. ``cancel`` (a callable
+polled by the driver) stops a batch early: what finished is in the manifest, the rest is done by a re-run.
 
 Ray runs locally by default (``ray.init`` with ``workers`` CPUs) or joins a cluster at ``address``
 (``ray://HOST:PORT`` or ``RAY_ADDRESS``); nothing else changes. Ray is the ``batch`` extra
@@ -81,6 +82,7 @@ class BatchSummary:
     frames: int = 0
     seconds: float = 0.0  # wall time of the whole batch
     video_seconds: float = 0.0  # duration of the processed videos
+    cancelled: bool = False  # run_batch's ``cancel`` stopped it before every input was processed
 
     @property
     def ok(self) -> bool:
@@ -235,8 +237,18 @@ Progress = Callable[[dict[str, Any], int, int], None]  # (record just finished, 
 
 def run_batch(inputs: Iterable[str], out_dir: str | Path, settings: BatchSettings = BatchSettings(),
               workers: int | None = None, address: str | None = None, progress: Progress | None = None,
-              max_retries: int = 2) -> BatchSummary:
-    """Process every video of ``inputs`` into ``out_dir`` on Ray (see the module docstring)."""
+              max_retries: int = 2, cancel: Callable[[], bool] | None = None) -> BatchSummary:
+    """Process every video of ``inputs`` into ``out_dir`` on Ray (see the module docstring).
+
+    ``cancel``: polled (from the calling thread) before each input is hashed and, once the tasks are
+    submitted, at least every ``CANCEL_POLL_S`` while waiting for them. When it returns True the batch stops:
+    no further input is hashed or submitted, the tasks not finished yet are cancelled with ``ray.cancel``
+    (a queued one never runs, a running one is interrupted; their outputs may or may not have been written,
+    they are not in the manifest, so a re-run redoes them), no further result is collected, and the summary
+    so far comes back with ``cancelled=True``. The inputs that finished before are recorded in the manifest
+    as usual. A ``cancel`` that is True from the start returns an empty cancelled summary without starting
+    Ray. Setup errors (BatchError) are raised as without ``cancel``.
+    """
     from posetracker.export import get_exporter
 
     for fmt in settings.formats:
@@ -254,13 +266,20 @@ def run_batch(inputs: Iterable[str], out_dir: str | Path, settings: BatchSetting
     previous = read_manifest(out)
     todo, summary = [], BatchSummary()
     for item in items:  # each video is read once here for its hash; the task gets the hash
+        if cancel is not None and cancel():
+            summary.cancelled = True
+            summary.seconds = time.time() - t0
+            return summary
         sha = file_sha256(item.path)
         if is_done(previous.get(str(item.path)), sha, model, settings):
             summary.skipped += 1
         else:
             todo.append((item, sha))
     if todo:
-        for rec in _run_on_ray(todo, out, settings, model, workers, address, max_retries, progress, len(todo)):
+        finished = 0
+        for rec in _run_on_ray(todo, out, settings, model, workers, address, max_retries, progress, len(todo),
+                               cancel):
+            finished += 1
             _append(out, rec)
             if rec["status"] == "done":
                 summary.done += 1
@@ -268,13 +287,19 @@ def run_batch(inputs: Iterable[str], out_dir: str | Path, settings: BatchSetting
                 summary.video_seconds += float(rec.get("video_seconds", 0.0))
             else:
                 summary.failed.append(rec)
+        summary.cancelled = finished < len(todo)  # only a cancel ends the results early
     summary.seconds = time.time() - t0
     return summary
 
 
+CANCEL_POLL_S = 0.25  # how often run_batch's ``cancel`` is asked while no task finishes
+
+
 def _run_on_ray(todo: list[tuple[BatchInput, str]], out: Path, settings: BatchSettings, model: str, workers: int | None,
-                address: str | None, max_retries: int, progress: Progress | None, total: int):
-    """Yield each input's record as its task finishes."""
+                address: str | None, max_retries: int, progress: Progress | None, total: int,
+                cancel: Callable[[], bool] | None = None):
+    """Yield each input's record as its task finishes; stop early (cancelling the unfinished tasks) once
+    ``cancel()`` is True."""
     address = address or os.environ.get("RAY_ADDRESS") or None
     if not address:  # a local cluster: its processes talk over the loopback interface only (read by Ray when it
         os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # is first imported: keep `import ray` below)
@@ -295,7 +320,14 @@ def _run_on_ray(todo: list[tuple[BatchInput, str]], out: Path, settings: BatchSe
         pending = {task.remote(str(i.path), str(i.rel), str(out), settings, model, sha): (i, sha) for i, sha in todo}
         finished = 0
         while pending:
-            ready, _ = ray.wait(list(pending), num_returns=1)
+            if cancel is not None and cancel():
+                for ref in pending:  # queued: never runs; running: interrupted (its record is not collected)
+                    try:
+                        ray.cancel(ref)
+                    except Exception:  # noqa: BLE001 - finished meanwhile, or the cluster is gone: nothing to stop
+                        pass
+                return
+            ready, _ = ray.wait(list(pending), num_returns=1, timeout=CANCEL_POLL_S if cancel is not None else None)
             for ref in ready:
                 item, sha = pending.pop(ref)
                 try:

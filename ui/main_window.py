@@ -58,6 +58,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.poses_received = 0
         self.pending_offline = False  # offline mode chosen: process the file once it has opened
         self.train_dialog = None  # Tools > Train animal mode (ui.train_dialog.TrainDialog), made when first opened
+        self.batch_dialog = None  # Tools > Batch process videos (ui.batch_dialog.BatchDialog), made when first opened
         self._build()
         self._connect()
         self._apply_state()
@@ -94,7 +95,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
                                                          self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks,
-                                                         train_mode=self.ask_train_mode))
+                                                         train_mode=self.ask_train_mode, batch=self.ask_batch))
         self.source_panel.set_cameras(self.services.list_cameras())
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
@@ -235,6 +236,17 @@ class MainWindow(WindowEvents, QMainWindow):
         self.train_dialog.show()
         self.train_dialog.raise_()
         self.train_dialog.activateWindow()
+
+    def ask_batch(self) -> None:
+        """Tools > Batch process videos: the (non-modal) Batch dialog, one instance, running Services.run_batch."""
+        from ui.batch_dialog import BatchDialog, batch_skeletons
+
+        if self.batch_dialog is None:
+            skeletons = batch_skeletons(model_options(self.services.weights_path))
+            self.batch_dialog = BatchDialog(self.services.run_batch, skeletons, self)
+        self.batch_dialog.show()
+        self.batch_dialog.raise_()
+        self.batch_dialog.activateWindow()
 
     def set_spec(self, spec: SkeletonSpec) -> None:
         self.spec = spec

@@ -1,5 +1,5 @@
 """The window's menu bar: File (open, recent, export by registered suffix, quit), Playback, Record, View,
-Tools (train an animal mode from the user's labels)."""
+Tools (train an animal mode from the user's labels, batch-process videos)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class MenuActions:
     record: QAction
     docks: Sequence[QDockWidget]  # shown / hidden from the View menu, in this order
     train_mode: Callable[[], None] | None = None  # open the Train animal mode dialog (None: the entry is disabled)
+    batch: Callable[[], None] | None = None  # open the Batch process videos dialog (None: the entry is disabled)
 
 
 def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
@@ -70,4 +71,11 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     if actions.train_mode is not None:
         train.triggered.connect(actions.train_mode)
     tools_menu.addAction(train)
+    batch = QAction("Batch process videos…", win)
+    batch.setObjectName("batch_action")
+    batch.setToolTip("Track every video of some files and folders into an output folder (as posetracker batch)")
+    batch.setEnabled(actions.batch is not None)
+    if actions.batch is not None:
+        batch.triggered.connect(actions.batch)
+    tools_menu.addAction(batch)
     return export_menu

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from posetracker.batch import run_batch
 from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.recording import is_recording_folder
@@ -102,6 +103,9 @@ class Services:
     # Tools > Train animal mode: (project, name, steps=, progress=, cancel=, log=) -> UserModeResult, run in a
     # worker thread (posetracker.train.user_mode.create_user_mode: import, train, score, install)
     train_mode: Callable[..., object] = create_user_mode
+    # Tools > Batch process videos: (inputs, out_dir, settings, workers=, progress=, cancel=) -> BatchSummary, run
+    # in a worker thread (posetracker.batch.run_batch: the same call as `posetracker batch`, on a local Ray)
+    run_batch: Callable[..., object] = run_batch
 
 
 def classify(spec: str) -> SourceKind:
