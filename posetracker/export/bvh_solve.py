@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from posetracker.export.bvh_rig import HUMANOID, Rig
+from posetracker.export.bvh_rig import HUMANOID, SPINE_FRACTION, Rig
 
 X, Y, Z = np.eye(3)
 BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
@@ -208,7 +208,10 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
     ear_x = pts["left_ear"] - pts["right_ear"]
     R: dict[str, np.ndarray] = {}
     R["Hips"] = frame_from(hip_x, trunk, X, Y)
-    R["Spine"] = steady_frame(trunk, _unit(hip_x) + _unit(sh_x), Y, X)
+    # the Spine sits SPINE_FRACTION up the Hips' +Y, which is the trunk made square to the hip line: aim it
+    # from there at the chest point, so the Chest (and all above) land where the keypoints put them
+    spine_at = pts["mid_hip"] + SPINE_FRACTION * np.linalg.norm(trunk, axis=-1, keepdims=True) * R["Hips"][:, :, 1]
+    R["Spine"] = steady_frame(pts["chest"] - spine_at, _unit(hip_x) + _unit(sh_x), Y, X)
     R["Chest"] = steady_frame(trunk, sh_x, Y, X)
     R["Neck"] = steady_frame(pts["head"] - pts["neck"], ear_x, Y, X)
     neck_up = _unit(pts["head"] - pts["neck"])
