@@ -144,6 +144,7 @@ def test_blender_imports_exported_bvh(bpy_python, tmp_path):
     lengths = np.array(res["lengths"])  # (frames, bones), Blender units = BVH centimetres
     assert lengths.shape == (n, 19)
     assert np.ptp(lengths, axis=0).max() < 1e-3  # 0.01 mm
+    assert lengths[0, 0] > 1.0  # the root Hips bone is kept with a length (cm), not collapsed
     # joint positions: BVH (x, y, z) -> Blender (x, -z, y); frame 1 = motion line 0
     truth = synthetic_world(n, fps, seed=3)
     heads = np.array(res["heads"])
@@ -153,4 +154,5 @@ def test_blender_imports_exported_bvh(bpy_python, tmp_path):
         want = truth[joint] * 100 + shift
         want = np.stack([want[:, 0], -want[:, 2], want[:, 1]], axis=1)
         got = heads[:, res["bones"].index(bone)]
-        assert np.abs(got - want).max() < 0.1, bone  # 1 mm
+        # 1 mm; above the Spine (placed a tenth up the trunk so the root bone has a length) 3 mm
+        assert np.abs(got - want).max() < (0.1 if "Leg" in bone or "Foot" in bone else 0.3), bone
