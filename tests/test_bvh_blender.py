@@ -156,3 +156,24 @@ def test_blender_imports_exported_bvh(bpy_python, tmp_path):
         got = heads[:, res["bones"].index(bone)]
         # 1 mm; above the Spine (placed a tenth up the trunk so the root bone has a length) 3 mm
         assert np.abs(got - want).max() < (0.1 if "Leg" in bone or "Foot" in bone else 0.3), bone
+
+
+@pytest.mark.slow
+def test_blender_imports_several_people_in_sync_and_apart(bpy_python, tmp_path):
+    """Issue #22: the multi-person export in real Blender: one timeline for all, each person where they stood."""
+    from test_bvh_synthetic import make_sequence
+
+    from posetracker.types import PoseSequence
+
+    seq = make_sequence(40, fps=25.0, people=2, seed=6)  # person 1 walks ~1.2 m to the right of person 0
+    frames = [f if 10 <= f.index < 30 else f.select(np.array([True, False])) for f in seq.frames]
+    BvhExporter().write(PoseSequence(frames, seq.fps, seq.skeleton, seq.metadata), tmp_path / "two.bvh")
+    res = {tid: run_blender(bpy_python, tmp_path / f"two_person{tid}.bvh", tmp_path / f"b{tid}.json") for tid in (0, 1)}
+    assert res[0]["frame_start"] == res[1]["frame_start"] == 1
+    assert res[0]["frame_end"] == res[1]["frame_end"] == 40  # person 1 (frames 10-29 only) padded to the clip
+    hips = [np.array(res[t]["heads"])[:, 0] for t in (0, 1)]  # Blender (x, -z, y), BVH centimetres
+    gap = hips[1][10:30] - hips[0][10:30]
+    lr = [seq.skeleton.index("left_hip"), seq.skeleton.index("right_hip")]
+    truth = 100 * np.array([f.world[1, lr, 0].mean() - f.world[0, lr, 0].mean() for f in seq.frames[10:30]])
+    assert truth.min() > 100  # they do stand apart
+    np.testing.assert_allclose(gap[:, 0], truth, atol=1.0)  # apart as they stood, in every shared frame (cm)
