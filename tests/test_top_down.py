@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -11,12 +13,13 @@ from posetracker.model.preprocess import INPUT_SIZE
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
 
-FLY = load_skeleton("fly13")
+FLY = dataclasses.replace(load_skeleton("fly13"), top_down={"crop_px": 160.0})
 
 
-def test_fly13_is_top_down_and_bad_options_are_refused():
-    assert FLY.top_down["crop_px"] > 0 and load_skeleton("human18").top_down == {}
+def test_top_down_is_read_from_the_yaml_and_bad_options_are_refused():
+    assert load_skeleton("human18").top_down == {}
     base = {"name": "x", "joints": [{"name": "a", "parent": None}, {"name": "b", "parent": "a"}]}
+    assert spec_from_dict({**base, "top_down": {"crop_px": 192}}).top_down == {"crop_px": 192.0}
     for bad in ({"crop_px": 0}, {"crop": 10}, 5):
         with pytest.raises(SkeletonError, match="top_down"):
             spec_from_dict({**base, "top_down": bad})
@@ -93,7 +96,7 @@ def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch):
     out = session._read_crops(people, np.zeros((1024, 1024, 3), np.uint8))
     assert seen == [(2, 1, 3, INPUT_SIZE, INPUT_SIZE)]  # both crops in one batch
     assert not np.array_equal(out.keypoints[0], kp[0])  # replaced by the first crop's reading ...
-    assert np.all(np.abs(out.keypoints[0] - 300) <= 80)  # ... which lies inside its 160 px crop
+    assert np.all(np.abs(out.keypoints[0] - 300) <= 84)  # ... which lies in its 160 px crop (+ offsets)
     np.testing.assert_array_equal(out.keypoints[1], kp[1])  # the second crop found nobody centred: kept
     np.testing.assert_array_equal(out.scores, people.scores)
 
