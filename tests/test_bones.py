@@ -127,7 +127,7 @@ def test_rigid_tracks_gives_each_track_one_length_per_bone():
     import dataclasses
 
     from posetracker.tracking.bones import rigid_tracks
-    from tests.test_bvh_synthetic import make_sequence
+    from test_bvh_synthetic import make_sequence
 
     seq = make_sequence(60, people=2, seed=3)
     rng = np.random.default_rng(0)

@@ -12,7 +12,7 @@ from posetracker.export.bvh import BvhOptions, solve_person
 from posetracker.export.bvh_solve import limit_turn, rest_bone_axes, twist_flips, world_rotations
 from posetracker.tracks import person_tracks
 from conftest import shared_path
-from tests.test_bvh_synthetic import make_sequence
+from test_bvh_synthetic import make_sequence
 
 
 def noisy(seq, sigma: float, seed: int, side_on: bool = False):

@@ -8,7 +8,7 @@ from posetracker.tracking import PoseTracker
 from posetracker.tracking.mirror import count_swaps, crossed_pairs, mirror_pairs
 from posetracker.train.metrics import sequence_tracks
 from posetracker.types import PoseSequence
-from tests.test_tracking import SPEC, make_frame, person
+from test_tracking import SPEC, make_frame, person
 
 PAIRS = mirror_pairs(SPEC)
 

@@ -42,7 +42,7 @@ import pytest  # noqa: E402
 
 from posetracker.export import get_exporter  # noqa: E402
 from posetracker.types import PoseSequence  # noqa: E402
-from tests.test_bvh_synthetic import make_sequence  # noqa: E402
+from test_bvh_synthetic import make_sequence  # noqa: E402
 
 
 @pytest.mark.slow
