@@ -1,0 +1,27 @@
+"""Process a clip offline in the real app window, show it SECONDS into the clip and save the window (docs/screenshots).
+
+    xvfb-run -a -s "-screen 0 1280x800x24" python tools/screenshot_offline.py CLIP SECONDS OUT.png
+"""
+import sys, tempfile
+from pathlib import Path
+from PySide6.QtCore import Qt, QTimer, QSettings
+from PySide6.QtWidgets import QApplication
+QApplication.setAttribute(Qt.ApplicationAttribute.AA_ShareOpenGLContexts)
+app = QApplication(sys.argv)
+import torch; torch.set_num_threads(1)
+from ui.main_window import MainWindow
+src, seconds, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+w = MainWindow(settings=QSettings(str(Path(tempfile.mkdtemp()) / "s.ini"), QSettings.Format.IniFormat))
+w.resize(1280, 800); w.show()
+w.open_source(src, mode="offline")
+state = {"seen": False}
+def poll():
+    if w.sequence is not None and not state["seen"]:
+        state["seen"] = True
+        QTimer.singleShot(int(seconds * 1000), lambda: (w.controller.pause(), QTimer.singleShot(1500, save)))
+    elif not state["seen"]:
+        QTimer.singleShot(500, poll)
+def save():
+    print("saved", w.save_screenshots(out)); app.quit()
+QTimer.singleShot(1000, poll)
+app.exec()
