@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
-from PySide6.QtGui import QBrush, QCloseEvent, QColor
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QGridLayout,
+    QAbstractItemView, QCheckBox, QComboBox, QDialogButtonBox, QFileDialog, QFormLayout, QGridLayout,
     QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QProgressBar, QPushButton, QSpinBox,
     QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
@@ -28,6 +27,7 @@ from posetracker.batch import MANIFEST, VIDEO_SUFFIXES, BatchError, BatchSetting
 from posetracker.export import exporters
 from ui.packets import describe_error
 from ui.services import ModelOption
+from ui.worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ DEFAULT_WORKERS = 1  # one video at a time: the app (its GUI thread, a live sess
 DEFAULT_FORMATS = ("csv",)
 MODES = ("offline", "live")  # offline first: the CLI's default, and the better result for whole files
 COLUMNS = ("File", "Status", "Frames", "Seconds", "Error")
-FAILED_COLOR = "#b00020"
+FAILED_COLOR = ERROR_COLOR
 NOTE_COLOR = "#666666"
 WORKERS_TIP = ("Videos processed at the same time, each on one CPU core (a local Ray cluster of this many CPUs). "
                f"{DEFAULT_WORKERS} by default so the app keeps a core for itself; `posetracker batch` on the "
@@ -64,25 +64,17 @@ class _ElideRight(QStyledItemDelegate):
         option.textElideMode = Qt.TextElideMode.ElideRight
 
 
-class BatchWorker(QObject):
+class BatchWorker(StoppableWorker):
     """Runs ``runner`` once in its QThread; ``stop()`` (thread-safe) makes the runner's ``cancel()`` True."""
 
     record = Signal(object, int, int)  # a finished input's manifest record, finished so far, to do
     done = Signal(object, object)  # the BatchSummary; rows (dicts) for the inputs no record came for
     failed = Signal(str)
-    finished = Signal()
 
     def __init__(self, runner: Runner, inputs: list[str], out: str, settings: BatchSettings, workers: int):
         super().__init__()
         self._runner, self._inputs, self._out, self._settings, self._workers = runner, inputs, out, settings, workers
-        self._stop = threading.Event()
         self._reported: set[str] = set()
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def stopping(self) -> bool:
-        return self._stop.is_set()
 
     def _progress(self, rec: dict[str, Any], done: int, total: int) -> None:
         self._reported.add(str(rec.get("input", "")))
@@ -127,7 +119,7 @@ class BatchWorker(QObject):
         return rows
 
 
-class BatchDialog(QDialog):
+class BatchDialog(WorkerDialog):
     """Inputs, output folder, formats, mode, skeleton, workers; Start / Cancel / Close; an overall bar, a per-file
     table and a summary line."""
 
@@ -145,9 +137,7 @@ class BatchDialog(QDialog):
         self.runner = runner
         self.setWindowTitle("Batch process videos")
         self.setObjectName("batchDialog")
-        self._thread: QThread | None = None
         self._worker: BatchWorker | None = None
-        self._old: tuple | None = None  # the last run's thread and worker, kept until the next run
         self._rows: dict[str, int] = {}  # input path -> table row
         self._total = 0
         self._out = ""
@@ -155,9 +145,6 @@ class BatchDialog(QDialog):
         self._build(list(skeletons))
         self._connect()
         self._set_running(False)
-        app = QCoreApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
 
     # ------------------------------------------------------------------ construction
 
@@ -284,7 +271,7 @@ class BatchDialog(QDialog):
         self.remove.clicked.connect(self.remove_selected)
         self.browse_output.clicked.connect(self.ask_output)
         self.start.clicked.connect(self.start_batch)
-        self.cancel.clicked.connect(self.cancel_batch)
+        self.cancel.clicked.connect(self.cancel_run)
         self.close_button.clicked.connect(self.reject)
 
     # ------------------------------------------------------------------ inputs
@@ -345,19 +332,12 @@ class BatchDialog(QDialog):
 
     # ------------------------------------------------------------------ running
 
-    def running(self) -> bool:
-        return self._thread is not None
-
     def _set_running(self, busy: bool) -> None:
         for w in (self.input_list, self.add_files, self.add_folder, self.output, self.browse_output, self.mode,
                   self.skeleton, self.workers, self.start, *self.format_boxes.values()):
             w.setEnabled(not busy)
         self.remove.setEnabled(not busy and self.input_list.count() > 0)
         self.cancel.setEnabled(busy)
-
-    def show_message(self, text: str, error: bool = False) -> None:
-        self.message.setStyleSheet(f"color: {FAILED_COLOR};" if error else "")
-        self.message.setText(text)
 
     def _check(self) -> str | None:
         """What stops a start, said for the user (None: go)."""
@@ -397,19 +377,12 @@ class BatchDialog(QDialog):
         self.progress.setValue(0)
         self.status.setText("Starting: reading the inputs, then starting Ray…")
         self._worker = BatchWorker(self.runner, self.inputs(), self._out, self.settings(), self.workers.value())
-        self._thread = QThread()
-        self._thread.setObjectName("batch")
-        self._worker.moveToThread(self._thread)
-        self._thread.started.connect(self._worker.run)
-        self._worker.finished.connect(self._thread.quit, Qt.ConnectionType.DirectConnection)
         self._worker.record.connect(self._on_record)
         self._worker.done.connect(self._on_done)
         self._worker.failed.connect(self._on_failed)
-        self._thread.finished.connect(self._on_thread_finished)
-        self._set_running(True)
-        self._thread.start()
+        self.launch(self._worker, "batch")
 
-    def cancel_batch(self) -> None:
+    def cancel_run(self) -> None:
         if self._worker is not None and not self._worker.stopping():
             self._worker.stop()
             self.status.setText("Cancelling: the videos not finished yet are stopped…")
@@ -480,33 +453,3 @@ class BatchDialog(QDialog):
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.show_message(message, error=True)
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self._old = (self._thread, self._worker)
-        self._thread, self._worker = None, None
-        self._set_running(False)
-
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Cancel a run and wait for its thread (the app quits); True when none is left running."""
-        if self._thread is None:
-            return True
-        if self._worker is not None:
-            self._worker.stop()
-        return self._thread.wait(int(timeout_s * 1000))
-
-    # ------------------------------------------------------------------ closing
-
-    def reject(self) -> None:
-        """Close / Esc while a batch runs: cancel first (the dialog stays until the run has stopped)."""
-        if self.running():
-            self.cancel_batch()
-            return
-        super().reject()
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
-        if self.running():
-            self.cancel_batch()
-            event.ignore()
-            return
-        super().closeEvent(event)

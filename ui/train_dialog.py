@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
-from PySide6.QtGui import QCloseEvent, QFontDatabase
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QComboBox, QDialog, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
+    QComboBox, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
     QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
 from posetracker.train.user_mode import TrainingCancelled, UserModeError, format_report, mode_name
 from ui.packets import describe_error
+from ui.worker_dialog import StoppableWorker, WorkerDialog
 
 log = logging.getLogger(__name__)
 
@@ -59,26 +59,18 @@ def suggested_name(project: str) -> str:
     return p.name.split("-")[0]
 
 
-class TrainWorker(QObject):
+class TrainWorker(StoppableWorker):
     """Runs ``trainer`` once in its QThread; ``stop()`` (thread-safe) asks it to cancel between steps."""
 
     progress = Signal(int, int, str)  # done, total (0 = unknown), stage text
     done = Signal(object)  # the trainer's result (UserModeResult)
     failed = Signal(str)
     cancelled = Signal()
-    finished = Signal()
 
     def __init__(self, trainer: Trainer, project: str, name: str, steps: int):
         super().__init__()
         self._trainer, self._project, self._name, self._steps = trainer, project, name, steps
-        self._stop = threading.Event()
         self._last = (0.0, "")
-
-    def stop(self) -> None:
-        self._stop.set()
-
-    def stopping(self) -> bool:
-        return self._stop.is_set()
 
     def _report(self, done: int, total: int, message: str) -> None:
         """At most ~10 updates a second, but every change of stage and every stage's end."""
@@ -108,7 +100,7 @@ class TrainWorker(QObject):
             self.finished.emit()
 
 
-class TrainDialog(QDialog):
+class TrainDialog(WorkerDialog):
     """Project, mode name, training length; Start / Cancel; a progress bar with its stage; the report."""
 
     mode_trained = Signal(object)  # UserModeResult: the new mode is installed
@@ -122,17 +114,12 @@ class TrainDialog(QDialog):
         self.trainer = trainer
         self.setWindowTitle("Train animal mode")
         self.setObjectName("trainDialog")
-        self._thread: QThread | None = None
         self._worker: TrainWorker | None = None
         self.trained = None  # the last run's result
-        self._old: tuple | None = None  # the last run's thread and worker, kept until the next run
         self._auto_name = ""
         self._build()
         self._connect()
         self._set_running(False)
-        app = QCoreApplication.instance()
-        if app is not None:
-            app.aboutToQuit.connect(self.shutdown)
 
     # ------------------------------------------------------------------ construction
 
@@ -205,7 +192,7 @@ class TrainDialog(QDialog):
         self.length.valueChanged.connect(self._update_hint)
         self.unit.currentTextChanged.connect(self._on_unit_changed)
         self.start.clicked.connect(self.start_training)
-        self.cancel.clicked.connect(self.cancel_training)
+        self.cancel.clicked.connect(self.cancel_run)
         self.close_button.clicked.connect(self.reject)
 
     # ------------------------------------------------------------------ inputs
@@ -268,17 +255,10 @@ class TrainDialog(QDialog):
 
     # ------------------------------------------------------------------ running
 
-    def running(self) -> bool:
-        return self._thread is not None
-
     def _set_running(self, busy: bool) -> None:
         for w in (self.project, self.browse_slp, self.browse_dlc, self.name, self.length, self.unit, self.start):
             w.setEnabled(not busy)
         self.cancel.setEnabled(busy)
-
-    def show_message(self, text: str, error: bool = False) -> None:
-        self.message.setStyleSheet("color: #b00020;" if error else "")
-        self.message.setText(text)
 
     def start_training(self) -> None:
         if self.running():
@@ -302,20 +282,13 @@ class TrainDialog(QDialog):
         self.progress.setValue(0)
         self.stage.setText("Starting…")
         self._worker = TrainWorker(self.trainer, project, name, self.steps())
-        self._thread = QThread()
-        self._thread.setObjectName("train-mode")
-        self._worker.moveToThread(self._thread)
-        self._thread.started.connect(self._worker.run)
-        self._worker.finished.connect(self._thread.quit, Qt.ConnectionType.DirectConnection)
         self._worker.progress.connect(self._on_progress)
         self._worker.done.connect(self._on_done)
         self._worker.failed.connect(self._on_failed)
         self._worker.cancelled.connect(self._on_cancelled)
-        self._thread.finished.connect(self._on_thread_finished)
-        self._set_running(True)
-        self._thread.start()
+        self.launch(self._worker, "train-mode")
 
-    def cancel_training(self) -> None:
+    def cancel_run(self) -> None:
         if self._worker is not None and not self._worker.stopping():
             self._worker.stop()
             self.stage.setText("Cancelling after the current step…")
@@ -353,33 +326,3 @@ class TrainDialog(QDialog):
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.show_message("Training cancelled: no mode was made.")
-
-    @Slot()
-    def _on_thread_finished(self) -> None:
-        self._old = (self._thread, self._worker)
-        self._thread, self._worker = None, None
-        self._set_running(False)
-
-    def shutdown(self, timeout_s: float = 30.0) -> bool:
-        """Cancel a run and wait for its thread (the app quits); True when none is left running."""
-        if self._thread is None:
-            return True
-        if self._worker is not None:
-            self._worker.stop()
-        return self._thread.wait(int(timeout_s * 1000))
-
-    # ------------------------------------------------------------------ closing
-
-    def reject(self) -> None:
-        """Close / Esc while training: cancel first (the dialog stays until the run has stopped)."""
-        if self.running():
-            self.cancel_training()
-            return
-        super().reject()
-
-    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt's name
-        if self.running():
-            self.cancel_training()
-            event.ignore()
-            return
-        super().closeEvent(event)
