@@ -188,14 +188,18 @@ class TrackingSession:
         spec = load_skeleton(skeleton) if isinstance(skeleton, str) else skeleton
         return cls(load_posenet(weights, spec), config, Path(weights).parent if weights else None)
 
-    def reset(self) -> None:
-        """Forget every track, filter and temporal state (e.g. after a seek or a new source)."""
+    def reset(self, keep_ids: bool = False) -> None:
+        """Forget every track, filter and temporal state (e.g. after a seek or a new source). ``keep_ids``:
+        the same source goes on elsewhere (a seek, a loop): new tracks get ids after the ones handed out so
+        far, so no id names two people within one recording."""
+        first_id = self.tracker.ids_handed_out if keep_ids and hasattr(self, "tracker") else 0
         mode = self.config.mode
         self.stream = CausalStream(self.net, self.config.lookahead)
         self._pending: deque[_Pending] = deque()
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
+        self.tracker.reset(first_id)
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()

@@ -48,8 +48,9 @@ class FakeSession:
         self.steps = 0
         self.resets = 0
 
-    def reset(self) -> None:
+    def reset(self, keep_ids: bool = False) -> None:
         self.resets += 1
+        self.kept_ids = keep_ids
 
     def flush(self) -> list[PoseFrame]:
         return []
@@ -93,8 +94,8 @@ class LookaheadSession(FakeSession):
         super().__init__(*args, **kwargs)
         self.held: Frame | None = None
 
-    def reset(self) -> None:
-        super().reset()
+    def reset(self, keep_ids: bool = False) -> None:
+        super().reset(keep_ids)
         self.held = None
 
     def flush(self) -> list[PoseFrame]:

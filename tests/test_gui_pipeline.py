@@ -139,3 +139,20 @@ def test_recording_through_the_pipeline_and_reopening(qtbot, controller, tmp_pat
     assert video is not None and video.frame_count == summary.frames
     video.close()
     assert len(seq) == summary.poses
+
+
+def test_a_seek_or_loop_keeps_ids_going(qtbot, controller, clip):
+    """Issue #24 item 13: a seek (a loop is one) resets the session but keeps its ids unique in the recording."""
+    made = []
+
+    def factory():
+        made.append(FakeSession())
+        return made[-1]
+
+    controller.start(partial(VideoFileSource, clip), factory, autoplay=False)
+    qtbot.waitUntil(lambda: controller.snapshot().position == 0, timeout=5000)
+    qtbot.waitUntil(lambda: made and made[0].resets >= 2, timeout=3000)  # warm-up, then the first frame
+    assert made[0].kept_ids is False  # a new source starts afresh
+    controller.seek(20)
+    qtbot.waitUntil(lambda: controller.snapshot().position == 20, timeout=3000)
+    qtbot.waitUntil(lambda: made[0].kept_ids is True, timeout=3000)

@@ -120,3 +120,20 @@ def test_aspect_fitted_letterbox_maps_back_to_the_source():
     ys, xs = np.nonzero(img[..., 0] > 127)
     centre = box.to_source(np.array([xs.mean() + 0.5, ys.mean() + 0.5]))
     np.testing.assert_allclose(centre, [640, 320], atol=2.0)
+
+
+def test_reset_keeping_ids_hands_out_new_ones():
+    """After a seek the tracker starts afresh, but no id names two people within one recording."""
+    from posetracker.capture import open_source
+    from posetracker.resources import sample_clip
+    from posetracker.session import SessionConfig, TrackingSession
+
+    with open_source(str(sample_clip())) as src:
+        frames = [f for _, f in zip(range(12), src)]
+    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0))
+    first = {int(i) for f in frames for i in session.step(f).track_ids}
+    session.reset(keep_ids=True)
+    again = {int(i) for f in frames for i in session.step(f).track_ids}
+    session.reset()
+    afresh = {int(i) for f in frames for i in session.step(f).track_ids}
+    assert first - {-1} == {0} and min(again - {-1}) > max(first) and afresh - {-1} == {0}

@@ -25,7 +25,7 @@ class PoseSession(Protocol):
 
     def flush(self) -> list[PoseFrame]: ...  # the poses a look-ahead still holds back
 
-    def reset(self) -> None: ...
+    def reset(self, keep_ids: bool = False) -> None: ...  # keep_ids: a seek in the same source
 
 
 @dataclass(frozen=True)

@@ -245,8 +245,8 @@ class InferenceWorker(QObject):
                         self._emit(pose, recent, timed=False)
                 continue
             held, last_frame = True, time.monotonic()
-            if item.epoch != epoch:
-                session.reset()
+            if item.epoch != epoch:  # a seek or a loop: the same source, so ids go on (unique in a recording)
+                session.reset(keep_ids=epoch is not None)
                 recent.clear()
                 epoch = item.epoch
             recent.append(item)

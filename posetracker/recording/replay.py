@@ -128,8 +128,8 @@ class ReplaySession:
         self._indices = [f.index for f in ordered]
         self._hold_frames = max(0, round(hold * seq.fps))
 
-    def reset(self) -> None:
-        """Nothing to forget: replay is stateless."""
+    def reset(self, keep_ids: bool = False) -> None:
+        """Nothing to forget: replay is stateless (its ids are the recording's)."""
 
     def flush(self) -> list[PoseFrame]:
         """Nothing held back: every step answers its own frame."""

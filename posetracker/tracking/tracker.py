@@ -118,8 +118,8 @@ class PoseTracker:
         self.sigmas = joint_sigmas(spec)
         self.reset()
 
-    def reset(self) -> None:
-        """Drop every track; ids start again at 0."""
+    def reset(self, first_id: int = 0) -> None:
+        """Drop every track; new ids start at ``first_id``."""
         k = self.spec.num_joints
         self.xy = np.zeros((0, k, 2))  # (N, K, 2) px at time t (observed or carried), nan = unknown
         self.known = np.zeros((0, k), bool)  # (N, K) ever observed
@@ -131,9 +131,14 @@ class PoseTracker:
         self.hits = np.zeros(0, np.int64)  # (N,) matched frames (consecutive while tentative)
         self.ids = np.zeros(0, np.int64)  # (N,) track id, -1 = tentative
         self.last_retired: tuple[int, ...] = ()  # ids retired by the last update
-        self._next_id = 0  # ids handed out so far
+        self._next_id = int(first_id)  # the next id to hand out
         self.swaps_fixed = 0
         self._last_t = -np.inf
+
+    @property
+    def ids_handed_out(self) -> int:
+        """One more than the highest id handed out (the first id of a reset that keeps ids unique)."""
+        return self._next_id
 
     @property
     def num_tracks(self) -> int:
