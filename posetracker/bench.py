@@ -120,10 +120,12 @@ class PipelineResult:
     frames_per_run: int
     lookahead: int = 0  # live: frames the output waits for (0 for offline)
     refiners: tuple[str, ...] = ()  # the refiners the session ran
+    people: float = 0.0  # median people (or animals) tracked per frame
 
 
-def _pipeline_run(session, path: str, mode: str, frames: int) -> tuple[float, list[float]]:
-    """One timed run of ``session`` over the first ``frames`` frames of ``path`` -> (fps, live latencies ms)."""
+def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] | None = None) -> tuple[float, list[float]]:
+    """One timed run of ``session`` over the first ``frames`` frames of ``path`` -> (fps, live latencies ms);
+    ``people`` (if given) gets the number tracked in each output frame."""
     from posetracker.capture import open_source
 
     latencies: list[float] = []
@@ -143,41 +145,49 @@ def _pipeline_run(session, path: str, mode: str, frames: int) -> tuple[float, li
                 n += 1
                 if pose is not None:
                     latencies.append((time.perf_counter() - read_at.pop(pose.index)) * 1000)
+                    if people is not None:
+                        people.append(pose.num_people)
             session.flush()  # the frames still held back by the look-ahead (their latency is the stream's end)
         else:
             clip = (f for f in iter(src.read, None))
             seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
             n = len(seq)
+            if people is not None:
+                people += [p.num_people for p in seq.frames]
     return n / (time.perf_counter() - t_start), latencies
 
 
-def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, frames: int, lookahead: int) -> PipelineResult:
+def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, frames: int, lookahead: int,
+            people: list[int] = ()) -> PipelineResult:
     hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
     med = statistics.median
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
-                          lookahead if mode == "live" else 0, tuple(session.refiners.names))
+                          lookahead if mode == "live" else 0, tuple(session.refiners.names),
+                          float(med(people)) if people else 0.0)
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
-                   refiners: tuple[str, ...] | None = None, tile_grid: int | None = None) -> PipelineResult:
+                   refiners: tuple[str, ...] | None = None, tile_grid: int | None = None, skeleton: str | None = None,
+                   max_people: int | None = None) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
     from posetracker.session import SessionConfig, TrackingSession
 
+    extra = {} if max_people is None else {"max_people": max_people}
     config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners))
-    session = TrackingSession.open(weights=weights, config=config)
+                           refiners=None if refiners is None else tuple(refiners), **extra)
+    session = TrackingSession.open(skeleton, weights, config)
     _pipeline_run(session, path, mode, frames)  # warm-up
-    fps, lat = [], []
+    fps, lat, people = [], [], []
     for _ in range(runs):
-        f, l = _pipeline_run(session, path, mode, frames)
+        f, l = _pipeline_run(session, path, mode, frames, people)
         fps.append(f)
         lat += l
-    return _result(session, mode, fps, lat, runs, frames, lookahead)
+    return _result(session, mode, fps, lat, runs, frames, lookahead, people)
 
 
 PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "mediapipe_pose.py"
@@ -217,12 +227,12 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
                            refiners=None if refiners is None else tuple(refiners))
     session = TrackingSession.open(weights=weights, config=config)
     before = os.sched_getaffinity(0)
-    ours, lat, peer = [], [], []
+    ours, lat, peer, people = [], [], [], []
     try:
         os.sched_setaffinity(0, {core})
         _pipeline_run(session, path, "live", frames)  # warm-up
         for _ in range(runs):
-            f, l = _pipeline_run(session, path, "live", frames)
+            f, l = _pipeline_run(session, path, "live", frames, people)
             ours.append(f)
             lat += l
             out = subprocess.run(["taskset", "-c", str(core), python, str(PEER_SCRIPT), path, str(frames)],
@@ -234,18 +244,18 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
             peer.append(float(doc["fps"]))
     finally:
         os.sched_setaffinity(0, before)
-    result = _result(session, "live", ours, lat, runs, frames, lookahead)
+    result = _result(session, "live", ours, lat, runs, frames, lookahead, people)
     return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], core)
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:
     rows = [f"{'mode':<14}{'median fps':>12}{'min':>8}{'max':>8}{'latency ms':>12}{'net ms':>8}{'decode':>8}{'track':>8}"
-            f"  refiners"]
+            f"{'people':>8}  refiners"]
     for r in results:
         stages = "".join(f"{v:>8.1f}" if r.mode == "live" else f"{'-':>8}" for v in (r.network_ms, r.decode_ms, r.track_ms))
         name = f"live, la {r.lookahead}" if r.mode == "live" else r.mode
         rows.append(f"{name:<14}{r.median_fps:>12.1f}{r.min_fps:>8.1f}{r.max_fps:>8.1f}{r.median_latency_ms:>12.1f}{stages}"
-                    f"  {'+'.join(r.refiners) or '-'}")
+                    f"{r.people:>8g}  {'+'.join(r.refiners) or '-'}")
     return "\n".join(rows)
 
 

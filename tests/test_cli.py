@@ -69,6 +69,15 @@ def test_bench_pipeline_json(capsys):
     assert [r["mode"] for r in out["results"]] == ["live", "offline"]
     assert all(r["median_fps"] > 0 for r in out["results"])
     assert [r["lookahead"] for r in out["results"]] == [DEFAULT_LOOKAHEAD, 0]
+    assert [r["people"] for r in out["results"]] == [1.0, 1.0]  # the sample's one dancer
+    assert [r["refiners"] for r in out["results"]] == [[], ["crop"]]  # offline runs the precision stage
+
+
+def test_bench_times_an_animal_mode(capsys):
+    assert main(["bench", SAMPLE, "--skeleton", "mouse4", "--runs", "1", "--frames", "2", "--json",
+                 "--refiners", "graph", "--max-people", "2"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert all(r["refiners"] == ["graph"] and r["median_fps"] > 0 for r in out["results"])
 
 
 def test_bench_versus_mediapipe_interleaves_runs_with_the_peer(tmp_path, capsys):

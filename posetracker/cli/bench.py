@@ -56,7 +56,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
                                                 threads=args.threads or 1, weights=args.weights,
                                                 lookahead=args.lookahead, refiners=chosen_refiners(args),
-                                                tile_grid=args.tiles))
+                                                tile_grid=args.tiles, skeleton=args.skeleton,
+                                                max_people=args.max_people))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
@@ -92,7 +93,10 @@ def add_bench_parser(sub) -> None:
     b.add_argument("--threads", type=int, default=0, help="torch threads (default: time 1 and 2)")
     b.add_argument("--runs", type=int, default=5, help="timed runs per configuration (median reported)")
     b.add_argument("--frames", type=int, default=16, help="frames per run (a multiple of 8)")
-    b.add_argument("--weights", default=None, help="weights file (default: the shipped human18 model)")
+    b.add_argument("--weights", default=None, help="weights file (default: the shipped model of --skeleton)")
+    b.add_argument("--skeleton", default=None,
+                   help="with INPUT: the skeleton / animal mode to time (default human18), e.g. mouse4")
+    b.add_argument("--max-people", type=int, default=None, help="with INPUT: most people or animals a frame")
     b.add_argument("--versus-mediapipe", metavar="PYTHON",
                    help="with INPUT: also time MediaPipe Pose full on the same frames, runs interleaved, both on one "
                         "core; PYTHON is an interpreter whose environment has mediapipe (a measuring tool, never a "
