@@ -219,7 +219,7 @@ class BatchDialog(WorkerDialog):
         self.progress.setTextVisible(True)
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
-        self.progress.setFormat("%v / %m videos")
+        self.progress.setFormat("not started")  # Start sets "%v / %m videos"
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.summary_label = QLabel("")
