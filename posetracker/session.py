@@ -143,6 +143,7 @@ class TrackingSession:
         if kinds is None:
             kinds = default_refiners(self.spec.name, self.config.mode, refiners_dir)
         self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir)
+        self.refiners.check_budgets(net)
         if self.config.runtime == "auto":
             self.refiners.accelerate(self.config.threads)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"

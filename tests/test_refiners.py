@@ -55,6 +55,25 @@ def test_builtins_fit_their_budget(name):
         assert 0 < build_refiner(kind, spec).num_parameters() <= PARAM_BUDGET
 
 
+def test_method_b_detector_and_refiner_fit_one_budget(mouse, monkeypatch):
+    """Method B step 5: both models are small: the shipped mouse4 detector with its heatmap refiner is under
+    MODEL_BUDGET, and a session refuses a pair over it."""
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import load_refiner
+    from posetracker.refiners.heatmap import MODEL_BUDGET
+    from posetracker.session import SessionConfig, TrackingSession
+
+    net = load_posenet(Path(__file__).resolve().parents[1] / "models" / "posenet-mouse4.safetensors", mouse)
+    refiner = load_refiner(refiner_path("heatmap", "mouse4"), mouse)
+    total = refiner.num_parameters() + sum(p.numel() for p in net.parameters())
+    assert total <= MODEL_BUDGET
+    refiner.check_budget(net)
+    TrackingSession(net, SessionConfig(refiners=("heatmap",)))  # loads
+    monkeypatch.setattr(HeatmapRefiner, "model_budget", total - 1)
+    with pytest.raises(RefinerError, match="together, over their budget"):
+        TrackingSession(net, SessionConfig(refiners=("heatmap",)))
+
+
 def test_merge_keeps_every_keypoint_peak(mouse):
     """Method B step 2: one multi-point heatmap with as many peaks as keypoint heatmaps (the centre left out)."""
     heat = torch.zeros(1, mouse.num_joints, 16, 16)

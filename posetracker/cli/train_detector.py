@@ -61,7 +61,7 @@ def cmd_refiner(args: argparse.Namespace) -> int:
     import torch
 
     from posetracker.model.weights import load_posenet
-    from posetracker.refiners import build_refiner, refiner_path, save_refiner
+    from posetracker.refiners import RefinerError, build_refiner, refiner_path, save_refiner
     from posetracker.train.detector import first_features, graph_refiner_loss, heatmap_refiner_loss, run_training
 
     cfg, spec, train_items, val_items, cols = _setup(args)
@@ -70,6 +70,10 @@ def cmd_refiner(args: argparse.Namespace) -> int:
     data = _samples(cfg, spec, net, train_items, cols)
     params = cfg.heatmap if args.kind == "heatmap" else cfg.graph
     refiner = build_refiner(args.kind, spec, **params)
+    try:
+        refiner.check_budget(net)  # method B step 5: detector and refiner together stay small
+    except RefinerError as exc:
+        raise SystemExit(f"error: {exc}") from None
     gen = torch.Generator().manual_seed(cfg.seed + 1)
     t1 = time.time()
     net.eval()

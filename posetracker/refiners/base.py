@@ -56,6 +56,7 @@ class Refiner(nn.Module):
     kind: ClassVar[str] = ""
     label: ClassVar[str] = ""  # what the app calls it (default: the kind)
     param_budget: ClassVar[int] = 0  # most parameters allowed (method B step 5); 0 = no budget
+    model_budget: ClassVar[int] = 0  # most parameters of the detector and this refiner together; 0 = none
 
     def __init__(self, spec: SkeletonSpec):
         super().__init__()
@@ -78,10 +79,16 @@ class Refiner(nn.Module):
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
-    def check_budget(self) -> None:
+    def check_budget(self, detector: nn.Module | None = None) -> None:
+        """The refiner alone under ``param_budget``; with its ``detector``, both under ``model_budget``."""
         n = self.num_parameters()
         if self.param_budget and n > self.param_budget:
             raise RefinerError(f"{self.kind} refiner has {n} parameters, over its budget of {self.param_budget}")
+        if detector is not None and self.model_budget:
+            total = n + sum(p.numel() for p in detector.parameters())
+            if total > self.model_budget:
+                raise RefinerError(f"the detector and its {self.kind} refiner have {total} parameters together, "
+                                   f"over their budget of {self.model_budget}")
 
 
 _REFINERS: dict[str, Callable[..., Refiner]] = {}
@@ -214,6 +221,11 @@ class RefinerChain:
     def accelerate(self, threads: int = 1) -> None:
         for r in self.refiners:
             r.accelerate(threads)
+
+    def check_budgets(self, detector: nn.Module) -> None:
+        """Each refiner's own budget and, where it has one, its budget with ``detector`` (method B step 5)."""
+        for r in self.refiners:
+            r.check_budget(detector)
 
 
     @torch.no_grad()

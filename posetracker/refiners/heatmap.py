@@ -9,7 +9,9 @@ Steps (``methods.md`` B), each a named piece here:
    detector's; the last layer starts at zero, so the untrained refiner is the
    identity);
 4. the tree decoder reads coordinates from the corrected heatmaps;
-5. the refiner's parameters stay under ``PARAM_BUDGET`` (checked when built);
+5. both models are small: the refiner's parameters stay under ``PARAM_BUDGET`` (checked when built), and
+   the detector's and the refiner's together under ``MODEL_BUDGET`` (checked when a session loads them, and
+   before ``train refiner`` trains one);
 6. training (``posetracker.train.refine``): frozen detector -> merge -> refine
    -> soft-decoded coordinates -> L1 against the labels.
 
@@ -26,6 +28,9 @@ from posetracker.refiners.base import Maps, Refiner, register_refiner
 from posetracker.skeletons import SkeletonSpec
 
 PARAM_BUDGET = 100_000
+# detector + refiner: a MoveNet-Lightning-class detector (PoseNet with its temporal block and depth head,
+# 4.82 M parameters for human18, 4.82 M for mouse4) and a refiner of at most PARAM_BUDGET
+MODEL_BUDGET = 5_000_000
 
 
 def merge_heatmaps(heatmaps: torch.Tensor, root: int) -> torch.Tensor:
@@ -73,6 +78,7 @@ class HeatmapRefiner(Refiner):
     kind = "heatmap"
     label = "Heatmap refiner (method B)"
     param_budget = PARAM_BUDGET
+    model_budget = MODEL_BUDGET
 
     def __init__(self, spec: SkeletonSpec, width: int = 32):
         super().__init__(spec)
