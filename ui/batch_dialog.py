@@ -18,7 +18,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QComboBox, QDialogButtonBox, QFileDialog, QFormLayout, QGridLayout,
+    QAbstractItemView, QCheckBox, QComboBox, QFileDialog, QFormLayout, QGridLayout,
     QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QListWidget, QProgressBar, QPushButton, QSpinBox,
     QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
@@ -122,6 +122,8 @@ class BatchWorker(StoppableWorker):
 class BatchDialog(WorkerDialog):
     """Inputs, output folder, formats, mode, skeleton, workers; Start / Cancel / Close; an overall bar, a per-file
     table and a summary line."""
+
+    cancelling = "Cancelling: the videos not finished yet are stopped…"
 
     def __init__(self, runner: Runner | None = None, skeletons: Sequence[ModelOption] | None = None,
                  parent: QWidget | None = None):
@@ -246,13 +248,7 @@ class BatchDialog(WorkerDialog):
         self.table.setColumnWidth(0, 220)
         self.table.setMinimumHeight(140)
 
-        self.start = QPushButton("Start")
-        self.start.setDefault(True)
-        self.cancel = QPushButton("Cancel")
-        self.buttons = QDialogButtonBox()
-        self.buttons.addButton(self.start, QDialogButtonBox.ButtonRole.ActionRole)
-        self.buttons.addButton(self.cancel, QDialogButtonBox.ButtonRole.ActionRole)
-        self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.button_row()
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addWidget(inputs_box)
@@ -271,8 +267,6 @@ class BatchDialog(WorkerDialog):
         self.remove.clicked.connect(self.remove_selected)
         self.browse_output.clicked.connect(self.ask_output)
         self.start.clicked.connect(self.start_batch)
-        self.cancel.clicked.connect(self.cancel_run)
-        self.close_button.clicked.connect(self.reject)
 
     # ------------------------------------------------------------------ inputs
 
@@ -333,11 +327,11 @@ class BatchDialog(WorkerDialog):
     # ------------------------------------------------------------------ running
 
     def _set_running(self, busy: bool) -> None:
+        super()._set_running(busy)
         for w in (self.input_list, self.add_files, self.add_folder, self.output, self.browse_output, self.mode,
-                  self.skeleton, self.workers, self.start, *self.format_boxes.values()):
+                  self.skeleton, self.workers, *self.format_boxes.values()):
             w.setEnabled(not busy)
         self.remove.setEnabled(not busy and self.input_list.count() > 0)
-        self.cancel.setEnabled(busy)
 
     def _check(self) -> str | None:
         """What stops a start, said for the user (None: go)."""
@@ -382,11 +376,8 @@ class BatchDialog(WorkerDialog):
         self._worker.failed.connect(self._on_failed)
         self.launch(self._worker, "batch")
 
-    def cancel_run(self) -> None:
-        if self._worker is not None and not self._worker.stopping():
-            self._worker.stop()
-            self.status.setText("Cancelling: the videos not finished yet are stopped…")
-            self.cancel.setEnabled(False)
+    def _show_status(self, text: str) -> None:
+        self.status.setText(text)
 
     def _add_row(self, rec: dict[str, Any]) -> None:
         key = str(rec.get("input", ""))

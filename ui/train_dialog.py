@@ -18,7 +18,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QFontDatabase
 from PySide6.QtWidgets import (
-    QComboBox, QDialogButtonBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
+    QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPlainTextEdit,
     QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
@@ -104,6 +104,7 @@ class TrainDialog(WorkerDialog):
     """Project, mode name, training length; Start / Cancel; a progress bar with its stage; the report."""
 
     mode_trained = Signal(object)  # UserModeResult: the new mode is installed
+    cancelling = "Cancelling after the current step…"
 
     def __init__(self, trainer: Trainer | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -168,13 +169,7 @@ class TrainDialog(WorkerDialog):
         self.report.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
         self.report.setMinimumHeight(150)
         self.report.setPlaceholderText("The held-out report appears here when training ends.")
-        self.start = QPushButton("Start")
-        self.start.setDefault(True)
-        self.cancel = QPushButton("Cancel")
-        self.buttons = QDialogButtonBox()
-        self.buttons.addButton(self.start, QDialogButtonBox.ButtonRole.ActionRole)
-        self.buttons.addButton(self.cancel, QDialogButtonBox.ButtonRole.ActionRole)
-        self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.button_row()
         layout = QVBoxLayout(self)
         layout.addWidget(intro)
         layout.addLayout(form)
@@ -192,8 +187,6 @@ class TrainDialog(WorkerDialog):
         self.length.valueChanged.connect(self._update_hint)
         self.unit.currentTextChanged.connect(self._on_unit_changed)
         self.start.clicked.connect(self.start_training)
-        self.cancel.clicked.connect(self.cancel_run)
-        self.close_button.clicked.connect(self.reject)
 
     # ------------------------------------------------------------------ inputs
 
@@ -256,9 +249,9 @@ class TrainDialog(WorkerDialog):
     # ------------------------------------------------------------------ running
 
     def _set_running(self, busy: bool) -> None:
-        for w in (self.project, self.browse_slp, self.browse_dlc, self.name, self.length, self.unit, self.start):
+        super()._set_running(busy)
+        for w in (self.project, self.browse_slp, self.browse_dlc, self.name, self.length, self.unit):
             w.setEnabled(not busy)
-        self.cancel.setEnabled(busy)
 
     def start_training(self) -> None:
         if self.running():
@@ -288,11 +281,8 @@ class TrainDialog(WorkerDialog):
         self._worker.cancelled.connect(self._on_cancelled)
         self.launch(self._worker, "train-mode")
 
-    def cancel_run(self) -> None:
-        if self._worker is not None and not self._worker.stopping():
-            self._worker.stop()
-            self.stage.setText("Cancelling after the current step…")
-            self.cancel.setEnabled(False)
+    def _show_status(self, text: str) -> None:
+        self.stage.setText(text)
 
     @Slot(int, int, str)
     def _on_progress(self, done: int, total: int, message: str) -> None:

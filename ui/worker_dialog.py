@@ -1,10 +1,10 @@
 """The base of the dialogs that run one long job in a worker thread (Train animal mode, Batch process videos).
 
-A subclass builds its widgets (among them ``message``, a QLabel), creates a worker QObject with a ``run`` slot,
-a ``finished`` signal and thread-safe ``stop()`` / ``stopping()``, and hands it to :meth:`launch`; it
-implements ``_set_running(busy)`` (which widgets lock) and ``cancel_run()`` (ask the worker to stop). This class
-owns the thread: one run at a time, Close / Esc during a run cancel it first (the dialog stays until the run
-has stopped), and the app's quit waits for it (``shutdown``).
+A subclass builds its widgets (among them ``message``, a QLabel, and the Start / Cancel / Close row from
+:meth:`button_row`), hands a :class:`StoppableWorker` to :meth:`launch`, and lists the widgets a run locks in
+``_set_running(busy)``. This class owns the thread: one run at a time, Cancel / Close / Esc during a run ask
+the worker to stop (the dialog stays until the run has stopped; ``cancelling`` says so), and the app's quit
+waits for it (``shutdown``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import threading
 
 from PySide6.QtCore import QCoreApplication, QObject, Qt, QThread, Signal, Slot
 from PySide6.QtGui import QCloseEvent
-from PySide6.QtWidgets import QDialog, QWidget
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QPushButton, QWidget
 
 ERROR_COLOR = "#b00020"
 
@@ -45,13 +45,38 @@ class WorkerDialog(QDialog):
         if app is not None:
             app.aboutToQuit.connect(self.shutdown)
 
+    cancelling = "Cancelling…"  # the status text while the worker winds down
+
     # ------------------------------------------------------------------ for subclasses
 
+    def button_row(self) -> QDialogButtonBox:
+        """Start (default) / Cancel / Close as ``self.start``, ``self.cancel``, ``self.close_button``; Cancel
+        and Close are connected here, Start is the subclass's."""
+        self.start = QPushButton("Start")
+        self.start.setDefault(True)
+        self.cancel = QPushButton("Cancel")
+        self.buttons = QDialogButtonBox()
+        self.buttons.addButton(self.start, QDialogButtonBox.ButtonRole.ActionRole)
+        self.buttons.addButton(self.cancel, QDialogButtonBox.ButtonRole.ActionRole)
+        self.close_button = self.buttons.addButton(QDialogButtonBox.StandardButton.Close)
+        self.cancel.clicked.connect(self.cancel_run)
+        self.close_button.clicked.connect(self.reject)
+        return self.buttons
+
     def _set_running(self, busy: bool) -> None:
-        raise NotImplementedError
+        """Lock the inputs during a run (subclasses add theirs)."""
+        self.start.setEnabled(not busy)
+        self.cancel.setEnabled(busy)
+
+    def _show_status(self, text: str) -> None:
+        """Where the subclass shows a one-line status (``cancelling``)."""
 
     def cancel_run(self) -> None:
-        raise NotImplementedError
+        """Ask the running worker to stop (once)."""
+        if self._worker is not None and not self._worker.stopping():
+            self._worker.stop()
+            self._show_status(self.cancelling)
+            self.cancel.setEnabled(False)
 
     def launch(self, worker: QObject, name: str) -> None:
         """Run ``worker.run`` in a new thread named ``name`` (connect the worker's own signals first)."""
