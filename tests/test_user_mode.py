@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 
 import cv2
-import numpy as np
 import pytest
 import yaml
+
+from test_importers import make_dlc  # a single-animal DeepLabCut project: 3 labelled frames, one unlabelled
 
 from posetracker.cli import main
 from posetracker.importers import import_project
@@ -21,37 +22,6 @@ from posetracker.train.user_mode import (
     TrainingCancelled, UserModeError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
     user_mode_for, user_modes, user_modes_dir,
 )
-
-MOUSE = ["snout", "leftear", "rightear", "tailbase"]
-
-
-def _png(path: Path, w: int, h: int, value: int = 90) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    img = np.full((h, w, 3), value, np.uint8)
-    cv2.circle(img, (w // 2, h // 2), 6, (200, 200, 200), -1)  # something to look at
-    assert cv2.imwrite(str(path), img)
-
-
-def make_dlc(root: Path) -> Path:
-    """A single-animal DeepLabCut project (as in test_importers.py): 3 labelled frames, one unlabelled."""
-    proj = root / "openfield-me-2024"
-    proj.mkdir(parents=True)
-    cfg = {"Task": "openfield", "scorer": "me", "multianimalproject": False, "bodyparts": MOUSE,
-           "skeleton": [["snout", "leftear"], ["snout", "rightear"], ["snout", "tailbase"]]}
-    (proj / "config.yaml").write_text(yaml.safe_dump(cfg))
-    for i in range(4):
-        _png(proj / "labeled-data" / "m1" / f"img{i:03d}.png", 64, 48)
-    rows = [["scorer"] + ["me"] * 8,
-            ["bodyparts"] + [p for p in MOUSE for _ in range(2)],
-            ["coords"] + ["x", "y"] * 4,
-            ["labeled-data/m1/img000.png", 30, 20, 27, 18, 35, 18, 32, 34],
-            ["labeled-data/m1/img001.png", 31, 21, 28, 19, 36, 19, 33, 35],
-            ["labeled-data/m1/img002.png", 32, 22, 29, 20, 37, 20, 34, 36],
-            ["labeled-data/m1/img003.png"] + [""] * 8]
-    path = proj / "labeled-data" / "m1" / "CollectedData_me.csv"
-    path.write_text("\n".join(",".join(str(c) for c in r) for r in rows) + "\n")
-    return proj
-
 
 def small(train_yaml: Path) -> None:
     """Few samples, small batches: a test-sized run."""
@@ -70,6 +40,7 @@ def modes(tmp_path, monkeypatch):
 
 @pytest.fixture
 def project(tmp_path):
+    (tmp_path / "projects").mkdir()
     return make_dlc(tmp_path / "projects")
 
 
