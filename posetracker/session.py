@@ -36,8 +36,8 @@ import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.tiles import add_new_people, away_from_cuts, shift_people, tile_windows
-from posetracker.decoding.top_down import centred_person, crop_window, cut_crop
+from posetracker.decoding.tiles import add_tile_people, shift_people
+from posetracker.decoding.top_down import read_crops
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.network import CausalStream, PoseNet
@@ -230,9 +230,10 @@ class TrackingSession:
         t0 = time.perf_counter()
         people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
         if meta.frame is not None and meta.tiles > 1:
-            people = self._add_tile_people(people, meta.frame, meta.box, meta.tiles)
+            people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
+                                     self.config.max_people)
         if meta.frame is not None and self.spec.top_down:
-            people = self._read_crops(people, meta.frame)
+            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._still_people)
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
@@ -263,44 +264,18 @@ class TrackingSession:
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         return people
 
-    def _add_tile_people(self, people: DecodedPeople, rgb: np.ndarray, box: Letterbox, grid: int) -> DecodedPeople:
-        """``people`` (source pixels) plus those found only in the frame's overlapping tiles (small people;
-        :mod:`posetracker.decoding.tiles`). Each tile is read as a still (no temporal state)."""
-        h, w = rgb.shape[:2]
-        found = [people]
+    def _still_people(self, images: np.ndarray) -> list[DecodedPeople]:
+        """(N, h, w, 3) uint8 network inputs -> each one's people in input pixels, read as stills (no temporal
+        state; one batch): the tiles' and the top-down crops' reading."""
         with torch.inference_mode(), _threads(self.config.threads):
-            for x0, y0, tw, th in tile_windows(w, h, grid):
-                x, tile_box = self._input(np.ascontiguousarray(rgb[y0:y0 + th, x0:x0 + tw]))
-                out = self.net(x[:, None])
-                tile = self._decode({k: v[:, 0] for k, v in out.items()}, x if self.refiners.needs_image else None)
-                tile = shift_people(tile, tile_box.scale, (x0, y0), depth_zoom=tile_box.scale / box.scale)
-                found.append(away_from_cuts(tile, (x0, y0, tw, th), (w, h)))
-        for extra in found[1:]:
-            people = add_new_people(people, extra, self.sigmas, self.config.max_people)
-        return people
-
-    def _read_crops(self, people: DecodedPeople, rgb: np.ndarray) -> DecodedPeople:
-        """Top-down mode: each person (source pixels) read again from a crop of the full-resolution frame
-        around its centre (:mod:`posetracker.decoding.top_down`); all crops of the frame in one batch."""
-        root, crop_px = self.spec.root, self.spec.top_down["crop_px"]
-        chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
-        if not chosen:
-            return people
-        windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
-        crops = np.stack([cut_crop(rgb, w, INPUT_SIZE) for w in windows])
-        kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
-        with torch.inference_mode(), _threads(self.config.threads):
-            x = to_tensor(crops)  # (N, 3, 256, 256)
+            x = to_tensor(images)
             out = self.net(x[:, None])
-            for i, (p, (x0, y0, side)) in enumerate(zip(chosen, windows)):
-                maps = {k: v[i : i + 1, 0] for k, v in out.items()}
-                found = self._decode(maps, x[i : i + 1] if self.refiners.needs_image else None)
-                j = centred_person(found, root, INPUT_SIZE)
-                if j < 0:
-                    continue
-                found = shift_people(found.take(np.array([j])), INPUT_SIZE / side, (x0, y0))
-                kp[p], conf[p], pred[p] = found.keypoints[0], found.confidence[0], found.predicted[0]
-        return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
+            return [self._decode({k: v[i : i + 1, 0] for k, v in out.items()}, x[i : i + 1] if self.refiners.needs_image
+                                 else None) for i in range(len(x))]
+
+    def _read_tile(self, rgb: np.ndarray) -> tuple[DecodedPeople, float]:
+        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
+        return self._still_people(img[None])[0], box.scale
 
     def _post_live(self, pose: PoseFrame) -> PoseFrame:
         t0 = time.perf_counter()

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import centred_person, crop_window, cut_crop
+from posetracker.decoding.top_down import centred_person, crop_window, cut_crop, read_crops
 from posetracker.model.preprocess import INPUT_SIZE
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
@@ -90,10 +90,11 @@ def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch):
         chosen["n"] += 1
         return -1 if chosen["n"] == 2 else (0 if found.num_people else -1)
 
-    monkeypatch.setattr("posetracker.session.centred_person", fake_centred)
+    monkeypatch.setattr("posetracker.decoding.top_down.centred_person", fake_centred)
     with torch.no_grad():
         net.heads.centre.out.bias.fill_(5.0)  # a centre everywhere: each crop finds someone
-    out = session._read_crops(people, np.zeros((1024, 1024, 3), np.uint8))
+    out = read_crops(people, np.zeros((1024, 1024, 3), np.uint8), FLY.root, FLY.top_down["crop_px"],
+                     session._still_people)
     assert seen == [(2, 1, 3, INPUT_SIZE, INPUT_SIZE)]  # both crops in one batch
     assert not np.array_equal(out.keypoints[0], kp[0])  # replaced by the first crop's reading ...
     assert np.all(np.abs(out.keypoints[0] - 300) <= 84)  # ... which lies in its 160 px crop (+ offsets)

@@ -15,6 +15,7 @@ of people at least 1/8 of the image high 35 -> 40 of 47; a 3 x 3 grid of 0.45 ti
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 
@@ -108,4 +109,18 @@ def add_new_people(kept: DecodedPeople, extra: DecodedPeople, sigmas: np.ndarray
     return both.take(order)
 
 
-__all__ = ["TILE_FRACTION", "add_new_people", "away_from_cuts", "shift_people", "tile_windows"]
+def add_tile_people(people: DecodedPeople, rgb: np.ndarray, grid: int,
+                    read: Callable[[np.ndarray], tuple[DecodedPeople, float]], frame_scale: float, sigmas: np.ndarray,
+                    max_people: int) -> DecodedPeople:
+    """``people`` of an (H, W, 3) frame (its pixels) plus those found only in its ``grid`` x ``grid`` tiles.
+    read: a tile (h, w, 3) -> its people in network-input pixels and the input's scale (input px per tile px);
+    frame_scale: the whole frame's, so a tile's root depths are read ``scale / frame_scale`` times too near."""
+    h, w = rgb.shape[:2]
+    for x0, y0, tw, th in tile_windows(w, h, grid):
+        tile, scale = read(np.ascontiguousarray(rgb[y0:y0 + th, x0:x0 + tw]))
+        tile = shift_people(tile, scale, (x0, y0), depth_zoom=scale / frame_scale)
+        people = add_new_people(people, away_from_cuts(tile, (x0, y0, tw, th), (w, h)), sigmas, max_people)
+    return people
+
+
+__all__ = ["TILE_FRACTION", "add_new_people", "add_tile_people", "away_from_cuts", "shift_people", "tile_windows"]

@@ -13,10 +13,14 @@ Training samples cut the same crops around each labelled animal
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import cv2
 import numpy as np
 
 from posetracker.decoding.people import DecodedPeople
+from posetracker.decoding.tiles import shift_people
+from posetracker.model.preprocess import INPUT_SIZE
 
 
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:
@@ -43,4 +47,23 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
     return best if d[best] <= radius * size else -1
 
 
-__all__ = ["centred_person", "crop_window", "cut_crop"]
+def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
+               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE) -> DecodedPeople:
+    """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
+    read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
+    nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay."""
+    chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
+    if not chosen:
+        return people
+    windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
+    found = read(np.stack([cut_crop(rgb, w, size) for w in windows]))
+    kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
+    for p, (x0, y0, side), crop in zip(chosen, windows, found):
+        j = centred_person(crop, root, size)
+        if j >= 0:
+            one = shift_people(crop.take(np.array([j])), size / side, (x0, y0))
+            kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
+    return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
+
+
+__all__ = ["centred_person", "crop_window", "cut_crop", "read_crops"]
