@@ -12,7 +12,7 @@ import yaml
 
 from gui_helpers import fake_services, isolated_settings, no_modal_dialogs  # noqa: F401
 from posetracker.skeletons import SKELETON_DIR
-from posetracker.train.user_mode import TrainingCancelled, UserModeError, UserModeResult, read_user_mode
+from posetracker.train.user_mode import TrainingCancelled, TrainingError, UserModeResult, read_user_mode
 from ui.train_dialog import STEPS_PER_MINUTE, TrainDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
@@ -148,7 +148,7 @@ def test_training_from_the_menu_adds_the_mode_to_the_panel(qtbot, modes, project
 
 
 @pytest.mark.parametrize("error, shown", [
-    (UserModeError("project not readable: no config.yaml in /x"), "project not readable: no config.yaml in /x"),
+    (TrainingError("project not readable: no config.yaml in /x"), "project not readable: no config.yaml in /x"),
     (RuntimeError("boom"), "Training failed: boom"),
 ])
 def test_an_error_is_a_message(qtbot, modes, project, error, shown):

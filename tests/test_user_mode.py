@@ -19,7 +19,7 @@ from posetracker.refiners import available_refiners
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
 from posetracker.train.user_mode import (
-    TrainingCancelled, UserModeError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
+    TrainingCancelled, TrainingError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
     user_mode_for, user_modes, user_modes_dir,
 )
 
@@ -109,11 +109,11 @@ def test_train_install_list_and_open(modes, project):
         assert app_session.spec.name == "My_mouse" and app_session.refiners.names == ["graph"]
 
     # the name is now taken; shipped names and empty ones never were free
-    with pytest.raises(UserModeError, match="already exists"):
+    with pytest.raises(TrainingError, match="already exists"):
         mode_name("My mouse")
-    with pytest.raises(UserModeError, match="shipped"):
+    with pytest.raises(TrainingError, match="shipped"):
         mode_name("mouse4")
-    with pytest.raises(UserModeError, match="name"):
+    with pytest.raises(TrainingError, match="name"):
         mode_name("  ")
 
 
@@ -132,7 +132,7 @@ def test_cancel_leaves_no_weights(modes, project, tmp_path):
                         progress=lambda d, t, m: steps.append(d) if m.startswith("Training") else None)
     assert steps == [1, 2]
     assert not list(out.glob("*.safetensors*")) and not (out / "report.json").exists()
-    with pytest.raises(UserModeError, match="missing"):
+    with pytest.raises(TrainingError, match="missing"):
         install_user_mode(out, "m")
 
     # the app's path, cancelled before training: no mode, no folder left
@@ -141,7 +141,7 @@ def test_cancel_leaves_no_weights(modes, project, tmp_path):
     assert user_modes() == [] and not (modes / "later").exists()
 
     # a project that cannot be read: a message, no folder
-    with pytest.raises(UserModeError, match="no config.yaml"):
+    with pytest.raises(TrainingError, match="no config.yaml"):
         create_user_mode(tmp_path, "broken", steps=3)
     assert not (modes / "broken").exists()
 

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (
     QProgressBar, QPushButton, QSpinBox, QVBoxLayout, QWidget,
 )
 
-from posetracker.train.user_mode import TrainingCancelled, UserModeError, format_report, mode_name
+from posetracker.train.user_mode import TrainingCancelled, TrainingError, format_report, mode_name
 from ui.packets import describe_error
 from ui.worker_dialog import StoppableWorker, WorkerDialog
 
@@ -87,7 +87,7 @@ class TrainWorker(StoppableWorker):
                                    cancel=self._stop.is_set, log=log.info, threads=TRAIN_THREADS)
         except TrainingCancelled:
             self.cancelled.emit()
-        except (UserModeError, FileExistsError, FileNotFoundError) as exc:  # the user can fix these: say what
+        except (TrainingError, FileExistsError, FileNotFoundError) as exc:  # the user can fix these: say what
             self.failed.emit(describe_error(exc))
         except Exception as exc:  # noqa: BLE001 - shown as a message, never a traceback
             log.exception("training the mode %s failed", self._name)
@@ -265,7 +265,7 @@ class TrainDialog(WorkerDialog):
             return
         try:
             name = mode_name(self.name.text())
-        except UserModeError as exc:
+        except TrainingError as exc:
             self.show_message(str(exc), error=True)
             return
         self.trained = None

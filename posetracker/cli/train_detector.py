@@ -23,18 +23,18 @@ def _log(msg: str) -> None:
 
 
 def _setup(args: argparse.Namespace):
-    from posetracker.train.user_mode import UserModeError, load_training
+    from posetracker.train.detector_run import TrainingError, load_training
 
     try:
         return load_training(args.config, args.threads)
-    except UserModeError as exc:
+    except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
 
 
 def _samples(cfg, spec, net, items, cols):
     from tqdm import tqdm
 
-    from posetracker.train.user_mode import detector_samples
+    from posetracker.train.detector_run import detector_samples
 
     bar = tqdm(total=len(items) or None, desc="features", dynamic_ncols=True)
     update = lambda d, t: (setattr(bar, "total", t), bar.update(d - bar.n))  # noqa: E731
@@ -45,13 +45,13 @@ def _samples(cfg, spec, net, items, cols):
 
 
 def cmd_detector(args: argparse.Namespace) -> int:
-    from posetracker.train.user_mode import UserModeError, train_detector
+    from posetracker.train.detector_run import TrainingError, train_detector
 
     cfg, spec, train_items, val_items, cols = _setup(args)
     try:
         run = train_detector(cfg, spec, train_items, val_items, cols, args.steps, args.out, _log,
                              samples=lambda net: _samples(cfg, spec, net, train_items, cols))
-    except UserModeError as exc:
+    except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
     _write_log(run.weights.with_suffix(".losses.json") if args.log is None else Path(args.log), run.history)
     return 0

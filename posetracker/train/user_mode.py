@@ -7,8 +7,9 @@
 The pieces, usable one by one (what ``posetracker import-labels`` + ``train detector`` + ``train
 held-out-eval`` do on the command line):
 
-- :func:`train_detector`: the shared training of ``posetracker train detector`` (samples, FPN + heads +
-  graph refiner jointly, the detector and its graph refiner saved side by side);
+- :func:`~posetracker.train.detector_run.train_detector`: the shared training of ``posetracker train
+  detector`` (samples, FPN + heads + graph refiner jointly, the detector and its graph refiner saved side
+  by side);
 - :func:`train_user_mode`: that, then the held-out report (refiners "none" and "graph") written beside
   the weights as ``report.json``; with progress and cancel for the app;
 - :func:`install_user_mode`: an import folder's skeleton, weights, refiner and report -> a mode folder.
@@ -36,28 +37,19 @@ import json
 import math
 import os
 import shutil
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-Progress = Callable[[int, int, str], None]  # (done, total: 0 = unknown, what is being done)
-Cancel = Callable[[], bool]
-Log = Callable[[str], None]
+from posetracker.train.detector_run import (  # noqa: F401 - TrainingCancelled, TrainingError: this API's errors too
+    REPORT_REFINERS, Cancel, Log, Progress, TrainingCancelled, TrainingError, _stderr, detector_samples, held_out_report,
+    load_training, train_detector,
+)
 
 REPORT = "report.json"
 TRAINING = "training"  # the import's folder inside a mode made by create_user_mode
-REPORT_REFINERS = ("none", "graph")  # the held-out report's refiner combinations
-
-
-class TrainingCancelled(Exception):
-    """``cancel()`` returned True: training stopped between two steps; no weights were written."""
-
-
-class UserModeError(ValueError):
-    """Something the user can fix (a name taken, too few labelled frames, a missing file); the message says what."""
 
 
 @dataclass(frozen=True)
@@ -72,19 +64,6 @@ class UserMode:
 
 
 @dataclass
-class DetectorRun:
-    """What :func:`train_detector` wrote and how long it took."""
-
-    weights: Path
-    refiner: Path
-    history: list[dict[str, float]]
-    minutes: float
-    train_items: int
-    val_items: int
-    samples: int
-
-
-@dataclass
 class UserModeResult:
     """A trained (and, from :func:`create_user_mode`, installed) mode: files, scores, loss history."""
 
@@ -95,10 +74,6 @@ class UserModeResult:
     report_path: Path
     history: list[dict[str, float]] = field(default_factory=list)
     mode: UserMode | None = None  # set once installed
-
-
-def _stderr(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
 
 
 def _plain(value: Any) -> Any:
@@ -163,22 +138,22 @@ def user_mode_for(skeleton: str | Path) -> UserMode | None:
 
 
 def mode_name(text: str, modes_dir: str | Path | None = None, exists_ok: bool = False) -> str:
-    """``text`` as a mode name (letters, digits, ``_``, ``-``); UserModeError when it is empty, names a
+    """``text`` as a mode name (letters, digits, ``_``, ``-``); TrainingError when it is empty, names a
     shipped skeleton or (unless ``exists_ok``) an installed user mode."""
     from posetracker.importers.common import slug
     from posetracker.importers import RESERVED_NAMES
     from posetracker.skeletons import available_skeletons
 
     if not str(text).strip():
-        raise UserModeError("Give the mode a name.")
+        raise TrainingError("Give the mode a name.")
     name = slug(text)
     if name in RESERVED_NAMES or name == TRAINING:
-        raise UserModeError(f"{name!r} cannot be a mode name; choose another.")
+        raise TrainingError(f"{name!r} cannot be a mode name; choose another.")
     if name in available_skeletons():
-        raise UserModeError(f"{name!r} is a mode shipped with PoseTracker; choose another name.")
+        raise TrainingError(f"{name!r} is a mode shipped with PoseTracker; choose another name.")
     root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
     if not exists_ok and read_user_mode(root / name) is not None:
-        raise UserModeError(f"A mode called {name!r} already exists in {root}; choose another name.")
+        raise TrainingError(f"A mode called {name!r} already exists in {root}; choose another name.")
     return name
 
 
@@ -200,7 +175,7 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
                       replace: bool = False, move: bool = False) -> UserMode:
     """Copy (``move``: move) a trained import's ``<name>.yaml``, ``posenet-<name>.safetensors``,
     ``refiner-graph-<name>.safetensors`` and ``report.json`` into ``<modes_dir>/<name>/``. The weights go
-    last, so the mode is listed only once whole. UserModeError when a file is missing or the mode exists
+    last, so the mode is listed only once whole. TrainingError when a file is missing or the mode exists
     (unless ``replace``)."""
     from posetracker.refiners import refiner_path
 
@@ -208,12 +183,12 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
     root = Path(modes_dir) if modes_dir is not None else user_modes_dir()
     folder = root / name
     if not replace and read_user_mode(folder) is not None:
-        raise UserModeError(f"A mode called {name!r} already exists in {root}; choose another name.")
+        raise TrainingError(f"A mode called {name!r} already exists in {root}; choose another name.")
     skeleton, weights = _mode_files(src, name)
     refiner = refiner_path("graph", name, src)
     missing = [str(p) for p in (skeleton, weights) if not p.is_file()]
     if missing:
-        raise UserModeError(f"cannot install mode {name!r}: missing {', '.join(missing)} (train it first)")
+        raise TrainingError(f"cannot install mode {name!r}: missing {', '.join(missing)} (train it first)")
     folder.mkdir(parents=True, exist_ok=True)
     _place(skeleton, folder / skeleton.name, move=False)  # the import keeps its skeleton (train.yaml names it)
     for extra in (refiner, src / REPORT):
@@ -226,121 +201,6 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
 
 
 # ---------------------------------------------------------------------------------------- training
-
-
-def load_training(config_path: str | Path, threads: int = 1):
-    """(cfg, spec, train items, held-out items, joint columns) of a ``train detector`` config; sets torch's
-    threads and seed as ``posetracker train detector`` does. UserModeError when the labelled set is missing."""
-    import torch
-
-    from posetracker.skeletons import load_skeleton
-    from posetracker.train.detector import load_detector_config
-    from posetracker.train.detector_samples import load_split
-
-    torch.set_num_threads(max(1, threads))
-    torch.manual_seed(0)
-    cfg = load_detector_config(config_path)
-    spec = load_skeleton(cfg.skeleton)
-    if cfg.teacher_config:
-        return cfg, spec, [], [], None
-    if not cfg.data_path.is_file():
-        raise UserModeError(f"labelled set not found: {cfg.data_path}")
-    train_items, val_items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
-    return cfg, spec, train_items, val_items, cols
-
-
-def detector_samples(cfg, spec, net, items, cols, log: Log = _stderr,
-                     update: Callable[[int, int], None] | None = None):
-    """The training samples of a config (warped labelled frames, or teacher-labelled clip frames) with the
-    frozen body's cached outputs; ``update(done, total)`` per frame read."""
-    from posetracker.train.detector_samples import prepare_samples, teacher_samples
-
-    if cfg.teacher_config:
-        return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
-                               cfg.clip_every, cfg.clip_max, log, update)
-    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
-
-
-def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = None, out: str | Path | None = None,
-                   log: Log = _stderr, samples: Callable[[Any], Any] | None = None,
-                   step_progress: Callable[[int, int, dict[str, float]], None] | None = None,
-                   cancel: Cancel | None = None) -> DetectorRun:
-    """``posetracker train detector``: a new detector for ``spec`` from ``cfg.init_weights``, its FPN, heads
-    and graph refiner trained jointly for ``steps`` (default ``cfg.steps``), saved to ``out`` (default
-    ``cfg.out_path``) with the refiner beside it. Both files are written only when training finished
-    (each atomically); ``cancel()`` True between steps raises :class:`TrainingCancelled` before that.
-    ``samples(net)``: the training samples (default :func:`detector_samples` without progress);
-    ``step_progress(done, steps, losses)`` after every step."""
-    import torch
-
-    from posetracker.model.weights import load_posenet, save_posenet
-    from posetracker.refiners import build_refiner, refiner_path, save_refiner
-    from posetracker.train.detector import detector_loss, first_features, new_detector, run_training
-
-    if not train_items and not cfg.teacher_config:
-        raise UserModeError("no labelled frames left to train on (the project needs at least 2 labelled frames: "
-                            "the last fifth is held out)")
-    net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
-    t0 = time.time()
-    data = samples(net) if samples is not None else detector_samples(cfg, spec, net, train_items, cols, log)
-    log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
-        f"({time.time() - t0:.0f} s); {len(val_items)} held out")
-    if cancel is not None and cancel():
-        raise TrainingCancelled("training cancelled")
-    graph = build_refiner("graph", spec, **cfg.graph)
-    net.train()
-    groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
-    if cfg.train_fpn:
-        groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
-    gen = torch.Generator().manual_seed(cfg.seed)
-    t1 = time.time()
-
-    def loss(b):
-        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
-
-    steps = steps or cfg.steps
-    history = run_training(loss, groups, data, spec, cfg, steps, log, "detector+graph", step_progress, cancel)
-    if len(history) < steps:
-        raise TrainingCancelled(f"training cancelled after {len(history)} of {steps} steps")
-    minutes = (time.time() - t1) / 60
-    net.eval()
-    out = Path(out) if out else cfg.out_path
-    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
-           f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
-           f"{minutes:.1f} min)")
-    gpath = refiner_path("graph", spec.name, out.parent)
-    save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)  # the refiner first: the weights mark a whole run
-    save_posenet(net, out, source=src, trained="heads")
-    log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
-    return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
-
-
-def held_out_report(spec, weights: Path, val_items, cols, combos=REPORT_REFINERS, threads: int = 1,
-                    progress: Progress | None = None, cancel: Cancel | None = None, log: Log = _stderr) -> dict:
-    """``posetracker train held-out-eval``'s scores of ``weights`` (refiners read beside it) on the held-out
-    items, per refiner combination: {combo: evaluate_items' dict (pck@0.1, pck@0.2, mean_px, median_px,
-    found, instances, ...)}."""
-    from posetracker.evaluation.held_out import evaluate_items
-    from posetracker.session import SessionConfig, TrackingSession
-
-    results = {}
-    for combo in combos:
-        kinds = () if combo == "none" else tuple(combo.split("+"))
-        session = TrackingSession.open(spec, weights, SessionConfig(threads=threads, refiners=kinds))
-        what = "no refiner" if combo == "none" else f"{combo} refiner"
-
-        def update(done: int, total: int, what=what) -> None:
-            if cancel is not None and cancel():
-                raise TrainingCancelled("cancelled while scoring the held-out frames")
-            if progress is not None:
-                progress(done, total, f"Scoring the held-out frames ({what}): {done} / {total}")
-
-        update(0, len(val_items))
-        r = evaluate_items(session.process_image, val_items, cols, spec, update)
-        results[combo] = r
-        log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  mean {r['mean_px']:.2f} px  "
-            f"median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}")
-    return results
 
 
 def train_user_mode(config_path: str | Path, steps: int | None = None, progress: Progress | None = None,
@@ -358,7 +218,7 @@ def train_user_mode(config_path: str | Path, steps: int | None = None, progress:
     try:
         cfg, spec, train_items, val_items, cols = load_training(config_path, threads)
         if cfg.teacher_config:
-            raise UserModeError(f"{config_path} trains on teacher-labelled clips; a user mode needs labelled frames")
+            raise TrainingError(f"{config_path} trains on teacher-labelled clips; a user mode needs labelled frames")
 
         def features(done: int, total: int) -> None:
             if cancel is not None and cancel():
@@ -399,7 +259,7 @@ def create_user_mode(project: str | Path, name: str, steps: int | None = None, p
     """The app's "train a new animal mode": import ``project`` (a SLEAP .slp or a DeepLabCut folder) into
     ``<modes>/<name>/training/``, :func:`train_user_mode` it, install it (:func:`install_user_mode`, the
     files moved up into ``<modes>/<name>/``). ``config(train_yaml)`` may edit the training config before
-    training (tests: fewer variants). Raises UserModeError (bad name, unreadable project: LabelImportError
+    training (tests: fewer variants). Raises TrainingError (bad name, unreadable project: LabelImportError
     is one) and TrainingCancelled; on either nothing is left as a mode (the training folder is removed)."""
     from posetracker.importers import LabelImportError, import_project
 
@@ -413,7 +273,7 @@ def create_user_mode(project: str | Path, name: str, steps: int | None = None, p
         try:
             import_project(project, work, name=name, include_predicted=include_predicted, force=True)
         except LabelImportError as exc:
-            raise UserModeError(str(exc)) from None
+            raise TrainingError(str(exc)) from None
         if config is not None:
             config(work / "train.yaml")
         if cancel is not None and cancel():

@@ -1,0 +1,158 @@
+"""The detector training of ``posetracker train detector`` and the held-out report of ``train held-out-eval``,
+shared by the command line and the app's user modes (:mod:`.user_mode`): load a config, make its samples,
+train the FPN, heads and graph refiner jointly (with progress and cancel), score the held-out items."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+Progress = Callable[[int, int, str], None]  # (done, total: 0 = unknown, what is being done)
+Cancel = Callable[[], bool]
+Log = Callable[[str], None]
+
+REPORT_REFINERS = ("none", "graph")  # the held-out report's refiner combinations
+
+
+class TrainingCancelled(Exception):
+    """``cancel()`` returned True: training stopped between two steps; no weights were written."""
+
+
+class TrainingError(ValueError):
+    """Something the user can fix (a name taken, too few labelled frames, a missing file); the message says what."""
+
+
+@dataclass
+class DetectorRun:
+    """What :func:`train_detector` wrote and how long it took."""
+
+    weights: Path
+    refiner: Path
+    history: list[dict[str, float]]
+    minutes: float
+    train_items: int
+    val_items: int
+    samples: int
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def load_training(config_path: str | Path, threads: int = 1):
+    """(cfg, spec, train items, held-out items, joint columns) of a ``train detector`` config; sets torch's
+    threads and seed as ``posetracker train detector`` does. TrainingError when the labelled set is missing."""
+    import torch
+
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.detector import load_detector_config
+    from posetracker.train.detector_samples import load_split
+
+    torch.set_num_threads(max(1, threads))
+    torch.manual_seed(0)
+    cfg = load_detector_config(config_path)
+    spec = load_skeleton(cfg.skeleton)
+    if cfg.teacher_config:
+        return cfg, spec, [], [], None
+    if not cfg.data_path.is_file():
+        raise TrainingError(f"labelled set not found: {cfg.data_path}")
+    train_items, val_items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
+    return cfg, spec, train_items, val_items, cols
+
+
+def detector_samples(cfg, spec, net, items, cols, log: Log = _stderr,
+                     update: Callable[[int, int], None] | None = None):
+    """The training samples of a config (warped labelled frames, or teacher-labelled clip frames) with the
+    frozen body's cached outputs; ``update(done, total)`` per frame read."""
+    from posetracker.train.detector_samples import prepare_samples, teacher_samples
+
+    if cfg.teacher_config:
+        return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
+                               cfg.clip_every, cfg.clip_max, log, update)
+    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
+
+
+def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = None, out: str | Path | None = None,
+                   log: Log = _stderr, samples: Callable[[Any], Any] | None = None,
+                   step_progress: Callable[[int, int, dict[str, float]], None] | None = None,
+                   cancel: Cancel | None = None) -> DetectorRun:
+    """``posetracker train detector``: a new detector for ``spec`` from ``cfg.init_weights``, its FPN, heads
+    and graph refiner trained jointly for ``steps`` (default ``cfg.steps``), saved to ``out`` (default
+    ``cfg.out_path``) with the refiner beside it. Both files are written only when training finished
+    (each atomically); ``cancel()`` True between steps raises :class:`TrainingCancelled` before that.
+    ``samples(net)``: the training samples (default :func:`detector_samples` without progress);
+    ``step_progress(done, steps, losses)`` after every step."""
+    import torch
+
+    from posetracker.model.weights import load_posenet, save_posenet
+    from posetracker.refiners import build_refiner, refiner_path, save_refiner
+    from posetracker.train.detector import detector_loss, first_features, new_detector, run_training
+
+    if not train_items and not cfg.teacher_config:
+        raise TrainingError("no labelled frames left to train on (the project needs at least 2 labelled frames: "
+                            "the last fifth is held out)")
+    net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
+    t0 = time.time()
+    data = samples(net) if samples is not None else detector_samples(cfg, spec, net, train_items, cols, log)
+    log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
+        f"({time.time() - t0:.0f} s); {len(val_items)} held out")
+    if cancel is not None and cancel():
+        raise TrainingCancelled("training cancelled")
+    graph = build_refiner("graph", spec, **cfg.graph)
+    net.train()
+    groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
+    if cfg.train_fpn:
+        groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
+    gen = torch.Generator().manual_seed(cfg.seed)
+    t1 = time.time()
+
+    def loss(b):
+        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
+
+    steps = steps or cfg.steps
+    history = run_training(loss, groups, data, spec, cfg, steps, log, "detector+graph", step_progress, cancel)
+    if len(history) < steps:
+        raise TrainingCancelled(f"training cancelled after {len(history)} of {steps} steps")
+    minutes = (time.time() - t1) / 60
+    net.eval()
+    out = Path(out) if out else cfg.out_path
+    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
+           f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
+           f"{minutes:.1f} min)")
+    gpath = refiner_path("graph", spec.name, out.parent)
+    save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)  # the refiner first: the weights mark a whole run
+    save_posenet(net, out, source=src, trained="heads")
+    log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
+    return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
+
+
+def held_out_report(spec, weights: Path, val_items, cols, combos=REPORT_REFINERS, threads: int = 1,
+                    progress: Progress | None = None, cancel: Cancel | None = None, log: Log = _stderr) -> dict:
+    """``posetracker train held-out-eval``'s scores of ``weights`` (refiners read beside it) on the held-out
+    items, per refiner combination: {combo: evaluate_items' dict (pck@0.1, pck@0.2, mean_px, median_px,
+    found, instances, ...)}."""
+    from posetracker.evaluation.held_out import evaluate_items
+    from posetracker.session import SessionConfig, TrackingSession
+
+    results = {}
+    for combo in combos:
+        kinds = () if combo == "none" else tuple(combo.split("+"))
+        session = TrackingSession.open(spec, weights, SessionConfig(threads=threads, refiners=kinds))
+        what = "no refiner" if combo == "none" else f"{combo} refiner"
+
+        def update(done: int, total: int, what=what) -> None:
+            if cancel is not None and cancel():
+                raise TrainingCancelled("cancelled while scoring the held-out frames")
+            if progress is not None:
+                progress(done, total, f"Scoring the held-out frames ({what}): {done} / {total}")
+
+        update(0, len(val_items))
+        r = evaluate_items(session.process_image, val_items, cols, spec, update)
+        results[combo] = r
+        log(f"{combo:15s} PCK@0.1 {r['pck@0.1']:.3f}  PCK@0.2 {r['pck@0.2']:.3f}  mean {r['mean_px']:.2f} px  "
+            f"median {r['median_px']:.2f} px  found {r['found']}/{r['instances']}")
+    return results
