@@ -170,7 +170,7 @@ def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, f
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
                    refiners: tuple[str, ...] | None = None, tile_grid: int | None = None, skeleton: str | None = None,
-                   max_people: int | None = None) -> PipelineResult:
+                   max_people: int | None = None, crop_budget_ms: float | None = None) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
@@ -178,6 +178,8 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
     from posetracker.session import SessionConfig, TrackingSession
 
     extra = {} if max_people is None else {"max_people": max_people}
+    if crop_budget_ms is not None:
+        extra["crop_budget_ms"] = crop_budget_ms
     config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
                            refiners=None if refiners is None else tuple(refiners), **extra)
     session = TrackingSession.open(skeleton, weights, config)
@@ -213,7 +215,7 @@ class VersusResult:
 
 def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
                            lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None, core: int = 0,
-                           tile_grid: int | None = None) -> VersusResult:
+                           tile_grid: int | None = None, crop_budget_ms: float | None = None) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
     ``frames`` frames, both pinned to CPU ``core``; each side's warm-up is not timed."""
@@ -223,8 +225,9 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
 
     from posetracker.session import SessionConfig, TrackingSession
 
+    budget = {} if crop_budget_ms is None else {"crop_budget_ms": crop_budget_ms}
     config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners))
+                           refiners=None if refiners is None else tuple(refiners), **budget)
     session = TrackingSession.open(weights=weights, config=config)
     before = os.sched_getaffinity(0)
     ours, lat, peer, people = [], [], [], []

@@ -204,6 +204,7 @@ class TrackingSession:
         self.smoother = PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
+        self.refiners.reset()
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
         """Ids, then (trained depth head) far people's depth blended with their body scale."""

@@ -37,6 +37,126 @@ def test_boxes_from_the_confident_joints_and_a_budget_that_picks_the_least_certa
     assert crop.choose(conf, ok, 30.0).tolist() == [1]  # room for one: the least certain
     assert crop.choose(conf, ok, 1.0).tolist() == [1]  # always at least one
     assert crop.choose(conf, ok, 60.0).tolist() == [1, 2]
+    # the longest since its last refinement goes first, whatever its confidence
+    assert crop.choose(conf, ok, 30.0, since=np.array([np.inf, 1.0, 2.0])).tolist() == [0]
+    assert crop.choose(conf, ok, 60.0, since=np.array([3.0, 1.0, 2.0])).tolist() == [0, 2]
+
+
+def _two_people(shift: float = 0.0, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """Two people side by side: (2, 18, 2) px, boxes 100 x scale px, confidence 0.5."""
+    xy = np.zeros((2, 18, 2))
+    grid = np.linspace(0, 100 * scale, 18)
+    xy[0, :, 0], xy[0, :, 1] = grid + shift, grid
+    xy[1, :, 0], xy[1, :, 1] = grid + 400 + shift, grid
+    return xy, np.full((2, 18), 0.5)
+
+
+def test_live_budget_carries_each_persons_last_correction(monkeypatch):
+    """One crop a frame for two people: they take turns, and the one not refined keeps its correction
+    (scaled to its box), with the refined confidences, for carry_frames frames."""
+    crop = build_refiner("crop", HUMAN, carry_frames=2, carry_smoothing=0.0, live_fusion="replace")
+    crop.ms_per_crop = 25.0
+    refined = []
+
+    def fake_refine(xy, confidence, rgb, boxes, chosen):  # each refinement moves the joints 5 px right
+        refined.append(chosen.tolist())
+        for p in chosen:
+            xy[p, crop.joints, 0] += 5.0
+            confidence[p, crop.joints] = 0.9
+
+    monkeypatch.setattr(crop, "_refine", fake_refine)
+    rgb = np.zeros((300, 600, 3), np.uint8)
+    xy, conf = _two_people()
+    out, c = crop.refine_frame(xy, conf, rgb, budget_ms=30.0)
+    assert refined[-1] == [0] and np.allclose(out[0, crop.joints, 0] - xy[0, crop.joints, 0], 5.0)
+    np.testing.assert_array_equal(out[1], xy[1])  # not refined yet: as read
+    xy2, conf2 = _two_people(shift=3.0, scale=1.2)  # both moved and grew by a fifth
+    out, c = crop.refine_frame(xy2, conf2, rgb, budget_ms=30.0)
+    assert refined[-1] == [1]  # never refined goes first
+    np.testing.assert_allclose(out[0, crop.joints, 0] - xy2[0, crop.joints, 0], 6.0)  # 5 px at 100 -> 6 at 120
+    np.testing.assert_allclose(c[0, crop.joints], 0.9)
+    np.testing.assert_array_equal(out[0, 17], xy2[0, 17])  # the centre is not Thunder's: never moved
+    for _ in range(3):  # person 0 refined again on its turn; the other carried meanwhile
+        out, c = crop.refine_frame(xy2, conf2, rgb, budget_ms=30.0)
+        assert np.allclose(out[:, crop.joints, 0] - xy2[:, crop.joints, 0], [[5.0], [5.0]])
+    assert refined[-3:] == [[0], [1], [0]]
+    # with no budget (offline) everyone is refined and nothing is carried
+    out, _ = crop.refine_frame(xy2, conf2, rgb)
+    assert refined[-1] == [0, 1]
+    crop.reset()
+    out, _ = crop.refine_frame(xy2, conf2, rgb, budget_ms=30.0)
+    np.testing.assert_array_equal(out[1], xy2[1])  # forgotten: person 1 as read again
+
+
+def test_live_corrections_are_low_passed():
+    """Refined again, a person's correction is carry_smoothing x the carried one + the rest x the new one."""
+    crop = build_refiner("crop", HUMAN, carry_smoothing=0.75, live_fusion="replace")
+    crop.ms_per_crop = 25.0
+    shifts = iter([8.0, 0.0, 0.0, 2.0])
+
+    def fake_refine(xy, confidence, rgb, boxes, chosen):
+        xy[chosen[:, None], crop.joints, 0] += next(shifts)
+
+    crop._refine = fake_refine
+    xy, conf = _two_people()
+    xy, conf = xy[:1], conf[:1]
+    rgb = np.zeros((300, 600, 3), np.uint8)
+    got = [float(crop.refine_frame(xy, conf, rgb, budget_ms=30.0)[0][0, 0, 0] - xy[0, 0, 0]) for _ in range(3)]
+    np.testing.assert_allclose(got, [8.0, 6.0, 4.5])  # the first reading whole, then 0.75 of the carried each frame
+    out, _ = crop.refine_frame(xy, conf, rgb)  # no budget (offline): this frame's reading, nothing blended
+    assert float(out[0, 0, 0] - xy[0, 0, 0]) == 2.0
+
+
+def test_live_weighted_fusion_moves_each_joint_by_its_share_of_the_confidences():
+    crop = build_refiner("crop-fast", HUMAN, carry_smoothing=0.0)  # weighted is the default live fusion
+    assert crop.live_fusion == "weighted"
+
+    def fake_refine(xy, confidence, rgb, boxes, chosen):
+        xy[chosen[:, None], crop.joints, 0] += 8.0
+        confidence[chosen[:, None], crop.joints] = 0.3
+
+    crop._refine = fake_refine
+    xy, conf = _two_people()
+    xy, conf = xy[:1], np.full((1, 18), 0.9)
+    conf[0, crop.joints[0]] = 0.1  # the nose: the bottom-up network is unsure of it
+    out, c = crop.refine_frame(xy, conf, np.zeros((300, 600, 3), np.uint8), budget_ms=30.0)
+    moved = out[0, crop.joints, 0] - xy[0, crop.joints, 0]
+    np.testing.assert_allclose(moved[0], 8.0 * 0.3 / 0.4)  # unsure: most of the correction
+    np.testing.assert_allclose(moved[1:], 8.0 * 0.3 / 1.2)  # sure: a quarter of it
+    np.testing.assert_allclose(c[0, crop.joints[1]], 0.25 * 0.3 + 0.75 * 0.9)
+    with pytest.raises(RefinerError, match="live_fusion"):
+        build_refiner("crop", HUMAN, live_fusion="average")
+
+
+def test_a_carried_correction_expires():
+    """carry_frames 1, three people, one crop a frame: a correction lives one frame after its refinement."""
+    crop = build_refiner("crop", HUMAN, carry_frames=1, live_fusion="replace")
+    crop.ms_per_crop = 25.0
+    order = []
+
+    def fake_refine(xy, confidence, rgb, boxes, chosen):
+        order.append(chosen.tolist())
+        xy[chosen[:, None], crop.joints, 0] += 5.0
+
+    crop._refine = fake_refine
+    xy, conf = _two_people()
+    xy = np.concatenate([xy, xy[1:] + [400.0, 0.0]])  # a third person further right
+    conf = np.full((3, 18), 0.5)
+    rgb = np.zeros((300, 1000, 3), np.uint8)
+    moved = []
+    for _ in range(3):
+        out, _ = crop.refine_frame(xy, conf, rgb, budget_ms=30.0)
+        moved.append((out[:, crop.joints[0], 0] - xy[:, crop.joints[0], 0]).tolist())
+    assert order == [[0], [1], [2]]
+    assert moved == [[5, 0, 0], [5, 5, 0], [0, 5, 5]]  # person 0's correction: refined, carried once, gone
+
+
+def test_box_iou():
+    from posetracker.refiners.crop import box_iou
+
+    a = np.array([[0, 0, 10, 10], [0, 0, 0, 0]], float)
+    b = np.array([[5, 0, 15, 10], [20, 20, 30, 30]], float)
+    np.testing.assert_allclose(box_iou(a, b), [[50 / 150, 0], [0, 0]])
 
 
 @pytest.fixture(scope="module")
@@ -45,10 +165,11 @@ def frames():
         return [f for _, f in zip(range(6), src)]
 
 
-def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames):
-    assert refiner_path("crop", "human18").is_file()
+@pytest.mark.parametrize("kind", ["crop", "crop-fast"])
+def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames, kind):
+    assert refiner_path(kind, "human18").is_file()
     plain = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=()))
-    refined = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=("crop",)))
+    refined = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=(kind,)))
     a, b = plain.process_image(frames[3].image), refined.process_image(frames[3].image)
     assert a.num_people == b.num_people == 1
     moved = np.abs(a.keypoints[0, :17, :2] - b.keypoints[0, :17, :2]).max(axis=1)
@@ -63,11 +184,15 @@ def test_live_mode_runs_it_within_the_budget(frames):
     crop = session.refiners.refiners[0]
     budgets = []
     choose = crop.choose
-    crop.choose = lambda conf, ok, budget_ms=None: budgets.append(budget_ms) or choose(conf, ok, budget_ms)
+    crop.choose = lambda conf, ok, budget_ms=None, since=None: budgets.append(budget_ms) or choose(conf, ok, budget_ms,
+                                                                                                  since)
     poses = [session.step(f) for f in frames]
     assert all(p is not None for p in poses) and crop.last_refined == 1
     assert set(budgets) == {session.config.crop_budget_ms}  # the live budget reaches the stage every frame
     assert crop.__dict__.get("_runner") is not None  # ONNX Runtime (or torch where it is missing)
+    assert crop._carried  # a correction carried for the dancer
+    session.reset(keep_ids=True)  # a seek: the corrections are forgotten with the tracks
+    assert crop._carried == []
 
 
 def test_offline_runs_it_by_default_and_live_does_not(tmp_path):

@@ -271,7 +271,7 @@ def test_a_registered_refiner_plugs_into_the_command_lines_and_the_panel(qtbot, 
         assert build_parser().parse_args([*verb, "--refiners", "graph", "dummy"]).refiners == ["graph", "dummy"]
     with pytest.raises(SystemExit):
         build_parser().parse_args(["process", "--help"])
-    assert "registered: crop, dummy, graph, heatmap" in " ".join(capsys.readouterr().out.split())
+    assert "registered: crop, crop-fast, dummy, graph, heatmap" in " ".join(capsys.readouterr().out.split())
     assert parse_args(["--refiners", "dummy"]).refiners == ["dummy"]
     window = make_window(qtbot)  # the real lister: kinds with weights for human18
     assert "dummy" in kinds(window)
@@ -288,4 +288,4 @@ def test_an_unregistered_refiner_is_refused_with_the_choices(capsys):
     with pytest.raises(SystemExit) as exit_:
         build_parser().parse_args(["process", "in.mp4", "--refiners", "dummy"])
     assert exit_.value.code == 2
-    assert "invalid choice: 'dummy' (choose from 'crop', 'graph', 'heatmap')" in capsys.readouterr().err
+    assert "invalid choice: 'dummy' (choose from 'crop', 'crop-fast', 'graph', 'heatmap')" in capsys.readouterr().err

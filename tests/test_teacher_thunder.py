@@ -190,3 +190,23 @@ def test_thunder_backbone_shares_multipose_names():
     assert b["body.stem.conv.weight"].shape == (56, 3, 3, 3)
     assert b["fpn.lateral4.conv.weight"].shape == (64, 112, 1, 1)
     assert MoveNetBackbone(THUNDER)(torch.zeros(1, 3, 64, 64)).shape == (1, 24, 16, 16)
+
+
+def test_lightning_float64_matches_graph_interpreter(graph_f64):
+    """MoveNet SinglePose Lightning (the crop-fast stage): 192 x 192 input, 48 x 48 heads, same graph layout."""
+    from posetracker.model.thunder import ThunderNet
+
+    g = graph_f64[0]
+    path = shared_path("pretrained", "movenet", "movenet-lightning.json")
+    model, weights = g.load_weights(path)
+    img = np.random.default_rng(1).integers(0, 256, (192, 192, 3), dtype=np.uint8)
+    ref = g.run_graph(model, weights, img, [g.THUNDER_HEAD_NODES[k] for k in HEADS])
+    net = ThunderNet.from_tfjs(path)
+    assert net.variant == "lightning" and net.input_size == 192
+    with torch.no_grad():
+        out = net.double()(torch.from_numpy(img).double().permute(2, 0, 1)[None])
+    for key in HEADS:
+        got = out[key][0].permute(1, 2, 0).numpy()
+        assert got.shape[:2] == (48, 48)
+        diff = np.abs(got - ref[g.THUNDER_HEAD_NODES[key]][0]).max()
+        assert diff <= F64_TOL, f"{key}: {diff:.2e}"

@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
+from posetracker.cli.options import (add_crop_budget_argument, add_refiners_argument, add_tiles_argument,
+                                     chosen_refiners, crop_budget)
 from posetracker.defaults import DEFAULT_LOOKAHEAD
 
 
@@ -24,7 +25,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.versus_mediapipe:
             r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
                                              weights=args.weights, lookahead=args.lookahead, refiners=chosen_refiners(args),
-                                             tile_grid=args.tiles)
+                                             tile_grid=args.tiles, **crop_budget(args))
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
                                   "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "core": r.core}, indent=2))
@@ -57,7 +58,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                                                 threads=args.threads or 1, weights=args.weights,
                                                 lookahead=args.lookahead, refiners=chosen_refiners(args),
                                                 tile_grid=args.tiles, skeleton=args.skeleton,
-                                                max_people=args.max_people))
+                                                max_people=args.max_people, **crop_budget(args)))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
@@ -111,5 +112,6 @@ def add_bench_parser(sub) -> None:
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_refiners_argument(b, "end to end with these refiners on (read beside --weights, else the shipped ones)")
     add_tiles_argument(b)
+    add_crop_budget_argument(b)
     b.set_defaults(func=_cmd_bench)
 

@@ -41,3 +41,16 @@ def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tiles", type=int, default=None, metavar="N",
                         help="also read N x N overlapping tiles of each frame for small people "
                              "(default: photos 2, video 1 = off)")
+
+
+def add_crop_budget_argument(parser: argparse.ArgumentParser) -> None:
+    """``--crop-budget MS``: ``SessionConfig.crop_budget_ms`` (absent: the session's default)."""
+    parser.add_argument("--crop-budget", type=float, default=None, metavar="MS",
+                        help="live: time a frame may spend in the precision stage (at least one person a frame; "
+                             "the others keep their last correction; default 30)")
+
+
+def crop_budget(args: argparse.Namespace) -> dict:
+    """``--crop-budget`` as SessionConfig keyword arguments ({} when absent)."""
+    value = getattr(args, "crop_budget", None)
+    return {} if value is None else {"crop_budget_ms": value}

@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
+from posetracker.cli.options import (add_crop_budget_argument, add_refiners_argument, add_tiles_argument,
+                                     chosen_refiners, crop_budget)
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 
@@ -81,7 +82,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     check_target(out, args.force)
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
-                           refiners=chosen_refiners(args), tile_grid=args.tiles)
+                           refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
     except RefinerError as exc:
@@ -146,5 +147,6 @@ def add_process_parser(sub) -> None:
                     help="metric 3-D as estimated, bone lengths varying (default: one length per bone and person)")
     add_refiners_argument(pr, "switch on trained refiners")
     add_tiles_argument(pr)
+    add_crop_budget_argument(pr)
     pr.set_defaults(func=_cmd_process)
 

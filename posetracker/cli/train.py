@@ -18,7 +18,8 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
+from posetracker.cli.options import (add_crop_budget_argument, add_refiners_argument, add_tiles_argument,
+                                     chosen_refiners, crop_budget)
 
 
 def _log(msg: str) -> None:
@@ -100,7 +101,7 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
                                    refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
-                                   fix_swaps=not args.no_swap_fix)
+                                   fix_swaps=not args.no_swap_fix, **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
@@ -184,6 +185,7 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "with these refiners on (read beside each weights file)")
     add_tiles_argument(e)
+    add_crop_budget_argument(e)
     e.set_defaults(func=cmd_clip_eval)
 
     p = tsub.add_parser("pose-prior", help="train the pose prior (2-D pose -> joint depths) on mocap and teacher 3-D poses")

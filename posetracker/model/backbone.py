@@ -4,8 +4,9 @@ A faithful PyTorch rebuild of MoveNet's CenterNet feature extractor: a
 MobileNetV2 body and a three-stage FPN that ends at stride 4 with 24
 channels. ``MobileNetV2FPNConfig`` holds the numbers: ``MULTIPOSE`` (MoveNet
 MultiPose Lightning, width 1.5; the product's backbone and the default) and
-``THUNDER`` (MoveNet SinglePose Thunder, width 1.75; a training-time
-teacher). Layers are named by role; the converter in
+``THUNDER`` / ``LIGHTNING`` (MoveNet SinglePose Thunder, width 1.75, and
+Lightning, width 1.0: the precision stage on crops and training-time
+teachers). Layers are named by role; the converter in
 ``model/convert/movenet.py`` maps the original graphs' weights onto these
 names.
 
@@ -111,6 +112,22 @@ THUNDER = MobileNetV2FPNConfig(
         (6, 168, 1), (6, 168, 1), (6, 168, 1),
         (6, 280, 2), (6, 280, 1), (6, 280, 1),
         (6, 560, 1),
+    ),
+    top=1280, taps=(2, 5, 9), lateral=(64, 64, 32, 24), smooth=(32, 24, 24),
+)
+
+# MoveNet SinglePose Lightning (width 1.0, 192 x 192 input), from movenet-lightning.json: same taps and FPN
+# widths, the plain MobileNetV2 body.
+LIGHTNING = MobileNetV2FPNConfig(
+    name="lightning", stem=32,
+    blocks=(
+        (1, 16, 1),
+        (6, 24, 2), (6, 24, 1),
+        (6, 32, 2), (6, 32, 1), (6, 32, 1),
+        (6, 64, 2), (6, 64, 1), (6, 64, 1), (6, 64, 1),
+        (6, 96, 1), (6, 96, 1), (6, 96, 1),
+        (6, 160, 2), (6, 160, 1), (6, 160, 1),
+        (6, 320, 1),
     ),
     top=1280, taps=(2, 5, 9), lateral=(64, 64, 32, 24), smooth=(32, 24, 24),
 )
@@ -236,7 +253,7 @@ class FPN(nn.Module):
 class MoveNetBackbone(nn.Module):
     """(N, 3, H, W) RGB 0..255 -> (N, 24, H/4, W/4) features (method A's first features).
 
-    ``config`` picks the variant (``MULTIPOSE``, the default, or ``THUNDER``);
+    ``config`` picks the variant (``MULTIPOSE``, the default, ``THUNDER`` or ``LIGHTNING``);
     parameter names are the same for both, only the shapes differ.
     """
 

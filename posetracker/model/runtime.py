@@ -306,30 +306,36 @@ THUNDER_KEYS = ("centre", "heatmap", "regress", "offset")
 
 
 class OnnxThunder(_OnnxDict):
-    """Drop-in for ``model.thunder.ThunderNet``: (N, 3, 256, 256) RGB 0..255 -> raw heads, via ONNX Runtime."""
+    """Drop-in for ``model.thunder.ThunderNet``: (N, 3, S, S) RGB 0..255 -> raw heads, via ONNX Runtime
+    (S = the net's ``input_size``: Thunder 256, Lightning 192)."""
 
-    keys, input_name, side = THUNDER_KEYS, "images", INPUT_SIZE
+    keys, input_name = THUNDER_KEYS, "images"
+
+    def __init__(self, torch_module: nn.Module, onnx_path: Path, threads: int = 1):
+        super().__init__(torch_module, onnx_path, threads)
+        self.side = torch_module.input_size
 
 
 def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
-    """``net`` (a ThunderNet) in ONNX Runtime (cached like the backbone, SAME pads folded), checked
-    against torch; ``net`` itself when onnxruntime is missing or the export fails."""
+    """``net`` (a ThunderNet, either variant) in ONNX Runtime (cached like the backbone, SAME pads folded),
+    checked against torch; ``net`` itself when onnxruntime is missing or the export fails."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         return net
+    side = net.input_size
     path = cache_dir() / f"thunder-{weights_key(net)}.onnx"
     try:
         if not path.exists():
             raw = path.with_suffix(".raw.onnx")
             try:
-                _export(_AsTuple(net, THUNDER_KEYS), (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"],
+                _export(_AsTuple(net, THUNDER_KEYS), (torch.zeros(1, 3, side, side),), raw, ["images"],
                         list(THUNDER_KEYS), spatial=False)
                 fold_pads(raw, path)
             finally:
                 raw.unlink(missing_ok=True)
         fast = OnnxThunder(net, path, threads)
-        x = torch.rand(2, 3, INPUT_SIZE, INPUT_SIZE, generator=torch.Generator().manual_seed(0)) * 255
+        x = torch.rand(2, 3, side, side, generator=torch.Generator().manual_seed(0)) * 255
         with torch.no_grad():
             ref, got = net(x), fast(x)
         worst = max(float((got[k] - ref[k]).abs().max()) for k in THUNDER_KEYS)

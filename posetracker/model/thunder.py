@@ -1,28 +1,31 @@
-"""MoveNet SinglePose Thunder: one person's COCO-17 keypoints from a 256 x 256 crop.
+"""MoveNet SinglePose Thunder (and Lightning): one person's COCO-17 keypoints from a square crop.
 
-Used by the precision stage (``refiners.crop``, weights shipped in ``models/``)
-and as a training-time teacher (``train.teachers.movenet_thunder``).
+Used by the precision stage (``refiners.crop``: Thunder, and ``crop-fast``:
+Lightning, weights shipped in ``models/``) and as a training-time teacher
+(``train.teachers.movenet_thunder``).
 
-``ThunderNet`` is a faithful PyTorch rebuild of the TF.js graph
-(``shared/pretrained/movenet/movenet-thunder.{json,bin}``): the
-``MoveNetBackbone(THUNDER)`` feature extractor (MobileNetV2 width 1.75 + FPN)
-and four raw heads. ``decode_thunder`` is a numpy copy of the graph's own
-post-processing; ``crop_around_box`` cuts the crop around a person box.
+``ThunderNet`` is a faithful PyTorch rebuild of the TF.js graphs
+(``shared/pretrained/movenet/movenet-thunder.{json,bin}``: 256 x 256 input,
+``MoveNetBackbone(THUNDER)``, MobileNetV2 width 1.75 + FPN; and
+``movenet-lightning.{json,bin}``: 192 x 192 input, ``LIGHTNING``, width 1.0)
+with four raw heads on a G x G grid, G = input / 4 (64 or 48).
+``decode_thunder`` is a numpy copy of the graphs' own post-processing (the
+same for both); ``crop_around_box`` cuts the crop around a person box.
 
 The graph's decode (constants are the fp16 Consts widened to float32; grid
-cells of the 64x64 head map, cell (i, j) = row i, column j):
+cells of the G x G head map, cell (i, j) = row i, column j; Thunder's numbers):
 
 1. ``c = sigmoid(centre) * W`` with ``W`` the Const
-   ``ConstantFolding/StatefulPartitionedCall/truediv_2_recip`` (64, 64), which is
-   fp16 of ``1 / (sqrt((i - 32)^2 + (j - 32)^2) + 1.8)``: centres near the middle
-   of the crop win. One person: ``(cy, cx) = divmod(argmax(c), 64)`` (first max).
+   ``ConstantFolding/StatefulPartitionedCall/truediv_2_recip`` (G, G), which is
+   fp16 of ``1 / (sqrt((i - G/2)^2 + (j - G/2)^2) + 1.8)``: centres near the middle
+   of the crop win. One person: ``(cy, cx) = divmod(argmax(c), G)`` (first max).
 2. Regression from that cell: ``ry_k = cy + regress[cy, cx, 2k]``,
    ``rx_k = cx + regress[cy, cx, 2k+1]`` ((dy, dx) per keypoint).
 3. ``S[i, j, k] = sigmoid(heatmap)[i, j, k] / (sqrt((i - ry_k)^2 + (j - rx_k)^2) + 1.7998046875)``
    (fp16 of 1.8); ``(row_k, col_k) = divmod(argmax_ij S[..., k], 64)``.
-4. ``y_k = (row_k + offset[row_k, col_k, 2k]) * 0.015625``,
-   ``x_k = (col_k + offset[row_k, col_k, 2k+1]) * 0.015625`` (1/64: normalised
-   to the 256x256 input); ``score_k = sigmoid(heatmap)[row_k, col_k, k]`` (the
+4. ``y_k = (row_k + offset[row_k, col_k, 2k]) / G``,
+   ``x_k = (col_k + offset[row_k, col_k, 2k+1]) / G`` (normalised to the
+   input; Thunder's graph multiplies by the Const 0.015625); ``score_k = sigmoid(heatmap)[row_k, col_k, k]`` (the
    plain heatmap probability, not the weighted S).
 5. Output (1, 1, 17, 3) = (y, x, score) per COCO-17 keypoint.
 """
@@ -36,32 +39,38 @@ import numpy as np
 import torch
 from torch import nn
 
-from posetracker.model.backbone import THUNDER, MoveNetBackbone
-from posetracker.model.convert.movenet import thunder_state_dict
+from posetracker.model.backbone import LIGHTNING, THUNDER, MobileNetV2FPNConfig, MoveNetBackbone
+from posetracker.model.convert.movenet import singlepose_config, thunder_state_dict
 from posetracker.model.convert.tfjs import TfjsGraph
 from posetracker.model.heads import SeparableHead
 
 COCO17 = ("nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder",
           "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_hip", "right_hip", "left_knee",
           "right_knee", "left_ankle", "right_ankle")  # Thunder's joint order
-INPUT_SIZE = 256
-GRID = 64  # head map side (stride 4)
+INPUT_SIZE = 256  # Thunder's input side
+GRID = 64  # Thunder's head map side (stride 4)
+INPUT_SIZES = {THUNDER.name: 256, LIGHTNING.name: 192}  # input side per SinglePose variant
+VARIANTS = {THUNDER.name: THUNDER, LIGHTNING.name: LIGHTNING}
 NUM_KEYPOINTS = 17
 CROP_EXPAND = 1.25  # square crop side = longer box side * 1.25
 CENTRE_WEIGHT_NODE = "ConstantFolding/StatefulPartitionedCall/truediv_2_recip"
 KPT_DIST_BIAS = np.float32(1.7998046875)  # StatefulPartitionedCall/add_5/y (fp16 1.8)
-OUT_SCALE = np.float32(0.015625)  # StatefulPartitionedCall/Reshape_13 (1/64)
 HEAD_CHANNELS = {"centre": 1, "heatmap": NUM_KEYPOINTS, "regress": 2 * NUM_KEYPOINTS, "offset": 2 * NUM_KEYPOINTS}
 
 
 class ThunderNet(nn.Module):
-    """(N, 3, 256, 256) float RGB 0..255 -> raw heads {centre (N,1,64,64), heatmap (N,17,64,64),
-    regress (N,34,64,64), offset (N,34,64,64)}: logits / (dy, dx) cells, MoveNet's channel order."""
+    """(N, 3, S, S) float RGB 0..255 -> raw heads {centre (N,1,G,G), heatmap (N,17,G,G),
+    regress (N,34,G,G), offset (N,34,G,G)}: logits / (dy, dx) cells, MoveNet's channel order.
+    S = ``input_size`` (Thunder 256, Lightning 192), G = S / 4."""
 
-    def __init__(self) -> None:
+    def __init__(self, variant: str = THUNDER.name) -> None:
         super().__init__()
-        self.backbone = MoveNetBackbone(THUNDER)
-        self.heads = nn.ModuleDict({k: SeparableHead(THUNDER.out_channels, c) for k, c in HEAD_CHANNELS.items()})
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown MoveNet SinglePose variant {variant!r}; known: {sorted(VARIANTS)}")
+        config: MobileNetV2FPNConfig = VARIANTS[variant]
+        self.variant, self.input_size = variant, INPUT_SIZES[variant]
+        self.backbone = MoveNetBackbone(config)
+        self.heads = nn.ModuleDict({k: SeparableHead(config.out_channels, c) for k, c in HEAD_CHANNELS.items()})
 
     def forward(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
         feats = self.backbone(images)
@@ -69,17 +78,18 @@ class ThunderNet(nn.Module):
 
     @classmethod
     def from_tfjs(cls, json_path: str | Path) -> ThunderNet:
-        net = cls()
+        """Thunder or Lightning (told apart by the graph) with the TF.js files' weights."""
+        net = cls(singlepose_config(TfjsGraph(json_path)).name)
         sd = {k: torch.from_numpy(v) for k, v in thunder_state_dict(json_path).items()}
         net.load_state_dict(sd, strict=True)
         return net.eval()
 
 
 def centre_weight(json_path: str | Path) -> np.ndarray:
-    """The graph's centre prior W (64, 64) float32 (see the module docstring, step 1)."""
+    """The graph's centre prior W (G, G) float32 (see the module docstring, step 1)."""
     w = TfjsGraph(json_path).weight(CENTRE_WEIGHT_NODE)
-    if w.shape != (GRID, GRID, 1):
-        raise ValueError(f"{CENTRE_WEIGHT_NODE}: shape {w.shape}, expected ({GRID}, {GRID}, 1)")
+    if w.ndim != 3 or w.shape[0] != w.shape[1] or w.shape[2] != 1:
+        raise ValueError(f"{CENTRE_WEIGHT_NODE}: shape {w.shape}, expected (G, G, 1)")
     return np.ascontiguousarray(w[..., 0], dtype=np.float32)
 
 
@@ -89,14 +99,14 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
         return (np.float32(1) / (np.float32(1) + np.exp(-x))).astype(np.float32)
 
 
-def _hwc(a: np.ndarray, channels: int) -> np.ndarray:
+def _hwc(a: np.ndarray, channels: int, grid: int) -> np.ndarray:
     a = np.asarray(a, dtype=np.float32)
     if a.ndim == 4:
         if a.shape[0] != 1:
             raise ValueError(f"batch of {a.shape[0]}: decode one crop at a time")
         a = a[0]
-    if a.shape != (GRID, GRID, channels):
-        raise ValueError(f"expected ({GRID}, {GRID}, {channels}) (HWC), got {a.shape}")
+    if a.shape != (grid, grid, channels):
+        raise ValueError(f"expected ({grid}, {grid}, {channels}) (HWC), got {a.shape}")
     return a
 
 
@@ -104,25 +114,28 @@ def decode_thunder(centre: np.ndarray, heatmap: np.ndarray, regress: np.ndarray,
                    weight: np.ndarray) -> np.ndarray:
     """Thunder's built-in decode, in float32 as the graph runs it.
 
-    Inputs are the raw heads, HWC (64, 64, C) or NHWC with N = 1, as TF.js
+    Inputs are the raw heads, HWC (G, G, C) or NHWC with N = 1, as TF.js
     returns them: centre C=1, heatmap C=17 (logits), regress C=34 and offset
-    C=34 ((dy, dx) per keypoint, cells); ``weight`` is ``centre_weight()`` (64, 64).
-    Returns (17, 3) float32 (y, x, score), y and x normalised to the 256x256 input.
+    C=34 ((dy, dx) per keypoint, cells); ``weight`` is ``centre_weight()`` (G, G),
+    which fixes G (64 for Thunder, 48 for Lightning).
+    Returns (17, 3) float32 (y, x, score), y and x normalised to the input.
     """
-    c = _sigmoid(_hwc(centre, 1)[..., 0]) * weight.astype(np.float32)
-    cy, cx = divmod(int(np.argmax(c)), GRID)
-    r = _hwc(regress, 2 * NUM_KEYPOINTS)[cy, cx].reshape(NUM_KEYPOINTS, 2)
+    g = int(weight.shape[0])
+    c = _sigmoid(_hwc(centre, 1, g)[..., 0]) * weight.astype(np.float32)
+    cy, cx = divmod(int(np.argmax(c)), g)
+    r = _hwc(regress, 2 * NUM_KEYPOINTS, g)[cy, cx].reshape(NUM_KEYPOINTS, 2)
     ry = np.float32(cy) + r[:, 0]
     rx = np.float32(cx) + r[:, 1]
-    grid = np.arange(GRID, dtype=np.float32)
-    dist = np.sqrt((grid[:, None, None] - ry) ** 2 + (grid[None, :, None] - rx) ** 2) + KPT_DIST_BIAS  # (64, 64, 17)
-    heat = _sigmoid(_hwc(heatmap, NUM_KEYPOINTS))
-    flat = np.argmax((heat / dist).reshape(GRID * GRID, NUM_KEYPOINTS), axis=0)
-    rows, cols = np.divmod(flat, GRID)
+    grid = np.arange(g, dtype=np.float32)
+    dist = np.sqrt((grid[:, None, None] - ry) ** 2 + (grid[None, :, None] - rx) ** 2) + KPT_DIST_BIAS  # (G, G, 17)
+    heat = _sigmoid(_hwc(heatmap, NUM_KEYPOINTS, g))
+    flat = np.argmax((heat / dist).reshape(g * g, NUM_KEYPOINTS), axis=0)
+    rows, cols = np.divmod(flat, g)
     k = np.arange(NUM_KEYPOINTS)
-    off = _hwc(offset, 2 * NUM_KEYPOINTS)[rows, cols].reshape(NUM_KEYPOINTS, NUM_KEYPOINTS, 2)[k, k]
-    y = (rows.astype(np.float32) + off[:, 0]) * OUT_SCALE
-    x = (cols.astype(np.float32) + off[:, 1]) * OUT_SCALE
+    off = _hwc(offset, 2 * NUM_KEYPOINTS, g)[rows, cols].reshape(NUM_KEYPOINTS, NUM_KEYPOINTS, 2)[k, k]
+    scale = np.float32(1.0 / g)  # Thunder's graph: the Const 0.015625 (StatefulPartitionedCall/Reshape_13)
+    y = (rows.astype(np.float32) + off[:, 0]) * scale
+    x = (cols.astype(np.float32) + off[:, 1]) * scale
     return np.stack([y, x, heat[rows, cols, k]], axis=1).astype(np.float32)
 
 

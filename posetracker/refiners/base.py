@@ -76,6 +76,9 @@ class Refiner(nn.Module):
     def accelerate(self, threads: int = 1) -> None:
         """Switch to a faster runtime for inference where the refiner has one (default: none)."""
 
+    def reset(self) -> None:
+        """Forget any state carried between frames (a seek, a new source; default: none)."""
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
@@ -221,6 +224,10 @@ class RefinerChain:
     def accelerate(self, threads: int = 1) -> None:
         for r in self.refiners:
             r.accelerate(threads)
+
+    def reset(self) -> None:
+        for r in self.refiners:
+            r.reset()
 
     def check_budgets(self, detector: nn.Module) -> None:
         """Each refiner's own budget and, where it has one, its budget with ``detector`` (method B step 5)."""

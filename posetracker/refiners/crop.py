@@ -18,8 +18,27 @@ runs MoveNet SinglePose Thunder (:mod:`posetracker.model.thunder`) on it:
 
 All the people of a frame go through the network as one batch. A per-frame time
 budget (``budget_ms``, given by the session in live mode) limits how many people
-are refined: the least certain first (lowest mean joint confidence), as many as
-the running cost per crop allows, at least one.
+are refined: as many as the running cost per crop allows, at least one; people
+never refined first, then the longest since their last refinement, then the
+least certain (lowest mean joint confidence).
+
+Carried corrections (live, with a budget): the stage corrects the bottom-up
+joints rather than replacing them, and each person's correction is carried
+between frames and low-passed. Each person leaves an entry (its box, the
+correction ``refined - bottom-up`` per joint in units of the box side, the
+refined confidences); a person of a later frame whose box overlaps an entry's
+(IoU >= ``carry_iou``, best first, one entry per person) continues it:
+
+- refined again: correction = ``carry_smoothing`` x the carried one +
+  (1 - ``carry_smoothing``) x this frame's (confidences likewise);
+- not refined this frame: the carried correction, for at most
+  ``carry_frames`` frames since the last refinement.
+
+Its joints are its bottom-up joints (smooth over time: the temporal stage)
+plus the correction scaled to its box. Replacing the joints outright, live,
+doubled the keypoint jitter on held-out clips (a single-frame network's
+reading is noisier than the temporal stage's); and a person refined every
+third frame would jump between the two readings.
 
 Weights: ``models/refiner-crop-human18.safetensors``, Thunder converted from the
 TF.js files (``posetracker.model.convert.thunder``), fp16 as published.
@@ -28,13 +47,14 @@ TF.js files (``posetracker.model.convert.thunder``), fp16 as published.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from posetracker.model.runtime import accelerate_thunder
-from posetracker.model.thunder import COCO17, GRID, ThunderNet, centre_weight, crop_around_box, decode_thunder
+from posetracker.model.thunder import COCO17, ThunderNet, centre_weight, crop_around_box, decode_thunder
 from posetracker.refiners.base import Refiner, RefinerError, register_refiner
 from posetracker.skeletons import SkeletonSpec
 
@@ -45,22 +65,37 @@ class CropRefiner(Refiner):
 
     kind = "crop"
     label = "Precision stage (Thunder on crops)"
+    variant = "thunder"  # the MoveNet SinglePose it runs (model.thunder.VARIANTS)
+    default_ms_per_crop = 30.0  # first guess of a crop's cost before any is timed (one thread here)
 
-    def __init__(self, spec: SkeletonSpec, expand: float = 1.25, box_confidence: float = 0.1, min_joints: int = 2):
+    def __init__(self, spec: SkeletonSpec, expand: float = 1.25, box_confidence: float = 0.1, min_joints: int = 2,
+                 carry_frames: int = 30, carry_iou: float = 0.3, carry_smoothing: float = 0.6,
+                 live_fusion: str = "weighted"):
         super().__init__(spec)
         missing = [n for n in COCO17 if n not in spec.joint_names]
         if missing:
             raise RefinerError(f"the crop refiner needs the COCO-17 joints; {spec.name} lacks {', '.join(missing)}")
         self.joints = np.asarray([spec.index(n) for n in COCO17], dtype=np.int64)  # (17,) skeleton index per Thunder joint
         self.expand, self.box_confidence, self.min_joints = expand, box_confidence, min_joints
-        self.net = ThunderNet()
-        self.register_buffer("centre_weight", torch.zeros(GRID, GRID))  # Thunder's centre prior (see model.thunder)
-        self.ms_per_crop = 30.0  # running estimate, updated after every batch
+        self.net = ThunderNet(self.variant)
+        grid = self.net.input_size // 4
+        self.register_buffer("centre_weight", torch.zeros(grid, grid))  # the graph's centre prior (see model.thunder)
+        self.ms_per_crop = self.default_ms_per_crop  # running estimate, updated after every batch
         self.last_refined = 0  # people refined in the last frame
+        if live_fusion not in ("weighted", "replace"):
+            raise RefinerError(f"live_fusion must be 'weighted' or 'replace', not {live_fusion!r}")
+        self.carry_frames, self.carry_iou, self.carry_smoothing = carry_frames, carry_iou, carry_smoothing
+        self.live_fusion = live_fusion
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the carried corrections (a seek, a new source)."""
+        self._carried: list[_Carried] = []
 
     @classmethod
     def from_tfjs(cls, json_path: str | Path, spec: SkeletonSpec) -> CropRefiner:
-        """The refiner with Thunder's weights converted from its TF.js files (``movenet-thunder.json`` + ``.bin``)."""
+        """The refiner with the weights converted from the TF.js files (``movenet-thunder.json`` + ``.bin``,
+        or ``movenet-lightning.*`` for ``crop-fast``)."""
         refiner = cls(spec)
         refiner.net.load_state_dict(ThunderNet.from_tfjs(json_path).state_dict())
         refiner.centre_weight.copy_(torch.from_numpy(centre_weight(json_path)))
@@ -84,32 +119,84 @@ class CropRefiner(Refiner):
                     out[p] = (x1, y1, max(x2, x1 + 2), max(y2, y1 + 2))
         return out
 
-    def choose(self, confidence: np.ndarray, ok: np.ndarray, budget_ms: float | None = None) -> np.ndarray:
-        """Indices of the people to refine this frame: all (no budget), or within ``budget_ms`` the least
-        certain first, at least one."""
+    def choose(self, confidence: np.ndarray, ok: np.ndarray, budget_ms: float | None = None,
+               since: np.ndarray | None = None) -> np.ndarray:
+        """Indices of the people to refine this frame: all (no budget), or within ``budget_ms`` at least one:
+        the longest since their last refinement first (``since`` (P,) frames, inf = never; None: all never),
+        then the least certain."""
         people = np.flatnonzero(ok)
         if budget_ms is None or len(people) == 0:
             return people
         n = max(1, int(budget_ms // max(self.ms_per_crop, 1e-3)))
-        order = np.argsort(confidence[people][:, self.joints].mean(axis=1), kind="stable")
+        wait = np.full(len(confidence), np.inf) if since is None else since
+        order = np.lexsort((confidence[people][:, self.joints].mean(axis=1), -wait[people]))
         return np.sort(people[order[:n]])
 
     @torch.no_grad()
     def refine_frame(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray,
                      budget_ms: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """xy (P, K, 2) source px, confidence (P, K), rgb (H, W, 3) uint8 the source frame
-        -> (xy, confidence) with the chosen people's COCO-17 joints replaced by Thunder's."""
+        -> (xy, confidence) with the chosen people's COCO-17 joints replaced by Thunder's (and, with a
+        budget, the others' carried corrections applied)."""
         boxes = self.boxes(xy, confidence)
-        chosen = self.choose(confidence, np.isfinite(boxes).all(axis=1), budget_ms)
+        ok = np.isfinite(boxes).all(axis=1)
+        carried = self._match(boxes, ok) if budget_ms is not None else [None] * len(xy)
+        since = np.array([np.inf if c is None else c.age + 1 for c in carried], dtype=np.float64)
+        chosen = self.choose(confidence, ok, budget_ms, since)
         self.last_refined = len(chosen)
-        if len(chosen) == 0:
-            return xy, confidence
-        t0 = time.perf_counter()
-        crops, windows = zip(*(crop_around_box(rgb, boxes[p], expand=self.expand) for p in chosen))
-        batch = torch.from_numpy(np.stack(crops)).permute(0, 3, 1, 2).float()  # (N, 3, 256, 256) RGB 0..255
-        runner = self.__dict__.get("_runner", self.net)
-        heads = {k: v.permute(0, 2, 3, 1).numpy() for k, v in runner(batch).items()}  # (N, 64, 64, C) each
+        raw_xy, raw_conf = xy, confidence
         xy, confidence = xy.copy(), confidence.copy()
+        if len(chosen):
+            self._refine(xy, confidence, rgb, boxes, chosen)
+        if budget_ms is None:
+            return xy, confidence
+        memory = []
+        k, j = self.carry_smoothing, self.joints
+        for p in range(len(xy)):
+            side, c = _side(boxes[p]), carried[p]
+            if p in chosen:
+                delta, conf = (xy[p, j] - raw_xy[p, j]) / side, confidence[p, j].copy()
+                if c is not None:
+                    delta, conf = k * c.delta + (1 - k) * delta, k * c.confidence + (1 - k) * conf
+                entry = _Carried(boxes[p], delta, conf, 0)
+            elif c is not None and c.age < self.carry_frames:
+                entry = _Carried(boxes[p], c.delta, c.confidence, c.age + 1)
+            else:
+                continue
+            # weighted: each joint moves by its share of the two confidences (a joint the bottom-up network
+            # already sees well keeps most of its smooth reading); replace: the whole correction
+            w = entry.confidence / np.maximum(entry.confidence + raw_conf[p, j], 1e-6) \
+                if self.live_fusion == "weighted" else np.ones(len(j))
+            xy[p, j] = raw_xy[p, j] + w[:, None] * entry.delta * side
+            confidence[p, j] = w * entry.confidence + (1 - w) * raw_conf[p, j]
+            memory.append(entry)
+        self._carried = memory
+        return xy, confidence
+
+    def _match(self, boxes: np.ndarray, ok: np.ndarray) -> list[_Carried | None]:
+        """Each person's carried entry (or None): greedy on box IoU >= ``carry_iou``, best pair first."""
+        out: list[_Carried | None] = [None] * len(boxes)
+        if not self._carried or not ok.any():
+            return out
+        iou = box_iou(np.where(ok[:, None], boxes, 0.0), np.stack([c.box for c in self._carried]))
+        iou[~ok] = 0.0
+        while True:
+            p, m = np.unravel_index(int(np.argmax(iou)), iou.shape)
+            if iou[p, m] < self.carry_iou:
+                return out
+            out[p] = self._carried[m]
+            iou[p, :], iou[:, m] = 0.0, 0.0
+
+    def _refine(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray, boxes: np.ndarray,
+                chosen: np.ndarray) -> None:
+        """Thunder on the chosen people's crops, as one batch; writes their COCO-17 joints into xy and
+        confidence (in place) and updates the running cost per crop."""
+        t0 = time.perf_counter()
+        size = self.net.input_size
+        crops, windows = zip(*(crop_around_box(rgb, boxes[p], size=size, expand=self.expand) for p in chosen))
+        batch = torch.from_numpy(np.stack(crops)).permute(0, 3, 1, 2).float()  # (N, 3, S, S) RGB 0..255
+        runner = self.__dict__.get("_runner", self.net)
+        heads = {k: v.permute(0, 2, 3, 1).numpy() for k, v in runner(batch).items()}  # (N, S/4, S/4, C) each
         weight = self.centre_weight.numpy()
         for i, (p, (x0, y0, side)) in enumerate(zip(chosen, windows)):
             kp = decode_thunder(heads["centre"][i], heads["heatmap"][i], heads["regress"][i], heads["offset"][i], weight)
@@ -118,4 +205,40 @@ class CropRefiner(Refiner):
             confidence[p, self.joints] = kp[:, 2]
         ms = (time.perf_counter() - t0) * 1000 / len(chosen)
         self.ms_per_crop = 0.8 * self.ms_per_crop + 0.2 * ms
-        return xy, confidence
+
+
+@dataclass(frozen=True)
+class _Carried:
+    """One person's correction, carried to later frames: box (4,) x1 y1 x2 y2 px (this frame's); delta
+    (17, 2) refined - bottom-up per COCO-17 joint, in box sides, low-passed; confidence (17,) the refined
+    confidences, low-passed; age: frames since the last refinement."""
+
+    box: np.ndarray
+    delta: np.ndarray
+    confidence: np.ndarray
+    age: int
+
+
+def _side(box: np.ndarray) -> float:
+    """The longer side of a box (x1, y1, x2, y2), at least 1 px."""
+    return float(max(box[2] - box[0], box[3] - box[1], 1.0))
+
+
+def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a (N, 4), b (M, 4) boxes x1 y1 x2 y2 -> (N, M) intersection over union (0 for empty boxes)."""
+    lo, hi = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
+    inter = np.clip(hi - lo, 0, None).prod(axis=2)
+    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(axis=1)  # noqa: E731
+    union = area(a)[:, None] + area(b)[None, :] - inter
+    return np.where(union > 0, inter / np.maximum(union, 1e-9), 0.0)
+
+
+@register_refiner("crop-fast")
+class FastCropRefiner(CropRefiner):
+    """The precision stage with MoveNet SinglePose Lightning (192 x 192 crops, width 1.0): about a third of
+    Thunder's cost a crop, for live mode's per-frame budget. Same boxes, budget, carrying and fusion."""
+
+    kind = "crop-fast"
+    label = "Fast precision stage (Lightning on crops)"
+    variant = "lightning"
+    default_ms_per_crop = 10.0

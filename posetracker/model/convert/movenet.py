@@ -2,8 +2,9 @@
 
 ``movenet_state_dict(json_path, spec)`` returns {PoseNet parameter name:
 float32 array} for the backbone and the heads. ``thunder_state_dict(json_path)``
-does the same for MoveNet SinglePose Thunder (backbone config ``THUNDER``,
-its four heads unchanged), for the training-time teacher. Layouts are converted from
+does the same for MoveNet SinglePose Thunder or Lightning (backbone config
+``THUNDER`` / ``LIGHTNING``, the four heads unchanged), for the precision stage
+and the training-time teacher. Layouts are converted from
 TensorFlow's (kh, kw, in, out) to PyTorch's (out, in, kh, kw); depthwise
 (kh, kw, in, 1) to (in, 1, kh, kw). The heads are re-arranged for the
 skeleton (it must be COCO-17 plus a root): the centre head becomes the
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.model.backbone import MOBILENET_V2_BLOCKS, THUNDER
+from posetracker.model.backbone import LIGHTNING, MOBILENET_V2_BLOCKS, THUNDER, MobileNetV2FPNConfig
 from posetracker.model.convert.tfjs import TfjsGraph
 from posetracker.model.heads import regression_to_vectors_matrix
 from posetracker.skeletons import SkeletonSpec
@@ -141,19 +142,29 @@ def movenet_raw_heads(json_path: str | Path) -> dict[str, dict[str, np.ndarray]]
     return {k: _head(g, k) for k in _HEAD_SCOPES}
 
 
-def thunder_state_dict(json_path: str | Path) -> dict[str, np.ndarray]:
-    """MoveNet SinglePose Thunder's weights for ``ThunderNet`` (train/teachers/movenet_thunder.py).
+def singlepose_config(g: TfjsGraph) -> MobileNetV2FPNConfig:
+    """``THUNDER`` or ``LIGHTNING``: which MoveNet SinglePose the TF.js graph is (by the stem's width)."""
+    stem = g.weights.get(_BODY + "model/Conv1/Conv2D_weights")
+    for config in (THUNDER, LIGHTNING):
+        if "StatefulPartitionedCall/kpt_offset_0/conv2d_7/BiasAdd" in g.nodes and stem is not None \
+                and stem.shape[-1] == config.stem:
+            return config
+    raise ValueError(f"{g.path} is not MoveNet SinglePose Thunder or Lightning "
+                     f"(need kpt_offset_0/conv2d_7 and a {THUNDER.stem}- or {LIGHTNING.stem}-channel stem)")
 
-    Keys: ``backbone.*`` (``MoveNetBackbone(THUNDER)``) and
+
+def thunder_state_dict(json_path: str | Path) -> dict[str, np.ndarray]:
+    """MoveNet SinglePose Thunder's or Lightning's weights for ``ThunderNet`` (``model/thunder.py``).
+
+    Keys: ``backbone.*`` (``MoveNetBackbone(THUNDER)`` or ``(LIGHTNING)``, by
+    ``singlepose_config``) and
     ``heads.{centre,heatmap,regress,offset}.*`` (``SeparableHead``s with the
     original channel order: centre 1, heatmap 17, regress 34 and offset 34 as
-    (dy, dx) per COCO keypoint, in 64x64-grid cells). Values float32.
+    (dy, dx) per COCO keypoint, in grid cells). Values float32.
     """
     g = TfjsGraph(json_path)
-    stem = g.weights.get(_BODY + "model/Conv1/Conv2D_weights")
-    if "StatefulPartitionedCall/kpt_offset_0/conv2d_7/BiasAdd" not in g.nodes or stem is None or stem.shape[-1] != THUNDER.stem:
-        raise ValueError(f"{json_path} is not MoveNet SinglePose Thunder (need kpt_offset_0/conv2d_7 and a {THUNDER.stem}-channel stem)")
-    sd = _backbone(g, THUNDER.blocks)
+    config = singlepose_config(g)
+    sd = _backbone(g, config.blocks)
     for k in _THUNDER_HEAD_SCOPES:
         h = _head(g, k, _THUNDER_HEAD_SCOPES)
         _put_head(sd, k, h, h["out"], h["out_bias"])

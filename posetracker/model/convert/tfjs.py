@@ -39,6 +39,7 @@ class TfjsGraph:
         json_path = Path(json_path)
         if not json_path.exists():
             raise FileNotFoundError(f"TF.js model not found: {json_path}")
+        self.path = json_path
         model = json.loads(json_path.read_text())
         self.nodes: dict[str, GraphNode] = {}
         for n in model["modelTopology"]["node"]:
