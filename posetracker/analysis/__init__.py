@@ -9,14 +9,22 @@
 - :mod:`.history`: :class:`AngleHistory`, a rolling window of
   :func:`frame_angles` per track (the GUI's live plots);
 - :mod:`.summary`: range of motion, left-right differences (the ``angles``
-  exporter, :mod:`posetracker.export.angles_csv`, writes them as CSV).
+  exporter, :mod:`posetracker.export.angles_csv`, writes them as CSV);
+- :mod:`.foot_contact`: per-frame foot contact of side-view walking (the foot moves at
+  the ground's speed, estimated: still floor, treadmill belt or panning camera), heel
+  strikes and toe offs, left-right label swaps of the feet undone;
+- :mod:`.gait`: :func:`analyse_gait` (strides: stride / step time, stance and swing,
+  cadence, knee and hip range of motion) and :func:`summarise_gait` (the ``gait``
+  exporter, :mod:`posetracker.export.gait_csv`).
 
 Per-person arrays of a sequence are in :mod:`posetracker.tracks`.
 """
 
+from posetracker.analysis.foot_contact import ContactSettings, FootContacts, GaitError, GaitEvent, foot_contacts
+from posetracker.analysis.gait import GaitSettings, PersonGait, Stride, analyse_gait, summarise_gait
 from posetracker.analysis.history import AngleHistory
 from posetracker.analysis.joint_angles import (
-    ANGLES, AngleDef, AngleKey, AngleTable, angle_names, check_angle_names, compute_angles, frame_angles,
+    ANGLES, AngleDef, AngleKey, AngleTable, angle_names, check_angle_names, compute_angles, frame_angles, track_angles,
 )
 from posetracker.analysis.summary import SummaryRow, summarise
 
@@ -26,10 +34,21 @@ __all__ = [
     "AngleHistory",
     "AngleKey",
     "AngleTable",
+    "ContactSettings",
+    "FootContacts",
+    "GaitError",
+    "GaitEvent",
+    "GaitSettings",
+    "PersonGait",
+    "Stride",
+    "analyse_gait",
     "SummaryRow",
     "angle_names",
     "check_angle_names",
     "compute_angles",
+    "foot_contacts",
     "frame_angles",
     "summarise",
+    "summarise_gait",
+    "track_angles",
 ]

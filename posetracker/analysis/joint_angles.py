@@ -31,6 +31,7 @@ This table is the only angle definition in PoseTracker. Two entry points
 share the measuring code (rows = frames of one person, or people of one frame):
 
 - :func:`compute_angles`: a whole sequence -> :class:`AngleTable` (exports);
+- :func:`track_angles`: one :class:`~posetracker.tracks.PersonTrack` (gait analysis);
 - :func:`frame_angles`: one :class:`~posetracker.types.PoseFrame` ->
   ``{(angle, side): (P,) degrees}`` (live plots, see :mod:`.history`); there
   each person's depth spread is judged in that frame alone.
@@ -45,7 +46,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from posetracker.tracks import person_tracks, valid_points
+from posetracker.tracks import PersonTrack, person_tracks, valid_points
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame, PoseSequence
 
@@ -309,6 +310,18 @@ def frame_angles(pose: PoseFrame, spec: SkeletonSpec, names: Iterable[AngleKey] 
     measured = _measure_rows(spec, keys, world, image, conf, min_confidence, mode, per_row=True,
                              image_size=pose.image_size)
     return {k: deg for k, (deg, _) in measured.items()}
+
+
+def track_angles(track: PersonTrack, spec: SkeletonSpec, names: Iterable[AngleKey] | None = None,
+                 min_confidence: float = 0.2, mode: str = "auto",
+                 image_size: tuple[int, int] = (0, 0)) -> dict[AngleKey, tuple[np.ndarray, np.ndarray]]:
+    """Angles of one person over the T frames of a track: {(angle, side): ((T,) degrees, (T,) method)}.
+
+    The per-person rule of :func:`compute_angles` (3-D when the person has depth, judged over
+    the whole track, else 2-D); names as in :func:`frame_angles`; image_size (width, height) px.
+    """
+    return _measure_rows(spec, check_angle_names(spec, names), track.world, track.keypoints, track.confidence,
+                         min_confidence, mode, per_row=False, image_size=image_size)
 
 
 def compute_angles(seq: PoseSequence, person: int | None = None, min_confidence: float = 0.2, mode: str = "auto") -> AngleTable:
