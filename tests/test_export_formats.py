@@ -17,8 +17,9 @@ from posetracker.export import ExportError, exporters, get_exporter, read_sequen
 from posetracker.skeletons import load_skeleton
 from posetracker.types import PoseFrame, PoseSequence
 
-FORMATS = ["csv", "wide-csv", "json", "bvh", "trc", "dlc", "angles"]
-SUFFIX = {"csv": ".csv", "wide-csv": ".csv", "json": ".json", "bvh": ".bvh", "trc": ".trc", "dlc": ".csv", "angles": ".csv"}
+FORMATS = ["csv", "wide-csv", "json", "bvh", "trc", "dlc", "angles", "gait"]
+SUFFIX = {"csv": ".csv", "wide-csv": ".csv", "json": ".json", "bvh": ".bvh", "trc": ".trc", "dlc": ".csv", "angles": ".csv",
+          "gait": ".csv"}
 
 
 def _mouse_sequence(n: int = 6, animals: int = 2) -> PoseSequence:
@@ -150,7 +151,7 @@ def _with_people(seq: PoseSequence, fn) -> PoseSequence:
     return PoseSequence([fn(f) for f in seq.frames], seq.fps, seq.skeleton, seq.metadata)
 
 
-@pytest.mark.parametrize("fmt", ["wide-csv", "bvh", "trc", "dlc", "angles"])
+@pytest.mark.parametrize("fmt", ["wide-csv", "bvh", "trc", "dlc", "angles", "gait"])
 def test_empty_sequence(fmt, tmp_path):
     seq = PoseSequence([], 30.0, load_skeleton("human18"))
     with pytest.raises(ExportError, match="no frames"):

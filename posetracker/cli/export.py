@@ -16,7 +16,7 @@ from typing import Any
 
 #: default output name per format: INPUT-STEM + this
 DEFAULT_SUFFIX = {"bvh": ".bvh", "csv": ".poses.csv", "wide-csv": ".wide.csv", "json": ".json", "trc": ".trc",
-                  "dlc": ".dlc.csv", "angles": ".angles.csv"}
+                  "dlc": ".dlc.csv", "angles": ".angles.csv", "gait": ".gait.csv"}
 
 
 def load_input(path: str | Path) -> Any:

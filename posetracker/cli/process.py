@@ -77,8 +77,16 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.refiners import RefinerError
     from posetracker.session import SessionConfig, TrackingSession
 
-    out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
-    exporter = exporter_for_path(out)
+    if args.format:  # a named format: its default suffix, and the suffix added to --out if it has none of it
+        from posetracker.cli.export import DEFAULT_SUFFIX
+        from posetracker.export import get_exporter, with_suffix
+
+        exporter = get_exporter(args.format)
+        stem = Path(args.input.rstrip("/")).stem
+        out = with_suffix(args.out, exporter) if args.out else Path(stem + DEFAULT_SUFFIX.get(args.format, exporter.suffixes[0]))
+    else:
+        out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
+        exporter = exporter_for_path(out)
     check_target(out, args.force)
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
@@ -127,10 +135,18 @@ def _cmd_process(args: argparse.Namespace) -> int:
     return 0
 
 
+def _format_names() -> list[str]:
+    from posetracker.export import exporters
+
+    return list(exporters())
+
+
 def add_process_parser(sub) -> None:
     pr = sub.add_parser("process", help="track every person in a video file or image folder")
     pr.add_argument("input", help="video file, image folder, camera:N or lavfi:GRAPH")
     pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")
+    pr.add_argument("--format", "-f", choices=sorted(_format_names()),
+                    help="export format by name (e.g. angles, gait); default: from the --out suffix")
     pr.add_argument("--mode", choices=["live", "offline"], default="offline",
                     help="offline: bidirectional, zero-lag smoothing (default); live: causal, as the webcam runs")
     pr.add_argument("--skeleton", default="human18")

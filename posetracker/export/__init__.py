@@ -3,13 +3,14 @@
 Built-ins are registered here by explicit import; see :mod:`.registry`.
 Several share the ``.csv`` suffix: a bare ``.csv`` path means the tidy CSV
 (registered first); the others are chosen by name (``wide-csv``, ``dlc``,
-``angles``).
+``angles``, ``gait``).
 """
 
 from posetracker.export.angles_csv import AnglesCsvExporter
 from posetracker.export.bvh import BvhExporter
 from posetracker.export.csv_tidy import TidyCsvExporter
 from posetracker.export.dlc import DlcCsvExporter
+from posetracker.export.gait_csv import GaitCsvExporter
 from posetracker.export.json_io import JsonExporter, read_sequence
 from posetracker.export.registry import (
     ExportError,
@@ -33,6 +34,7 @@ register_exporter(WideCsvExporter())
 register_exporter(TrcExporter())
 register_exporter(DlcCsvExporter())
 register_exporter(AnglesCsvExporter())
+register_exporter(GaitCsvExporter())
 
 __all__ = [
     "ExportError",
