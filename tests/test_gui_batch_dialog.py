@@ -264,7 +264,7 @@ class FakeRay(types.ModuleType):
     def remote(self, **options):
         class Task:
             @staticmethod
-            def remote(path, rel, out, settings, model, sha):
+            def remote(path, rel, out, settings, model, sha, counter=None):  # counter: None without frame_progress
                 return Ref({"input": path, "rel": rel, "sha256": sha, "model": model,
                                                   "settings": settings.key(), "status": "done", "frames": 5,
                                                   "seconds": 0.1, "outputs": [], "error": "", "time": "t"})
