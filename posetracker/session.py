@@ -70,7 +70,7 @@ class SessionConfig:
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
     vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
-    fov_deg: float = 60.0  # horizontal field of view of the source camera
+    fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
     pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)

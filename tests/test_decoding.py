@@ -331,6 +331,27 @@ def test_camera_lift_round_trip():
         Camera(0, 10)
 
 
+def test_the_field_of_view_spans_the_long_side_and_moves_depth_not_size(human):
+    """A portrait frame keeps its lens: 60 degrees across its height. Another camera than the network's
+    (60 degrees) puts the same person farther or nearer at the same metric size."""
+    from posetracker.depth import DepthEstimator
+    from posetracker.depth.lift import depth_scale
+
+    assert Camera(1080, 1920, fov_deg=60.0).focal == pytest.approx(Camera(1920, 1080, fov_deg=60.0).focal)
+    assert Camera(1080, 1920, fov_deg=60.0).focal == pytest.approx(960.0 / np.tan(np.radians(30.0)))
+    assert depth_scale(60.0) == 1.0 and depth_scale(90.0) == pytest.approx(np.tan(np.radians(30.0)))
+    with pytest.raises(ValueError):
+        depth_scale(180.0)
+    people = make_person(human, (110.0, 130.0), 170.0)[None]
+    reads = np.zeros((1, 1 + len(human.edges)))
+    reads[0, 0] = 3.0  # body centre 3 m from the network's camera, the joints on its plane
+    xy, conf = people.astype(np.float64), np.ones(people.shape[:2])
+    ref_depth, ref_world = DepthEstimator(human, 60.0, prior=None, far_depth=False).estimate(xy, conf, reads, (256, 256))
+    depth, world = DepthEstimator(human, 90.0, prior=None, far_depth=False).estimate(xy, conf, reads, (256, 256))
+    np.testing.assert_allclose(depth, ref_depth * depth_scale(90.0), rtol=1e-6)
+    np.testing.assert_allclose(world[..., :2], ref_world[..., :2], rtol=1e-5, atol=1e-6)  # the same metric size
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_decoded_people_lift_to_metric_3d(human, mode):
     """Step 9 end to end: decoded (x, y, depth) lift back to the true camera-space joints."""

@@ -67,7 +67,9 @@ def add_batch_parser(sub) -> None:
     b.add_argument("--skeleton", default="human18")
     b.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
     b.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE)
-    b.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the cameras, degrees")
+    b.add_argument("--fov", type=float, default=60.0,
+                    help="field of view of the cameras across the long side of the frame (portrait: its height), "
+                         "degrees")
     b.add_argument("--workers", type=int, default=None, help="local Ray workers (default: the CPU count)")
     b.add_argument("--address", default=None, help="an existing Ray cluster (ray://HOST:PORT; default: RAY_ADDRESS, "
                    "else a local one)")

@@ -155,7 +155,9 @@ def add_process_parser(sub) -> None:
                     help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
-    pr.add_argument("--fov", type=float, default=60.0, help="horizontal field of view of the camera, degrees")
+    pr.add_argument("--fov", type=float, default=60.0,
+                    help="field of view of the camera across the long side of the frame (portrait: its height), "
+                         "degrees")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.add_argument("--keep-unconfirmed", action="store_true",
                     help="also write detections never confirmed as a track (person_id -1; left out by default)")

@@ -7,7 +7,16 @@ depth is the root depth plus the differences on the path from the root
 
 Camera space: x right, y down, z forward along the optical axis (metres), the
 same axes as the skeleton files. The principal point is the image centre
-``(width / 2, height / 2)``; pixels are square (fy = fx).
+``(width / 2, height / 2)``; pixels are square (fy = fx). A field of view is
+the angle across the frame's **long side** (horizontal in a landscape frame,
+vertical in a portrait one: a phone held upright keeps its lens).
+
+The network's camera: the depth head was trained on labels lifted with a 60
+degree field of view across the long side (``NETWORK_FOV_DEG``), so its depths
+are those of that camera. A person's apparent size fixes their metric size,
+not their distance: with another camera (``fov_deg``) the same pixels at the
+same metric size lie ``depth_scale(fov_deg)`` times as far
+(:class:`posetracker.depth.DepthEstimator` applies it).
 """
 
 from __future__ import annotations
@@ -18,12 +27,23 @@ from dataclasses import dataclass
 import numpy as np
 
 
+NETWORK_FOV_DEG = 60.0  # across the long side: the camera of the depth head's training labels
+
+
+def depth_scale(fov_deg: float) -> float:
+    """How much farther than the network's camera a camera with ``fov_deg`` (long side) puts the same
+    pixels at the same metric size: f(fov) / f(NETWORK_FOV_DEG)."""
+    if not 0.0 < fov_deg < 180.0:
+        raise ValueError(f"fov_deg must be in (0, 180), got {fov_deg}")
+    return math.tan(math.radians(NETWORK_FOV_DEG) / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
+
+
 @dataclass(frozen=True)
 class Camera:
     """Pinhole camera of an image of ``width`` x ``height`` pixels.
 
-    fov_deg: horizontal field of view, used when ``fx`` (focal length in pixels)
-    is not given.
+    fov_deg: field of view across the long side (see the module docstring), used when
+    ``fx`` (focal length in pixels) is not given.
     """
 
     width: int
@@ -44,7 +64,7 @@ class Camera:
         """Focal length in pixels (fx = fy)."""
         if self.fx is not None:
             return float(self.fx)
-        return 0.5 * self.width / math.tan(math.radians(self.fov_deg) / 2.0)
+        return 0.5 * max(self.width, self.height) / math.tan(math.radians(self.fov_deg) / 2.0)
 
     @property
     def principal_point(self) -> tuple[float, float]:

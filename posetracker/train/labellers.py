@@ -10,7 +10,7 @@
 Depth from BlazePose (:func:`solve_translation`): its world landmarks W_j
 (metres, hip-centred, image-aligned axes: x right, y down, z away from the
 camera) are a rigid copy of the person in camera space up to a translation
-t. With a pinhole camera (focal f from the horizontal FOV, principal point
+t. With a pinhole camera (focal f from the FOV across the long side, principal point
 c = image centre) the landmark j at W_j + t projects to its 2-D landmark
 (u_j, v_j), which is linear in t:
 
@@ -41,9 +41,10 @@ from posetracker.train.clip_labels import PersonLabel
 THUNDER_JSON = Path(__file__).resolve().parents[3] / "shared" / "pretrained" / "movenet" / "movenet-thunder.json"
 
 
-def focal_from_fov(width: int, fov_deg: float = 60.0) -> float:
-    """Focal length in px of a camera with horizontal field of view ``fov_deg``."""
-    return 0.5 * width / math.tan(math.radians(fov_deg) / 2.0)
+def focal_from_fov(long_side: int, fov_deg: float = 60.0) -> float:
+    """Focal length in px of a camera with field of view ``fov_deg`` across the frame's long side (the
+    product's convention, ``depth.lift``)."""
+    return 0.5 * long_side / math.tan(math.radians(fov_deg) / 2.0)
 
 
 def solve_translation(world: np.ndarray, xy: np.ndarray, weight: np.ndarray, focal: float,
@@ -92,8 +93,10 @@ class PipelineTeacher:
         used = nn.ModuleDict({"backbone": image_model.backbone, **{
             f"heads_{k}": m for k, m in image_model.heads.named_children() if with_depth or k != "depth"}})
         self.name = f"pipeline-{weights_key(used)[:10]}"
+        # pinned: the bottom-up network alone, one read of the whole frame (not the offline defaults, which
+        # add the precision stage and, for still images, tiles: labels must not move when those change)
         cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
-                            score_threshold=score_threshold)
+                            score_threshold=score_threshold, refiners=(), tile_grid=1)
         self.session = TrackingSession(image_model, cfg)
         self.min_confidence = min_confidence
 
@@ -139,7 +142,7 @@ class TeacherEnsemble:
         self.blaze = _load_blazepose(blazepose) if blazepose else None
         self.thunder = _load_thunder(thunder_json) if thunder_json else None
         parts = [self.base.name] + ([f"blazepose-{blazepose}"] if self.blaze else []) + (["thunder"] if self.thunder else [])
-        self.name = "+".join(parts) + f"-fov{fov_deg:g}"
+        self.name = "+".join(parts) + f"-fov{fov_deg:g}long"  # across the long side (before: the width)
 
     def label_frame(self, rgb: np.ndarray) -> list[PersonLabel]:
         people = self.base.label_frame(rgb)
@@ -174,7 +177,7 @@ class TeacherEnsemble:
         if bp.presence < self.min_presence:
             return
         h, w = shape[:2]
-        focal, centre = focal_from_fov(w, self.fov_deg), (w / 2.0, h / 2.0)
+        focal, centre = focal_from_fov(max(w, h), self.fov_deg), (w / 2.0, h / 2.0)
         lm_vis = bp.landmarks[:, 3]
         t = solve_translation(bp.world, bp.landmarks[:, :2], lm_vis, focal, centre)
         if not np.isfinite(t).all() or t[2] <= 0.2:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from posetracker.analysis.stature import track_statures
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking.mirror import count_swaps, crossed_pairs, mirror_pairs
 from posetracker.types import PoseSequence
@@ -264,7 +265,9 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     the smoothed teacher (box diagonal), PA-MPJPE, root-depth error and depth-order agreement vs the
     teacher world / depth (when it has them), the model's bone-length CV, left/right consistency
     (``swaps_per_1000``: frames where a track's mirror pair sits crossed against its frame before, per
-    1,000 person-frames; ``lr_crossed``: share of pairs crossed against the teacher), and with ``baseline``
+    1,000 person-frames; ``lr_crossed``: share of pairs crossed against the teacher), ``stature_m`` (the
+    standing height of the person with the most complete frames, :mod:`posetracker.analysis.stature`:
+    the check on metric scale; ``stature_teacher_m`` the same from the teacher's world), and with ``baseline``
     (another model's :func:`run_clip` on the same clip) :func:`added_lag`.
     """
     spec = spec or session.spec
@@ -289,6 +292,10 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     swaps, person_frames = count_swaps(r["xy"], r["ok"], pairs)
     out["swaps_per_1000"] = 1000.0 * swaps / person_frames if person_frames else float("nan")
     out["lr_crossed"] = crossed_share(m["xy"], both, labels.xy, ref_ok, pairs)
+    statures = [(n, h) for n, h in track_statures(r["world"], r["ok"], spec) if np.isfinite(h)]
+    out["stature_m"] = max(statures)[1] if statures else float("nan")  # the longest-seen person's
+    ref = [(n, h) for n, h in track_statures(labels.world, labels.visible, spec) if np.isfinite(h)]
+    out["stature_teacher_m"] = max(ref)[1] if ref else float("nan")  # BlazePose GHUM's metric size
     if baseline is not None:
         out["added_lag_frames"] = added_lag(r, baseline, labels, spec)
     return out, r
