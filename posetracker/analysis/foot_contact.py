@@ -224,17 +224,20 @@ def _velocity(points: np.ndarray, ok: np.ndarray, times: np.ndarray) -> np.ndarr
     return v
 
 
-def ground_velocity(u: np.ndarray, half_window: int, cap: float = 1.0, stride: int = 5) -> np.ndarray:
+def ground_velocity(u: np.ndarray, half_window: int, cap: float = 1.0, stride: int | None = None,
+                    candidates: int = 100) -> np.ndarray:
     """(T, 2) ground velocity from the feet's velocities ``u`` (T, F, 2), leg lengths / s.
 
-    In windows of 2 * half_window + 1 frames (centres every ``stride`` frames, linear in
-    between, held at the ends): the candidate velocity (one of the feet's own) that
+    In windows of 2 * half_window + 1 frames (centres every ``stride`` frames, default a
+    third of a half window; linear in between, held at the ends): the candidate velocity
+    (one of the feet's own, at most ``candidates`` of them spread over the window) that
     minimises ``sum_t min(min_f |u[t, f] - g|, cap)`` over frames with a foot seen; nan
     throughout when no window has 5 such frames.
     """
     t = u.shape[0]
     seen = np.isfinite(u).all(axis=-1)  # (T, F)
     centres, values = [], []
+    stride = stride or max(1, half_window // 3)
     for c in range(0, t, max(1, stride)):
         lo, hi = max(0, c - half_window), min(t, c + half_window + 1)
         win, ok = u[lo:hi], seen[lo:hi]
@@ -242,8 +245,8 @@ def ground_velocity(u: np.ndarray, half_window: int, cap: float = 1.0, stride: i
         if rows.sum() < 5:
             continue
         cand = win[ok]  # (N, 2)
-        if cand.shape[0] > 200:
-            cand = cand[np.linspace(0, cand.shape[0] - 1, 200).astype(int)]
+        if cand.shape[0] > candidates:
+            cand = cand[np.linspace(0, cand.shape[0] - 1, candidates).astype(int)]
         d = np.linalg.norm(win[rows][None, :, :, :] - cand[:, None, None, :], axis=-1)  # (N, R, F)
         d = np.where(ok[rows][None], d, np.inf).min(axis=2)
         cost = np.minimum(d, cap).sum(axis=1)
