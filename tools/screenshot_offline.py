@@ -1,6 +1,8 @@
 """Process a clip offline in the real app window, show it SECONDS into the clip and save the window (docs/screenshots).
 
-    xvfb-run -a -s "-screen 0 1280x800x24" python tools/screenshot_offline.py CLIP SECONDS OUT.png
+    xvfb-run -a -s "-screen 0 1280x800x24" python tools/screenshot_offline.py CLIP SECONDS OUT.png [DOCK]
+
+DOCK: the title of a dock to bring to the front first (e.g. Gait, a tab beside Joint angles).
 """
 import sys, tempfile
 from pathlib import Path
@@ -23,5 +25,9 @@ def poll():
         QTimer.singleShot(500, poll)
 def save():
     print("saved", w.save_screenshots(out)); app.quit()
+if len(sys.argv) > 4:
+    from PySide6.QtWidgets import QDockWidget
+    dock = next(d for d in w.findChildren(QDockWidget) if d.windowTitle() == sys.argv[4])
+    QTimer.singleShot(0, dock.raise_)
 QTimer.singleShot(1000, poll)
 app.exec()

@@ -21,6 +21,7 @@ from posetracker.types import PoseSequence
 from ui.menus import MenuActions, build_menus
 from ui.jobs import ExportJob, new_recording_folder, recording_session, recording_video
 from ui.packets import PoseResult, RecordingSummary, SourceInfo
+from ui.gait_plots import GaitPlot
 from ui.panels import ModelPanel, SourcePanel
 from ui.pipeline import PipelineController
 from ui.plots import AnglePlot
@@ -88,10 +89,14 @@ class MainWindow(WindowEvents, QMainWindow):
         self.setCorner(Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.setCorner(Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)
         self.plots_dock = self._dock("Joint angles", self.plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.gait_plots = GaitPlot()  # foot contact and heel strikes, a tab beside the joint angles
+        self.gait_dock = self._dock("Gait", self.gait_plots, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.plots_dock, self.gait_dock)
+        self.plots_dock.raise_()
         self.status = PipelineStatusBar()
         self.setStatusBar(self.status)
         self._build_toolbar()
-        docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock)
+        docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock, self.gait_dock)
         self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
                                                          self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks,
@@ -191,6 +196,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.source_panel.speed.setCurrentIndex(max(0, self.source_panel.speed.findData(s.speed)))
         self.plots.set_person(s.person)
         self.plots.set_window(s.plot_seconds)
+        self.gait_plots.set_window(s.plot_seconds)
         self.state = s
         self.set_spec(self.spec)
         self._refresh_refiners()
@@ -253,6 +259,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.video.set_spec(spec)
         self.skeleton_view.set_spec(spec)
         self.plots.set_spec(spec, self.state.plot_angles)
+        self.gait_plots.set_spec(spec)
 
     # ------------------------------------------------------------------ sources
 
@@ -297,6 +304,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.sequence = None
         self.history.clear()
         self.plots.clear()
+        self.gait_plots.clear()
         self.video.clear()
         self.source_panel.set_source(None)
         self.source_panel.set_processing(False)
@@ -340,6 +348,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.model_ok = False
         self.history.clear()
         self.plots.clear()
+        self.gait_plots.clear()
         self.controller.start_inference(self.live_factory())
 
     def process_whole_file(self) -> None:

@@ -70,12 +70,14 @@ class WindowEvents:
         self.poses_received += 1
         self.history.put(pose)
         self.plots.add_pose(pose)
+        self.gait_plots.add_pose(pose)
         self._plots_stale = True
 
     def on_processing_done(self, seq) -> None:
         self.sequence = seq
         self.history.clear()
         self.plots.clear()
+        self.gait_plots.clear()
         self.controller.start_inference(lambda: ReplaySession(seq))
         self.controller.seek(0)
         self.controller.play()
@@ -144,6 +146,7 @@ class WindowEvents:
 
     def on_plot_window_changed(self, seconds: float) -> None:
         self.state.plot_seconds = float(seconds)
+        self.gait_plots.set_window(seconds)
         self._plots_stale = True
 
     def on_follow_toggled(self, checked: bool) -> None:
@@ -196,6 +199,7 @@ class WindowEvents:
         if self._plots_stale:
             self._plots_stale = False
             self.plots.refresh()
+            self.gait_plots.refresh(self.plots.current_person())
 
     # ------------------------------------------------------------------ dialogs
 
