@@ -219,3 +219,41 @@ def test_a_person_never_seen_well_has_unknown_contact_and_nothing_else():
     gait = analyse_gait(seq)[0]
     assert gait.events == [] and gait.strides == []
     assert set(np.unique(analyse_gait(w.seq)[0].contacts.contact)) <= {CONTACT, SWING, UNKNOWN}
+
+
+def test_heel_and_toe_joints_join_the_foot_point_when_the_skeleton_has_them():
+    import yaml
+
+    from posetracker.analysis.foot_contact import foot_joints
+    from posetracker.skeletons import SKELETON_DIR, spec_from_dict
+
+    data = yaml.safe_load((SKELETON_DIR / "human18.yaml").read_text())
+    centre = data["joints"].pop()
+    for side in FEET:
+        data["joints"] += [{"name": f"{side}_heel", "parent": f"{side}_ankle"},
+                           {"name": f"{side}_big_toe", "parent": f"{side}_ankle"}]
+    data["joints"].append(centre)
+    data["name"], data["sigmas"] = "human18feet", None
+    spec = spec_from_dict(data)
+    assert [spec.joint_names[j] for j in foot_joints(spec)["left"]] == ["left_ankle", "left_heel", "left_big_toe"]
+    w = walker()
+    base = w.seq.skeleton
+    frames = []
+    for f in w.seq.frames:
+        kp = np.zeros((1, spec.num_joints, 3), np.float32)
+        conf = np.full((1, spec.num_joints), 0.9, np.float32)
+        for name in base.joint_names:
+            kp[0, spec.index(name)] = f.keypoints[0, base.index(name)]
+        for side in FEET:  # the foot under the ankle, toes forward (walking right)
+            ankle = f.keypoints[0, base.index(f"{side}_ankle")]
+            kp[0, spec.index(f"{side}_heel")] = ankle + [-5, 8, 0]
+            kp[0, spec.index(f"{side}_big_toe")] = ankle + [15, 9, 0]
+            if 100 <= f.index < 120:
+                conf[0, spec.index(f"{side}_big_toe")] = 0.0  # no toes: the foot is not seen
+        frames.append(PoseFrame(f.index, f.timestamp, kp, conf, f.scores, f.track_ids, f.image_size))
+    gait = analyse_gait(PoseSequence(frames, w.seq.fps, spec))[0]
+    ankle_only = analyse_gait(w.seq)[0]
+    assert (gait.contacts.contact[100:120] == UNKNOWN).all()
+    assert not np.allclose(gait.contacts.position[:100], ankle_only.contacts.position[:100])  # the mean of three
+    same = [e.index for e in ankle_only.events if e.index < 90]
+    assert [e.index for e in gait.events if e.index < 90] == same
