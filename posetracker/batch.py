@@ -180,11 +180,13 @@ def model_hash(settings: BatchSettings) -> str:
 
 
 def output_paths(out_dir: Path, rel: Path, formats: Iterable[str]) -> dict[str, Path]:
-    """{format: output path} of one input: ``OUT/<rel without suffix>.poses<format suffix>``."""
-    from posetracker.export import get_exporter
+    """{format: output path} of one input: ``OUT/<rel without suffix>.poses<the format's name suffix>``
+    (``walk.poses.csv``, ``walk.poses.json``, ``walk.poses.gait.csv``: formats that share a file suffix get
+    their own, ``export.default_name_suffix``)."""
+    from posetracker.export import default_name_suffix
 
     base = out_dir / rel.parent / f"{rel.stem}.poses"
-    return {fmt: base.with_name(base.name + get_exporter(fmt).suffixes[0]) for fmt in formats}
+    return {fmt: base.with_name(base.name + default_name_suffix(fmt).removeprefix(".poses")) for fmt in formats}
 
 
 @dataclass(frozen=True)

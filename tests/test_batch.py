@@ -279,3 +279,14 @@ def test_cli_chunk_options_and_the_frames_bar(tmp_path, monkeypatch, capsys):
     assert "1 processed" in capsys.readouterr().err
     assert main(["batch", str(SAMPLE), "--out", str(tmp_path), "--chunk-s", "10", "--chunk-overlap-s", "0"]) == 2
     assert "chunks need an overlap" in capsys.readouterr().err and len(calls) == 2
+
+
+def test_every_format_gets_its_own_output_name():
+    """Formats that share the .csv suffix (tidy, wide, DeepLabCut, angles, gait) must not overwrite each other."""
+    from posetracker.batch import output_paths
+    from posetracker.export import exporters
+
+    paths = output_paths(Path("out"), Path("a/walk.mp4"), sorted(exporters()))
+    assert len(set(paths.values())) == len(paths)
+    assert paths["csv"] == Path("out/a/walk.poses.csv") and paths["json"] == Path("out/a/walk.poses.json")
+    assert paths["gait"] == Path("out/a/walk.poses.gait.csv") and paths["angles"] == Path("out/a/walk.poses.angles.csv")

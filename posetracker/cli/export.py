@@ -14,9 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-#: default output name per format: INPUT-STEM + this
-DEFAULT_SUFFIX = {"bvh": ".bvh", "csv": ".poses.csv", "wide-csv": ".wide.csv", "json": ".json", "trc": ".trc",
-                  "dlc": ".dlc.csv", "angles": ".angles.csv", "gait": ".gait.csv"}
 
 
 def load_input(path: str | Path) -> Any:
@@ -48,7 +45,8 @@ def load_input(path: str | Path) -> Any:
 
 
 def _cmd_export(args: argparse.Namespace) -> int:
-    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix, write_reporting
+    from posetracker.export import (ExportError, default_name_suffix, exporter_for_path, get_exporter, with_suffix,
+                                    write_reporting)
 
     if args.format:
         exporter = get_exporter(args.format)
@@ -57,7 +55,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
     else:
         print("error: give --format or an --out file name", file=sys.stderr)
         return 2
-    out = with_suffix(args.out, exporter) if args.out else Path(Path(str(args.input).rstrip("/")).stem + DEFAULT_SUFFIX.get(exporter.name, ""))
+    out = with_suffix(args.out, exporter) if args.out else Path(Path(str(args.input).rstrip("/")).stem + default_name_suffix(exporter.name))
     try:
         seq = load_input(args.input)
     except FileNotFoundError as exc:

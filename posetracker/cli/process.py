@@ -78,12 +78,11 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.session import SessionConfig, TrackingSession
 
     if args.format:  # a named format: its default suffix, and the suffix added to --out if it has none of it
-        from posetracker.cli.export import DEFAULT_SUFFIX
-        from posetracker.export import get_exporter, with_suffix
+        from posetracker.export import default_name_suffix, get_exporter, with_suffix
 
         exporter = get_exporter(args.format)
         stem = Path(args.input.rstrip("/")).stem
-        out = with_suffix(args.out, exporter) if args.out else Path(stem + DEFAULT_SUFFIX.get(args.format, exporter.suffixes[0]))
+        out = with_suffix(args.out, exporter) if args.out else Path(stem + default_name_suffix(args.format))
     else:
         out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
         exporter = exporter_for_path(out)

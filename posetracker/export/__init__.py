@@ -16,6 +16,7 @@ from posetracker.export.registry import (
     ExportError,
     Exporter,
     ExportWarning,
+    default_name_suffix,
     exporter_for_path,
     exporters,
     get_exporter,
@@ -38,6 +39,7 @@ register_exporter(GaitCsvExporter())
 
 __all__ = [
     "ExportError",
+    "default_name_suffix",
     "ExportWarning",
     "Exporter",
     "exporter_for_path",

@@ -75,6 +75,16 @@ def exporter_for_path(path: str | Path) -> Exporter:
     raise KeyError(f"no exporter for {suffix or 'a file without suffix'!r}; known suffixes: {known}")
 
 
+# a default output name per format: INPUT-STEM + this (formats that share a file suffix get their own)
+DEFAULT_NAME_SUFFIX = {"bvh": ".bvh", "csv": ".poses.csv", "wide-csv": ".wide.csv", "json": ".json", "trc": ".trc",
+                       "dlc": ".dlc.csv", "angles": ".angles.csv", "gait": ".gait.csv"}
+
+
+def default_name_suffix(name: str) -> str:
+    """What a default output name of format ``name`` ends with (a plug-in's: its first suffix)."""
+    return DEFAULT_NAME_SUFFIX.get(name) or get_exporter(name).suffixes[0]
+
+
 def with_suffix(path: str | Path, exporter: Exporter) -> Path:
     """``path`` with the exporter's first suffix added when it has none of the exporter's
     (``walk`` -> ``walk.bvh``; ``walk.v2`` -> ``walk.v2.bvh``; ``walk.BVH`` stays)."""
