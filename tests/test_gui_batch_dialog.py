@@ -39,7 +39,8 @@ class FakeBatch:
         self.calls: list[dict] = []
         self.saw_cancel = False
 
-    def __call__(self, inputs, out_dir, settings=BatchSettings(), workers=None, progress=None, cancel=None, **kw):
+    def __call__(self, inputs, out_dir, settings=BatchSettings(), workers=None, progress=None, cancel=None,
+                 frame_progress=None, **kw):
         self.calls.append({"inputs": list(inputs), "out": str(out_dir), "settings": settings, "workers": workers})
         if self.error is not None:
             raise self.error
@@ -60,6 +61,7 @@ class FakeBatch:
             else:
                 summary.failed.append(rec)
             progress(rec, i + 1, len(self.records))
+            frame_progress(10 * (i + 1), 10 * len(self.records))  # as the tasks' FrameCounter would
         summary.seconds = 4.5
         return summary
 
@@ -162,6 +164,7 @@ def test_a_batch_from_the_menu_runs_with_the_chosen_settings(qtbot, videos, monk
                              ["b/broken.mp4", "failed", "0", "1.2", "RuntimeError: no frame could be read"],
                              ["old.mp4", "skipped", "7", "", "already done by an earlier run"]]
     assert dialog.progress.value() == dialog.progress.maximum() == 3
+    assert dialog.frames_bar.value() == dialog.frames_bar.maximum() == 30  # the frames the tasks reported
     assert dialog.summary_label.text() == (f"Finished: 2 done, 1 skipped (already done), 1 failed; 42 frames in 4.5 s.\n"
                                            f"Manifest: {out / MANIFEST}")
     assert "1 video failed" in dialog.message.text()

@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 )
 
 from posetracker.batch import MANIFEST, VIDEO_SUFFIXES, BatchError, BatchSettings, collect_inputs, read_manifest
-from posetracker.export import exporters
+from posetracker.export import default_name_suffix, exporters
 from ui.packets import describe_error
 from ui.services import ModelOption
 from ui.worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
@@ -68,6 +68,7 @@ class BatchWorker(StoppableWorker):
     """Runs ``runner`` once in its QThread; ``stop()`` (thread-safe) makes the runner's ``cancel()`` True."""
 
     record = Signal(object, int, int)  # a finished input's manifest record, finished so far, to do
+    frames = Signal(int, int)  # frames tracked so far, frames of all the videos (their headers' counts)
     done = Signal(object, object)  # the BatchSummary; rows (dicts) for the inputs no record came for
     failed = Signal(str)
 
@@ -84,7 +85,8 @@ class BatchWorker(StoppableWorker):
     def run(self) -> None:
         try:
             summary = self._runner(self._inputs, self._out, self._settings, workers=self._workers,
-                                   progress=self._progress, cancel=self._stop.is_set)
+                                   progress=self._progress, cancel=self._stop.is_set,
+                                   frame_progress=lambda done, total: self.frames.emit(int(done), int(total)))
         except BatchError as exc:  # no inputs, no video, Ray missing, folder unusable: the user can fix these
             self.failed.emit(describe_error(exc))
         except PermissionError as exc:
@@ -183,7 +185,7 @@ class BatchDialog(WorkerDialog):
         grid = QGridLayout()
         grid.setContentsMargins(0, 0, 0, 0)
         for i, (name, exporter) in enumerate(sorted(exporters().items())):
-            box = QCheckBox(f"{name} ({exporter.suffixes[0]})")
+            box = QCheckBox(f"{name} (.poses{default_name_suffix(name).removeprefix('.poses')})")  # as batch names it
             box.setToolTip(exporter.description)
             box.setChecked(name in DEFAULT_FORMATS)
             box.setProperty("format", name)
@@ -222,6 +224,11 @@ class BatchDialog(WorkerDialog):
         self.progress.setRange(0, 1)
         self.progress.setValue(0)
         self.progress.setFormat("not started")  # Start sets "%v / %m videos"
+        self.frames_bar = QProgressBar()  # frames tracked, from the tasks' reports (posetracker.batch.run_batch)
+        self.frames_bar.setTextVisible(True)
+        self.frames_bar.setRange(0, 1)
+        self.frames_bar.setValue(0)
+        self.frames_bar.setFormat("frames")
         self.status = QLabel("")
         self.status.setWordWrap(True)
         self.summary_label = QLabel("")
@@ -254,6 +261,7 @@ class BatchDialog(WorkerDialog):
         layout.addWidget(inputs_box)
         layout.addLayout(form)
         layout.addWidget(self.progress)
+        layout.addWidget(self.frames_bar)
         layout.addWidget(self.status)
         layout.addWidget(self.table, 1)
         layout.addWidget(self.summary_label)
@@ -369,9 +377,13 @@ class BatchDialog(WorkerDialog):
         self.progress.setFormat("%v / %m videos")
         self.progress.setRange(0, 0)  # busy until the first video finishes (the driver hashes the inputs first)
         self.progress.setValue(0)
+        self.frames_bar.setFormat("%v / %m frames")
+        self.frames_bar.setRange(0, 1)
+        self.frames_bar.setValue(0)
         self.status.setText("Starting: reading the inputs, then starting Ray…")
         self._worker = BatchWorker(self.runner, self.inputs(), self._out, self.settings(), self.workers.value())
         self._worker.record.connect(self._on_record)
+        self._worker.frames.connect(self._on_frames)
         self._worker.done.connect(self._on_done)
         self._worker.failed.connect(self._on_failed)
         self.launch(self._worker, "batch")
@@ -409,6 +421,11 @@ class BatchDialog(WorkerDialog):
         self.progress.setValue(min(done, total))
         if self._worker is None or not self._worker.stopping():  # "Cancelling…" stays up
             self.status.setText(f"{done} of {total} videos finished; last: {rec.get('rel', '')} ({rec.get('status', '')})")
+
+    @Slot(int, int)
+    def _on_frames(self, done: int, total: int) -> None:
+        self.frames_bar.setRange(0, max(total, done, 1))
+        self.frames_bar.setValue(done)
 
     @Slot(object, object)
     def _on_done(self, summary, rows: list) -> None:
