@@ -22,6 +22,7 @@ def fed_plot(qtbot, seq, seconds=6.0):
     plot.set_window(seconds)
     for f in seq.frames:
         plot.add_pose(f)
+    plot.show()  # a hidden panel does not analyse
     return plot
 
 
@@ -43,6 +44,21 @@ def test_contact_bands_and_heel_strikes_of_the_window(qtbot):
         assert (x <= 0).all() and (x >= -6.0).all()  # time before now
         assert np.allclose(y, [gait.knee[e.index, f] for e in shown])
     assert "cadence 110 steps/min" in plot.summary.text() and "stance" in plot.summary.text()
+
+
+def test_a_hidden_panel_does_not_analyse_until_shown(qtbot, monkeypatch):
+    import ui.gait_plots as gp
+
+    w = walker(seconds=8.0)
+    plot = fed_plot(qtbot, w.seq)
+    plot.hide()
+    calls = []
+    real = gp.analyse_gait
+    monkeypatch.setattr(gp, "analyse_gait", lambda *a, **k: calls.append(1) or real(*a, **k))
+    plot.refresh(0)  # behind another tab: nothing
+    assert calls == []
+    plot.show()  # brought to front: the person it was last asked for
+    assert len(calls) == 1 and plot.gait is not None and plot.gait.person_id == 0
 
 
 def test_analysis_reruns_only_when_due(qtbot, monkeypatch):

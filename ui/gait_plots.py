@@ -104,7 +104,11 @@ class GaitPlot(QWidget):
             poses.popleft()
 
     def refresh(self, track_id: int | None) -> None:
-        """Analyse again when the person changed or ``ANALYSE_EVERY_S`` of new poses arrived; redraw."""
+        """Analyse again when the person changed or ``ANALYSE_EVERY_S`` of new poses arrived; redraw. Hidden
+        (another tab in front) it does nothing: the analysis (~70 ms) would take the GUI thread from inference."""
+        self._track = track_id
+        if not self.isVisible():
+            return
         if not self._poses or self._spec is None:
             self._draw(None, 0.0)
             return
@@ -115,6 +119,10 @@ class GaitPlot(QWidget):
             self.gait = self._analyse(track_id)
             self._analysed = (track_id, now)
         self._draw(self.gait, now)
+
+    def showEvent(self, event) -> None:  # noqa: N802 - Qt's name: brought to front, draw what came meanwhile
+        super().showEvent(event)
+        self.refresh(getattr(self, "_track", None))
 
     def _analyse(self, track_id: int | None) -> PersonGait | None:
         if track_id is None:
