@@ -27,7 +27,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -205,10 +205,20 @@ class TrackingSession:
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
         self.refiners.reset()
+        self._bottom_up: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # frame index -> joints before the crop stage
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
-        """Ids, then (trained depth head) far people's depth blended with their body scale."""
-        return self.depth.blend_tracks(self.tracker.update(pose))
+        """Ids, then (trained depth head) far people's depth blended with their body scale. Where the
+        precision stage changed the joints, people are linked over time by their bottom-up joints (smooth
+        through the temporal stage; a crop's reading of a crowd is not) and keep the refined ones."""
+        bottom_up = self._bottom_up.pop(pose.index, None)
+        if bottom_up is None:
+            return self.depth.blend_tracks(self.tracker.update(pose))
+        xy, confidence = bottom_up
+        linked = self.tracker.update(replace(
+            pose, keypoints=np.concatenate([xy, pose.keypoints[..., 2:]], -1).astype(np.float32),
+            confidence=confidence.astype(np.float32)))
+        return self.depth.blend_tracks(replace(pose, track_ids=linked.track_ids))
 
     # ------------------------------------------------------------------ frames
 
@@ -225,9 +235,11 @@ class TrackingSession:
                            frame.image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
                            tiles)
 
-    def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None) -> PoseFrame:
+    def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None,
+                tracked: bool = True) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
-        budget_ms: time for the frame stage (live); None: it refines every person (offline, still images)."""
+        budget_ms: time for the frame stage (live); None: it refines every person (offline, still images).
+        tracked: the frame goes on to :meth:`_track` (it keeps the bottom-up joints for linking)."""
         t0 = time.perf_counter()
         people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
         if meta.frame is not None and meta.tiles > 1:
@@ -238,6 +250,8 @@ class TrackingSession:
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
+            if tracked and self.config.track:
+                self._bottom_up[meta.index] = (xy, confidence)  # (P, K, 2) px, (P, K): what _track links by
             with _threads(self.config.threads):
                 xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
         w, h = meta.box.source_size
@@ -314,7 +328,7 @@ class TrackingSession:
         with torch.inference_mode(), _threads(self.config.threads):
             x, meta = self._prepare(frame, self.image_tile_grid)
             out = self.net(x[:, None])
-        return self._people(out, meta)
+        return self._people(out, meta, tracked=False)
 
     # ----------------------------------------------------------------- sources
 

@@ -210,3 +210,41 @@ def test_offline_runs_it_by_default_and_live_does_not(tmp_path):
 def test_weights_load_exactly():
     crop = load_refiner(refiner_path("crop", "human18"), HUMAN)
     assert float(crop.centre_weight.max()) > 0 and crop.kind == "crop"
+
+
+def test_a_crop_reading_of_someone_else_is_refused():
+    """In a crowd Thunder can read the neighbour at the crop's centre: that person keeps their own joints."""
+    crop = build_refiner("crop", HUMAN)
+    xy, _ = _two_people()
+    mine = xy[0, crop.joints]
+    sure = np.full(17, 0.9)
+    assert crop.agrees(mine, sure, mine + 3.0, sure)  # a few px off: the same person, refined
+    assert not crop.agrees(mine, sure, mine + [160.0, 0.0], sure)  # beyond a body width: someone else
+    unsure = np.full(17, 0.1)
+    unsure[:2] = 0.9
+    assert crop.agrees(mine, unsure, mine + [120.0, 0.0], sure)  # two joints in common: too little to refuse
+
+
+def test_people_are_linked_by_their_bottom_up_joints_and_keep_the_refined_ones(frames):
+    """A crop reading that jumps (a crowd's neighbour read at the crop's centre) must not break the track:
+    the tracker links the bottom-up joints; the output keeps the refined ones."""
+    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop",), smoothing=False))
+    crop = session.refiners.refiners[0]
+    jumps = {3}
+
+    def jumpy(xy, confidence, rgb, budget_ms=None):  # frame 3's reading lands 300 px to the right
+        out = xy.copy()
+        if index[0] in jumps:
+            out[:, crop.joints, 0] += 300.0
+        return out, confidence
+
+    index = [0]
+    session.refiners.refine_frame = jumpy
+    poses = []
+    for i, f in enumerate(frames):
+        index[0] = i
+        poses.append(session.step(f))
+    ids = [int(p.track_ids[0]) for p in poses]
+    assert all(p.num_people == 1 for p in poses)
+    assert ids[2] >= 0 and ids[2:] == [ids[2]] * (len(ids) - 2)  # one id through the jump
+    assert poses[3].keypoints[0, 0, 0] > poses[2].keypoints[0, 0, 0] + 200  # the refined joints are what comes out
