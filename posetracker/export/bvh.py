@@ -23,15 +23,29 @@ pose, :mod:`.bvh_solve` for the rotations):
    ``rotation_order`` (default ZXY, intrinsic, degrees), unwrapped so that
    no channel jumps by 360 degrees. Numbers are locale-independent.
 
-``origin="floor"`` (default) moves the first frame's root to X = Z = 0 and
-the floor (the 2nd percentile of the lowest joint) to Y = 0; ``"camera"``
-keeps camera coordinates. Several people share one origin (the first
-person's first root, the median of their floors), so they stand apart where
-they stood. Every file spans the whole clip, so all people share one
-timeline: frame 1 of each is the clip's first frame, and a person holds
-their first pose before they appear and their last after they leave (the
-report's ``padding``); ``trim=True`` cuts a file to its person's first and
-last complete frame instead (the report gives the start time).
+``origin="floor"`` (default) stands everyone on the floor fitted to the
+clip's stance feet (:mod:`posetracker.analysis.ground`, ``floor="fit"``):
+step 1 maps camera space into the floor frame instead (Y up along the floor's
+normal, so gravity is -Y whatever the camera's pitch and roll; X the camera's
+right along the floor), each person's own floor goes to Y = 0 and the first
+frame's root to X = Z = 0; during each stance phase the ankle is locked on the
+floor, an ankle height above it (:mod:`.bvh_feet`: the root follows the
+standing foot, two-bone IK on the legs, eased in and out; ``foot_lock=False``
+leaves the feet as solved). When the feet give no floor (too few stance
+frames, no plane), and with ``floor="percentile"``, the level camera's axes
+above are kept and the floor is the 2nd percentile of the lowest joint, with
+no foot lock (the method before the fit); the report's ``floor`` says which
+and why, ``bvh_from_camera`` gives the whole map (BVH = R camera + t, in the
+file's units) and ``foot_lock`` the slide of each stance phase before and
+after. ``"camera"`` keeps camera coordinates (step 1 only). Several people
+share one X, Z origin (the first person's first root) and stand apart where
+they stood; on the fitted floor each stands on their own floor (a monocular
+depth error moves a person's floor along the normal), on the percentile floor
+they share the median of their floors. Every file spans the whole clip, so
+all people share one timeline: frame 1 of each is the clip's first frame, and
+a person holds their first pose before they appear and their last after they
+leave (the report's ``padding``); ``trim=True`` cuts a file to its person's
+first and last complete frame instead (the report gives the start time).
 """
 
 from __future__ import annotations
@@ -44,6 +58,8 @@ from typing import Any
 
 import numpy as np
 
+from posetracker.analysis.ground import Ground, ground_from_tracks
+from posetracker.export.bvh_feet import LockSettings, lock_feet, lock_report, motion_phases
 from posetracker.export.bvh_rig import (
     BVH_FROM_CAMERA,
     HUMANOID_REQUIRED,
@@ -68,7 +84,9 @@ ORDERS = ("ZXY", "ZYX", "XYZ", "XZY", "YXZ", "YZX")
 class BvhOptions:
     """rotation_order: channel order (intrinsic); units: cm, m or mm; rig: auto, humanoid or skeleton;
     max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
-    symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span."""
+    symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span;
+    floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
+    on a fitted floor."""
 
     rotation_order: str = "ZXY"
     units: str = "cm"
@@ -78,6 +96,8 @@ class BvhOptions:
     symmetric: bool = False
     origin: str = "floor"
     trim: bool = False
+    floor: str = "fit"
+    foot_lock: bool = True
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:
@@ -88,6 +108,8 @@ class BvhOptions:
             raise ExportError(f"rig {self.rig!r}: choose auto, humanoid or skeleton")
         if self.origin not in ("floor", "camera"):
             raise ExportError(f"origin {self.origin!r}: choose floor or camera")
+        if self.floor not in ("fit", "percentile"):
+            raise ExportError(f"floor {self.floor!r}: choose fit or percentile")
 
 
 @dataclass
@@ -101,6 +123,8 @@ class BvhMotion:
     report:    sidecar content (gaps, lengths, conventions)
     floor:     BVH Y (m, before the origin shift) of this person's floor
     shift:     (3,) metres added to the root for the origin
+    own_floor: the person stands on their own floor (fitted floor): a shared origin keeps their floor
+    rotation, translation: (3, 3), (3,) m: camera space -> BVH space before the origin shift
     """
 
     rig: Rig
@@ -111,12 +135,25 @@ class BvhMotion:
     report: dict[str, Any] = field(default_factory=dict)
     floor: float = 0.0
     shift: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    own_floor: bool = False
+    rotation: np.ndarray = field(default_factory=lambda: BVH_FROM_CAMERA.copy())
+    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
 
     def move_origin(self, shift: np.ndarray, units: str) -> None:
-        """Use ``shift`` (3,) metres as the origin shift instead of this person's own."""
-        self.root = self.root + (np.asarray(shift, np.float64) - self.shift)
-        self.shift = np.asarray(shift, np.float64)
+        """Use ``shift`` (3,) metres as the origin shift instead of this person's own (a person on their own
+        floor keeps their Y shift)."""
+        shift = np.array(shift, np.float64)
+        if self.own_floor:
+            shift[1] = self.shift[1]
+        self.root = self.root + (shift - self.shift)
+        self.shift = shift
         self.report["origin_shift"] = (self.shift * UNITS[units]).round(4).tolist()
+        self.report["bvh_from_camera"] = _map_report(self.rotation, self.translation + self.shift, units)
+
+
+def _map_report(rotation: np.ndarray, translation: np.ndarray, units: str) -> dict[str, Any]:
+    return {"rotation": np.round(rotation, 8).tolist(), "translation": (translation * UNITS[units]).round(4).tolist(),
+            "formula": f"BVH = rotation @ camera + translation ({units}; camera x right, y down, z forward)"}
 
 
 def _grid(times: np.ndarray, dt: float) -> np.ndarray:
@@ -127,8 +164,12 @@ def _grid(times: np.ndarray, dt: float) -> np.ndarray:
     return slots
 
 
-def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: BvhOptions = BvhOptions()) -> BvhMotion:
-    """Rig, root path and continuous local rotations of one person (raises ValueError on unusable input)."""
+def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: BvhOptions = BvhOptions(),
+                 ground: Ground | None = None) -> BvhMotion:
+    """Rig, root path and continuous local rotations of one person (raises ValueError on unusable input).
+
+    ground: the clip's floor (:func:`posetracker.analysis.ground.ground_from_tracks` over everyone); with
+    ``origin="floor"``, ``floor="fit"`` and none given it is fitted to this person alone."""
     if not np.isfinite(track.world).any():
         raise ValueError("BVH needs 3-D joints and this person has no world coordinates")
     humanoid = options.rig == "humanoid" or (options.rig == "auto" and is_humanoid(spec))
@@ -139,9 +180,14 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     dt = frame_time(track.times, fps)
     slots = _grid(track.times, dt)
     n = int(slots[-1]) + 1
+    if options.origin == "floor" and options.floor == "fit" and ground is None:
+        ground = ground_from_tracks({track.track_id: track}, spec, (0, 0), fps)
+    fitted = options.origin == "floor" and options.floor == "fit" and ground is not None and ground.frame.fitted
+    rotation = ground.frame.rotation if fitted else BVH_FROM_CAMERA
+    translation = ground.frame.translation if fitted else np.zeros(3)
     pos = np.full((n, spec.num_joints, 3), np.nan)
     valid = np.zeros((n, spec.num_joints), bool)
-    pos[slots] = track.world @ BVH_FROM_CAMERA.T
+    pos[slots] = track.world @ rotation.T + translation
     valid[slots] = track.valid_world(options.min_confidence)
     max_gap = int(round(options.max_gap_s / dt))
     filled, ok_joint = fill_gaps(pos, valid, max_gap)
@@ -172,11 +218,33 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     src = np.where(src < 0, int(np.flatnonzero(ok)[0]), src)
     idx = np.cumsum(ok) - 1
     take = idx[src]
+    scale = UNITS[options.units]
+    if fitted:
+        floor = ground.frame.person_floor.get(track.track_id, 0.0)
+        stand = floor + ground.frame.ankle_height.get(track.track_id, 0.0)
+    else:
+        floor = float(np.percentile(np.nanmin(filled[ok][:, required, 1], axis=1), 2))
+    lock: dict[str, Any] = {"locked": False}
+    if options.origin != "floor":
+        lock["reason"] = "origin camera: no floor"
+    elif not fitted:
+        lock["reason"] = "no fitted floor" + (f" ({ground.frame.report.get('reason')})" if ground is not None else "")
+    elif not options.foot_lock:
+        lock["reason"] = "foot_lock off"
+    elif not humanoid:
+        lock["reason"] = "the generic rig has no legs to lock"
+    else:
+        phases, grid = motion_phases(ground.phases.get(track.track_id, []), slots, first, ok)
+        contacts = ground.contacts.get(track.track_id)
+        swaps = [] if contacts is None else [int(slots[i]) - first for i in contacts.swaps]
+        cuts = [int(np.searchsorted(grid, c)) for c in swaps if 0 <= c < len(ok)]  # first complete frame from it
+        result = lock_feet(world, root, rig, phases, stand, dt, LockSettings(), cuts)
+        world, root = result.world, result.root
+        lock = {"locked": True, "reason": "", "blend_frames": int(round(LockSettings().blend_s / dt)),
+                **lock_report(result, grid, phases, scale, stand - floor)}
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 
-    lowest = np.nanmin(filled[ok][:, required, 1], axis=1)
-    floor = float(np.percentile(lowest, 2))
     shift = np.array([-root[0, 0], -floor, -root[0, 2]]) if options.origin == "floor" else np.zeros(3)
     times = track.times[0] + (first + np.arange(len(ok))) * dt
     names = spec.joint_names
@@ -197,25 +265,38 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         for a, b in runs(~ok & inside)
     ]
     padding = {"before_frames": int(seen[0]), "after_frames": int(len(ok) - 1 - seen[-1])}
-    scale = UNITS[options.units]
+    if options.origin == "camera":
+        floor_report: dict[str, Any] = {"method": "none (origin camera)"}
+    elif options.floor == "percentile":
+        floor_report = {"fitted": False, "reason": "floor=percentile", "method": "level camera, floor at the 2nd "
+                        "percentile of the lowest joint"}
+    else:
+        floor_report = dict(ground.frame.report) if ground is not None else {}
+    axes = ("BVH Y up from the fitted floor (its normal), X = camera x along the floor, Z = X x Y (towards the "
+            "camera); right-handed; rest pose faces +Z" if fitted else
+            "BVH X = camera x, Y = -camera y (up), Z = -camera z; right-handed; rest pose faces +Z")
     report = {
         "track_id": track.track_id, "skeleton": spec.name, "rig": "humanoid" if humanoid else "skeleton",
         "frames": len(ok), "frame_time_s": dt, "start_time_s": float(times[0]),
         "units": options.units, "rotation_order": options.rotation_order.upper(),
-        "axes": "BVH X = camera x, Y = -camera y (up), Z = -camera z; right-handed; rest pose faces +Z",
+        "axes": axes,
         "rest_pose": "T-pose: arms along +-X, legs down -Y, feet forward +Z, standing on Y=0"
         if humanoid else "first complete frame's bone directions, median bone lengths",
         "origin": options.origin, "origin_shift": (shift * scale).round(4).tolist(),
         "bone_lengths": {k: round(v * scale, 4) for k, v in rig.bone_lengths().items()},
         "interpolated_gaps": interpolated, "max_interpolated_gap_s": options.max_gap_s,
         "held_limbs": limbs, "held_pose": held, "padding": padding,
+        "floor": floor_report, "bvh_from_camera": _map_report(rotation, translation + shift, options.units),
+        "foot_lock": lock,
     }
-    return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift)
+    return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift, fitted,
+                     np.array(rotation, np.float64), np.array(translation, np.float64))
 
 
 def shared_origin(motions: list[BvhMotion]) -> np.ndarray:
     """(3,) one origin shift for several people (``origin="floor"``): the first one's first root at X = Z = 0
-    (the motions before any shift: ``root - shift``), the median of their floors at Y = 0."""
+    (the motions before any shift: ``root - shift``), the median of their floors at Y = 0 (people on their own
+    fitted floor keep theirs, :meth:`BvhMotion.move_origin`)."""
     first = motions[0].root[0] - motions[0].shift
     return np.array([-first[0], -float(np.median([m.floor for m in motions])), -first[2]])
 
@@ -274,9 +355,12 @@ class BvhExporter:
         texts: dict[Path, str] = {}
         failed: list[str] = []
         motions: dict[int, BvhMotion] = {}
+        ground = None
+        if opts.origin == "floor" and opts.floor == "fit":  # one floor for everyone, from all their stance feet
+            ground = ground_from_tracks(tracks, seq.skeleton, seq.frames[0].image_size, seq.fps)
         for tid, track in tracks.items():
             try:
-                motions[tid] = solve_person(track, seq.skeleton, seq.fps, opts)
+                motions[tid] = solve_person(track, seq.skeleton, seq.fps, opts, ground)
             except ValueError as exc:  # this person cannot drive the rig: the others still can
                 failed.append(f"BVH: person {tid} not exported: {exc}")
         if opts.origin == "floor" and len(motions) > 1:  # one origin: the people stand where they stood
