@@ -52,6 +52,7 @@ def test_json_round_trip(tmp_path):
     get_exporter("json").write(seq, again)
     assert json.loads(out.read_text()) == json.loads(again.read_text())
     assert len(seq) == 120 and seq.skeleton.name == "human18"
+    assert seq.metadata["encounters"] == []  # one dancer: no two tracks ever touch (tracking.encounters)
 
 
 def test_bench_network_json(capsys):

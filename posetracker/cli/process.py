@@ -113,6 +113,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
         bar.close()
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
+    seq = _encounters(seq, args.repair_swaps)
     try:
         files = exporter.write(seq, out, force=args.force)
     except ExportError as exc:  # e.g. the disk filled up during a long run: keep the work somewhere
@@ -132,6 +133,27 @@ def _cmd_process(args: argparse.Namespace) -> int:
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
     return 0
+
+
+def _encounters(seq, repair: bool):
+    """Close encounters of two tracks into the metadata (``encounters``, ``tracking.encounters``), said on
+    stderr when a swap of ids is suspected; with ``repair`` the suspected ones are swapped back."""
+    from posetracker.tracking.encounters import close_encounters, repair_swaps
+
+    found = close_encounters(seq)
+    if repair:
+        seq, repaired = repair_swaps(seq, found)
+        seq.metadata["swaps_repaired"] = [e.as_dict(seq) for e in repaired]
+    seq.metadata["encounters"] = [e.as_dict(seq) for e in found]
+    suspected = [e for e in found if e.swap_suspected]
+    if suspected:
+        where = ", ".join(f"{a}/{b} at {seq.frames[e.start].timestamp:.1f}-{seq.frames[e.end].timestamp:.1f} s"
+                          for e in suspected[:5] for a, b in [e.tracks])
+        more = f" and {len(suspected) - 5} more" if len(suspected) > 5 else ""
+        done = "swapped back (--repair-swaps)" if repair else "review them (or --repair-swaps)"
+        print(f"warning: ids may have swapped in {len(suspected)} of {len(found)} close encounters: tracks {where}"
+              f"{more}; {done}", file=sys.stderr)
+    return seq
 
 
 def _format_names() -> list[str]:
@@ -158,6 +180,9 @@ def add_process_parser(sub) -> None:
                     help="field of view of the camera across the long side of the frame (portrait: its height), "
                          "degrees")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
+    pr.add_argument("--repair-swaps", action="store_true",
+                    help="swap back the ids of two tracks where a close encounter suggests they changed hands "
+                         "(motion before and after it; always listed in the JSON metadata as encounters)")
     pr.add_argument("--keep-unconfirmed", action="store_true",
                     help="also write detections never confirmed as a track (person_id -1; left out by default)")
     pr.add_argument("--raw-bones", action="store_true",
