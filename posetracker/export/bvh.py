@@ -224,9 +224,11 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         stand = floor + ground.frame.ankle_height.get(track.track_id, 0.0)
     else:
         floor = float(np.percentile(np.nanmin(filled[ok][:, required, 1], axis=1), 2))
-    lock: dict[str, Any] = {"locked": False}
+    lock: dict[str, Any] = {"enabled": False}
     if options.origin != "floor":
         lock["reason"] = "origin camera: no floor"
+    elif options.floor == "percentile":
+        lock["reason"] = "floor=percentile: no fitted floor"
     elif not fitted:
         lock["reason"] = "no fitted floor" + (f" ({ground.frame.report.get('reason')})" if ground is not None else "")
     elif not options.foot_lock:
@@ -240,7 +242,7 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         cuts = [int(np.searchsorted(grid, c)) for c in swaps if 0 <= c < len(ok)]  # first complete frame from it
         result = lock_feet(world, root, rig, phases, stand, dt, LockSettings(), cuts)
         world, root = result.world, result.root
-        lock = {"locked": True, "reason": "", "blend_frames": int(round(LockSettings().blend_s / dt)),
+        lock = {"enabled": True, "reason": "", "blend_frames": int(round(LockSettings().blend_s / dt)),
                 **lock_report(result, grid, phases, scale, stand - floor)}
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
