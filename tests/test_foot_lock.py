@@ -239,3 +239,19 @@ def test_people_on_their_own_floors_share_the_origin(tmp_path):
     r1 = json.loads((tmp_path / "two_person1.bvh.json").read_text())
     assert r0["origin_shift"][0] == r1["origin_shift"][0] and r0["origin_shift"][2] == r1["origin_shift"][2]
     assert r0["origin_shift"][1] != r1["origin_shift"][1]  # each on their own floor
+
+
+def test_export_cli_floor_and_foot_lock_options(tmp_path):
+    from posetracker.cli import main
+    from posetracker.export import get_exporter
+
+    src = tmp_path / "walk.json"
+    get_exporter("json").write(scene(n=150).seq, src)
+    assert main(["export", str(src), "-f", "bvh", "--out", str(tmp_path / "a.bvh")]) == 0
+    assert main(["export", str(src), "-f", "bvh", "--no-foot-lock", "--out", str(tmp_path / "b.bvh")]) == 0
+    assert main(["export", str(src), "-f", "bvh", "--floor", "percentile", "--out", str(tmp_path / "c.bvh")]) == 0
+    a, b, c = (json.loads((tmp_path / f"{n}.bvh.json").read_text()) for n in "abc")
+    assert a["floor"]["fitted"] and a["foot_lock"]["enabled"]
+    assert b["floor"]["fitted"] and not b["foot_lock"]["enabled"] and b["foot_lock"]["reason"] == "foot_lock off"
+    assert c["floor"]["fitted"] is False and not c["foot_lock"]["enabled"]
+    np.testing.assert_allclose(np.array(c["bvh_from_camera"]["rotation"]), np.diag([1.0, -1.0, -1.0]))

@@ -190,3 +190,25 @@ def test_bad_input_raises_clear_errors():
         ground_from_tracks({}, load_skeleton("human18"))
     with pytest.raises(GroundError, match=r"\(\.\.\., 3\)"):
         ground_from_sequence(scene(n=20).seq).frame.to_floor(np.zeros((4, 2)))
+
+
+def test_trc_on_the_floor_stands_on_it_and_warns_without_one(tmp_path):
+    """TRC origin floor: Y up from the fitted floor (mm); the default stays camera axes; no floor: a warning."""
+    from posetracker.export import ExportError, get_exporter
+    from posetracker.export.registry import write_reporting
+
+    sc = scene(noise_m=0.005)
+    files, warned = write_reporting(get_exporter("trc"), sc.seq, tmp_path / "w.trc", origin="floor")
+    assert warned == []
+    rows = [ln.split("\t") for ln in files[0].read_text().splitlines()[6:]]
+    names = files[0].read_text().splitlines()[3].split("\t")
+    col = names.index("left_ankle")  # its X column; Y follows
+    y = np.array([float(r[col + 1]) for r in rows])  # mm
+    standing = sc.stance[0][:, 0]
+    assert abs(np.median(y[standing]) - 1000 * ANKLE) < 10.0
+    swinging = y[~standing]
+    assert swinging.max() > 1000 * ANKLE + 50  # the swing lifts it: Y is up
+    _, warned = write_reporting(get_exporter("trc"), scene(n=20).seq, tmp_path / "short.trc", origin="floor")
+    assert len(warned) == 1 and "no floor fitted" in warned[0] and "too few stance ankles" in warned[0]
+    with pytest.raises(ExportError, match="origin"):
+        get_exporter("trc").write(sc.seq, tmp_path / "x.trc", origin="ceiling")

@@ -12,7 +12,15 @@ Layout (tab-separated, per the TRC format OpenSim reads)::
 
 Markers: the skeleton's labelled joints (virtual ones, e.g. human18's box
 centre, are left out), named as in the skeleton. Coordinates in millimetres,
-Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space.
+Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space
+(``origin="camera"``, the default), or with ``origin="floor"`` in the floor
+frame fitted to everyone's stance feet (:mod:`posetracker.analysis.ground`):
+Y up along the floor's normal from each person's own floor, so OpenSim's
+gravity (-Y) is the clip's whatever the camera's pitch and roll; X the
+camera's right along the floor, origin on the floor below the camera. When the
+feet give no floor, ``origin="floor"`` keeps the level camera's axes with the
+floor at the 2nd percentile of the lowest joint, and says so in an
+ExportWarning. The markers are measurements: no foot lock.
 Time starts at the sequence's first timestamp; a frame where a marker is
 missing (absent person, nan, confidence below ``min_confidence``) has empty
 cells, which OpenSim reads as missing markers. Needs ``world`` (3-D).
@@ -20,13 +28,15 @@ cells, which OpenSim reads as missing markers. Needs ``world`` (3-D).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
 
+from posetracker.analysis.ground import ground_from_tracks
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
 from posetracker.export.files import person_path, write_files
-from posetracker.export.registry import ExportError
+from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.tracks import TrackError, frame_time, person_tracks
 from posetracker.types import PoseSequence
 
@@ -55,12 +65,21 @@ class TrcExporter:
     description = "OpenSim TRC marker file (mm, Y up), one file per person"
 
     def write(self, seq: PoseSequence, path: Path, force: bool = False, person: int | None = None,
-              min_confidence: float = 0.0, **_: object) -> list[Path]:
+              min_confidence: float = 0.0, origin: str | None = None, **_: object) -> list[Path]:
         path = Path(path)
+        origin = origin or "camera"
+        if origin not in ("camera", "floor"):
+            raise ExportError(f"TRC: origin {origin!r}: choose camera or floor")
         try:
             tracks = person_tracks(seq, person)
         except TrackError as exc:
             raise ExportError(f"TRC: {exc}") from None
+        frame = None
+        if origin == "floor":  # the floor of everyone's stance feet, whoever is written
+            frame = ground_from_tracks(person_tracks(seq), seq.skeleton, seq.frames[0].image_size, seq.fps).frame
+            if not frame.fitted:
+                warnings.warn(ExportWarning(f"TRC: no floor fitted ({frame.report['reason']}): level camera, floor at "
+                                            "the 2nd percentile of the lowest joint"), stacklevel=2)
         spec = seq.skeleton
         joints = list(spec.labelled_joints)
         markers = [spec.joint_names[j] for j in joints]
@@ -69,7 +88,8 @@ class TrcExporter:
             ok = tr.valid_world(min_confidence)[:, joints]
             if not ok.any():
                 raise ExportError(f"TRC: person {tid} has no 3-D marker in any frame (world coordinates missing)")
-            xyz = tr.world[:, joints] @ BVH_FROM_CAMERA.T * 1000.0
+            world = tr.world[:, joints]
+            xyz = (world @ BVH_FROM_CAMERA.T if frame is None else frame.to_person_floor(world, tid)) * 1000.0
             xyz[~ok] = np.nan
             out = person_path(path, tid, len(tracks) > 1)
             rate = 1.0 / frame_time(tr.times, seq.fps)
