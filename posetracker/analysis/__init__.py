@@ -15,7 +15,12 @@
   strikes and toe offs, left-right label swaps of the feet undone;
 - :mod:`.gait`: :func:`analyse_gait` (strides: stride / step time, stance and swing,
   cadence, knee and hip range of motion) and :func:`summarise_gait` (the ``gait``
-  exporter, :mod:`posetracker.export.gait_csv`).
+  exporter, :mod:`posetracker.export.gait_csv`);
+- :mod:`.stance`: each ankle's stance phases in the track's own labels, on still ground
+  and still in the image (for the 3-D consumers);
+- :mod:`.ground`: the floor plane of a clip from everyone's stance ankles (robust, one
+  normal, a floor per person), the Y-up floor frame and the camera's pitch and roll
+  (the BVH and TRC exports' ``origin="floor"``).
 
 Per-person arrays of a sequence are in :mod:`posetracker.tracks`.
 """

@@ -31,7 +31,7 @@ right along the floor), each person's own floor goes to Y = 0 and the first
 frame's root to X = Z = 0; during each stance phase the ankle is locked on the
 floor, an ankle height above it (:mod:`.bvh_feet`: the root follows the
 standing foot, two-bone IK on the legs, eased in and out; ``foot_lock=False``
-leaves the feet as solved). When the feet give no floor (too few stance
+leaves the feet as solved; the rest pose still stands on its ankles at Y = 0). When the feet give no floor (too few stance
 frames, no plane), and with ``floor="percentile"``, the level camera's axes
 above are kept and the floor is the 2nd percentile of the lowest joint, with
 no foot lock (the method before the fit); the report's ``floor`` says which
