@@ -16,7 +16,7 @@ def test_shipped_animal_and_refiner_files_load():
     net = load_posenet(REPO / "models" / "posenet-mouse4.safetensors", mouse)
     assert net.meta["trained"] == "heads" and net.spec.name == "mouse4"
     assert available_refiners("mouse4") == ["graph", "heatmap"]
-    assert available_refiners("human18") == ["crop", "graph"]
+    assert available_refiners("human18") == ["crop", "crop-fast", "graph"]
     assert load_chain(["graph", "heatmap"], mouse).names == ["heatmap", "graph"]
 
 
