@@ -64,18 +64,19 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     for dock in actions.docks:
         view_menu.addAction(dock.toggleViewAction())
     tools_menu = bar.addMenu("&Tools")
-    train = QAction("Train animal mode…", win)
-    train.setObjectName("train_mode_action")
-    train.setToolTip("Train a new animal mode from your own labels (a SLEAP .slp file or a DeepLabCut project)")
-    train.setEnabled(actions.train_mode is not None)
-    if actions.train_mode is not None:
-        train.triggered.connect(actions.train_mode)
-    tools_menu.addAction(train)
-    batch = QAction("Batch process videos…", win)
-    batch.setObjectName("batch_action")
-    batch.setToolTip("Track every video of some files and folders into an output folder (as posetracker batch)")
-    batch.setEnabled(actions.batch is not None)
-    if actions.batch is not None:
-        batch.triggered.connect(actions.batch)
-    tools_menu.addAction(batch)
+    _tool(tools_menu, win, "Train animal mode…", "train_mode_action", actions.train_mode,
+          "Train a new animal mode from your own labels (a SLEAP .slp file or a DeepLabCut project)")
+    _tool(tools_menu, win, "Batch process videos…", "batch_action", actions.batch,
+          "Track every video of some files and folders into an output folder (as posetracker batch)")
     return export_menu
+
+
+def _tool(menu: QMenu, win: QMainWindow, text: str, name: str, slot: Callable[[], None] | None, tip: str) -> None:
+    """A Tools entry calling ``slot`` (disabled when there is none)."""
+    action = QAction(text, win)
+    action.setObjectName(name)
+    action.setToolTip(tip)
+    action.setEnabled(slot is not None)
+    if slot is not None:
+        action.triggered.connect(slot)
+    menu.addAction(action)

@@ -27,6 +27,7 @@ class DepthEstimator:
     def __init__(self, spec: SkeletonSpec, fov_deg: float = 60.0, trained: bool = True,
                  prior: PosePrior | None = None, far_depth: bool = True):
         self.spec, self.fov_deg, self.trained = spec, fov_deg, trained
+        self.depth_scale = np.float32(depth_scale(fov_deg))  # the source camera's against the network's
         self.prior = prior if trained else None
         self.far = FarDepthBlend(spec, fov_deg) if trained and far_depth else None
         self.path = path_matrix(spec)  # (E, K)
@@ -45,7 +46,7 @@ class DepthEstimator:
             depth = joint_depths(depth_reads, self.path)
             if self.prior is not None:  # numpy, ~0.4 ms for one person
                 depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal)
-            depth = depth * np.float32(depth_scale(self.fov_deg))
+            depth = depth * self.depth_scale
         else:
             depth = depth_from_scale(xy, confidence, self.spec, camera.focal)
         return depth, lift_keypoints(xy, depth, camera)

@@ -62,39 +62,31 @@ def _round(v: float) -> float | None:
     return round(float(v), 3) if np.isfinite(v) else None
 
 
-def _boxes(seq: PoseSequence, min_confidence: float) -> dict[int, np.ndarray]:
-    """{track id: (T, 4) keypoint boxes x1 y1 x2 y2 px per sequence frame, nan where absent}."""
+def _boxes(frame: PoseFrame, min_confidence: float) -> dict[int, np.ndarray]:
+    """{track id: (4,) keypoint box x1 y1 x2 y2 px} of the tracked people of one frame with >= 2 sure joints."""
     out: dict[int, np.ndarray] = {}
-    for t, f in enumerate(seq.frames):
-        for p, tid in enumerate(f.track_ids.tolist()):
-            if tid < 0:
-                continue
-            ok = (f.confidence[p] >= min_confidence) & np.isfinite(f.keypoints[p, :, :2]).all(-1)
-            if ok.sum() < 2:
-                continue
-            xy = f.keypoints[p, ok, :2]
-            out.setdefault(tid, np.full((len(seq), 4), np.nan))[t] = (*xy.min(0), *xy.max(0))
+    for p, tid in enumerate(frame.track_ids.tolist()):
+        ok = (frame.confidence[p] >= min_confidence) & np.isfinite(frame.keypoints[p, :, :2]).all(-1)
+        if tid >= 0 and ok.sum() >= 2:
+            xy = frame.keypoints[p, ok, :2].astype(np.float64)
+            out[tid] = np.concatenate([xy.min(0), xy.max(0)])
     return out
 
 
-def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """(T, 4) and (T, 4) boxes -> (T,) IoU per frame (0 where either is missing or empty)."""
-    lo, hi = np.maximum(a[:, :2], b[:, :2]), np.minimum(a[:, 2:], b[:, 2:])
-    inter = np.clip(hi - lo, 0, None).prod(1)
-    area = lambda x: np.clip(x[:, 2:] - x[:, :2], 0, None).prod(1)  # noqa: E731
-    union = area(a) + area(b) - inter
-    with np.errstate(invalid="ignore", divide="ignore"):
-        iou = np.where(union > 0, inter / union, 0.0)
-    return np.nan_to_num(iou)
+def _iou(a: np.ndarray, b: np.ndarray) -> float:
+    """IoU of two (4,) boxes (0 for empty ones)."""
+    lo, hi = np.maximum(a[:2], b[:2]), np.minimum(a[2:], b[2:])
+    inter = float(np.clip(hi - lo, 0, None).prod())
+    union = float(np.clip(a[2:] - a[:2], 0, None).prod() + np.clip(b[2:] - b[:2], 0, None).prod()) - inter
+    return inter / union if union > 0 else 0.0
 
 
-def _runs(mask: np.ndarray, gap: int) -> list[tuple[int, int]]:
-    """(T,) bool -> inclusive (start, end) runs of True, runs at most ``gap`` frames apart merged."""
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
+def _runs(frames: list[int], gap: int) -> list[tuple[int, int]]:
+    """Sorted frame positions -> inclusive (start, end) runs, runs at most ``gap`` frames apart merged."""
+    if not frames:
         return []
-    runs, start, prev = [], int(idx[0]), int(idx[0])
-    for i in idx[1:].tolist():
+    runs, start, prev = [], frames[0], frames[0]
+    for i in frames[1:]:
         if i - prev > gap + 1:
             runs.append((start, prev))
             start = i
@@ -103,39 +95,55 @@ def _runs(mask: np.ndarray, gap: int) -> list[tuple[int, int]]:
     return runs
 
 
-def _motion(box: np.ndarray, times: np.ndarray, frames: np.ndarray) -> tuple[np.ndarray, np.ndarray, float] | None:
-    """Box centre position at the mean time, velocity (px/s) and median diagonal over ``frames`` where the
-    track is seen; None if it is seen in fewer than 2 of them."""
-    frames = frames[np.isfinite(box[frames]).all(1)]
-    if len(frames) < 2:
-        return None
-    centre = 0.5 * (box[frames, :2] + box[frames, 2:])  # (n, 2)
-    t = times[frames]
-    t0 = t.mean()
-    velocity = np.polyfit(t - t0, centre, 1)[0] if np.ptp(t) > 0 else np.zeros(2)
-    diagonal = float(np.median(np.hypot(*(box[frames, 2:] - box[frames, :2]).T)))
-    return centre.mean(0), velocity, max(diagonal, 1.0)
+class _Track:
+    """One track's boxes where it is seen: positions (n,) in ``seq.frames``, boxes (n, 4) px."""
+
+    def __init__(self) -> None:
+        self.at: list[int] = []
+        self.boxes: list[np.ndarray] = []
+
+    def motion(self, times: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, float] | None:
+        """Box centre position at the mean time, velocity (px/s) and median diagonal over positions lo..hi-1
+        where the track is seen; None if it is seen in fewer than 2 of them."""
+        at = np.asarray(self.at)
+        pick = np.flatnonzero((at >= lo) & (at < hi))
+        if len(pick) < 2:
+            return None
+        box = np.stack([self.boxes[i] for i in pick])  # (n, 4)
+        centre, t = 0.5 * (box[:, :2] + box[:, 2:]), times[at[pick]]
+        t0 = t.mean()
+        velocity = np.polyfit(t - t0, centre, 1)[0] if np.ptp(t) > 0 else np.zeros(2)
+        diagonal = float(np.median(np.hypot(*(box[:, 2:] - box[:, :2]).T)))
+        return centre.mean(0), velocity, max(diagonal, 1.0)
 
 
 def close_encounters(seq: PoseSequence, iou: float = 0.3, gap: int = 2, context: int = 8, margin: float = 0.7,
                      min_confidence: float = 0.3) -> list[Encounter]:
-    """Every encounter of two tracks in ``seq`` (see the module docstring), in time order."""
-    boxes = _boxes(seq, min_confidence)
+    """Every encounter of two tracks in ``seq`` (see the module docstring), in time order. One pass over the
+    frames, pairs compared only within a frame: memory grows with the people seen, not tracks x frames."""
+    tracks: dict[int, _Track] = {}
+    touching: dict[tuple[int, int], list[int]] = {}  # (a, b), a < b -> positions where their boxes overlap
+    for t, frame in enumerate(seq.frames):
+        boxes = _boxes(frame, min_confidence)
+        ids = sorted(boxes)
+        for tid in ids:
+            track = tracks.setdefault(tid, _Track())
+            track.at.append(t)
+            track.boxes.append(boxes[tid])
+        for i, a in enumerate(ids):
+            for b in ids[i + 1:]:
+                if _iou(boxes[a], boxes[b]) >= iou:
+                    touching.setdefault((a, b), []).append(t)
     times = np.array([f.timestamp for f in seq.frames], np.float64)
-    ids = sorted(boxes)
-    out = []
-    for i, a in enumerate(ids):
-        for b in ids[i + 1:]:
-            for start, end in _runs(_iou(boxes[a], boxes[b]) >= iou, gap):
-                out.append(_judge((a, b), start, end, boxes, times, context, margin))
+    out = [_judge(pair, start, end, tracks, times, context, margin)
+           for pair, at in touching.items() for start, end in _runs(at, gap)]
     return sorted(out, key=lambda e: (e.start, e.tracks))
 
 
-def _judge(pair: tuple[int, int], start: int, end: int, boxes: dict[int, np.ndarray], times: np.ndarray,
+def _judge(pair: tuple[int, int], start: int, end: int, tracks: dict[int, _Track], times: np.ndarray,
            context: int, margin: float) -> Encounter:
-    before = np.arange(max(0, start - context), start)
-    after = np.arange(end + 1, min(len(times), end + 1 + context))
-    m = {(tid, side): _motion(boxes[tid], times, frames) for tid in pair for side, frames in (("b", before), ("a", after))}
+    windows = {"b": (max(0, start - context), start), "a": (end + 1, min(len(times), end + 1 + context))}
+    m = {(tid, side): tracks[tid].motion(times, *windows[side]) for tid in pair for side in "ba"}
     if any(v is None for v in m.values()):
         return Encounter(pair, start, end, float("nan"), float("nan"), False)
     a, b = pair
@@ -144,7 +152,7 @@ def _judge(pair: tuple[int, int], start: int, end: int, boxes: dict[int, np.ndar
     def cost(x: int, y: int) -> float:
         """Track x's motion before continued to the time after, against track y's after."""
         (p0, v0, s0), (p1, _, s1) = m[(x, "b")], m[(y, "a")]
-        dt = float(times[after].mean() - times[before].mean())
+        dt = float(times[slice(*windows["a"])].mean() - times[slice(*windows["b"])].mean())
         return float(np.linalg.norm(p0 + v0 * dt - p1)) / size + abs(float(np.log(s1 / s0)))
 
     kept, swapped = cost(a, a) + cost(b, b), cost(a, b) + cost(b, a)
