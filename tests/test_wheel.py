@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO
 
 SHARE = "posetracker-0.1.0.data/data/share/posetracker"
-SOURCES = ("pyproject.toml", "README.md", "posetracker", "ui", "models", "assets")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "posetracker", "ui", "models", "assets")
 
 
 @pytest.fixture(scope="module")
@@ -40,6 +40,27 @@ def test_wheel_ships_weights_notice_and_sample_clip(wheel):
     assert "posetracker/resources.py" in names and "posetracker/skeletons/human18.yaml" in names
 
 
+def test_wheel_installs_the_gui_under_the_project_name(wheel):
+    """The GUI folder ui/ is the package posetracker_ui in an install: no top-level ``ui`` in site-packages,
+    and the posetracker-gui entry point names it."""
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert "posetracker_ui/app.py" in names and "posetracker_ui/main_window.py" in names
+    assert not any(name.startswith("ui/") for name in names)
+    tops = {name.split("/")[0] for name in names if not name.startswith("posetracker-0.1.0.")}
+    assert tops == {"posetracker", "posetracker_ui"}
+    (entry_points,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    assert "posetracker-gui = posetracker_ui.app:main" in archive.read(entry_points).decode()
+
+
+def test_gui_modules_import_each_other_relatively():
+    """Every import between GUI modules is relative, so the package works as ``ui`` (checkout) and as
+    ``posetracker_ui`` (install)."""
+    absolute = [f"{path.name}: {line.strip()}" for path in sorted((REPO / "ui").glob("*.py"))
+                for line in path.read_text().splitlines() if line.strip().startswith(("from ui", "import ui"))]
+    assert absolute == []
+
+
 @pytest.mark.slow
 def test_installed_wheel_processes_the_sample_from_an_empty_folder(wheel, tmp_path):
     """pip install (not editable) into a venv, then ``posetracker process`` in a folder with nothing in it."""
@@ -56,3 +77,6 @@ def test_installed_wheel_processes_the_sample_from_an_empty_folder(wheel, tmp_pa
                          cwd=work, env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     assert "120 frames" in run.stdout and (work / "x.csv").stat().st_size > 0
+    gui = subprocess.run([python, "-c", "import posetracker_ui.app, posetracker_ui.main_window; import ui"],
+                         cwd=work, env=env, capture_output=True, text=True)
+    assert "No module named 'ui'" in gui.stderr, gui.stderr  # the GUI imports under its own name only

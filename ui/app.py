@@ -63,7 +63,7 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    from ui.platform_check import check_platform
+    from .platform_check import check_platform
 
     if (problem := check_platform()) is not None:  # before Qt, which aborts the process instead
         print(problem, file=sys.stderr)
@@ -75,8 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import posetracker.session  # noqa: F401 - import here once, so the worker only loads weights
 
     app = _make_app()
-    from ui.main_window import MainWindow
-    from ui.services import SAMPLE_CLIP
+    from .main_window import MainWindow
+    from .services import SAMPLE_CLIP
 
     settings = None
     if args.screenshot is not None:  # reproducible screenshots: default layout and options, nothing saved

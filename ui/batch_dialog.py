@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
 
 from posetracker.batch import MANIFEST, VIDEO_SUFFIXES, BatchError, BatchSettings, collect_inputs, read_manifest
 from posetracker.export import default_name_suffix, exporters
-from ui.packets import describe_error
-from ui.services import ModelOption
-from ui.worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
+from .packets import describe_error
+from .services import ModelOption
+from .worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class BatchDialog(WorkerDialog):
 
             runner = run_batch
         if skeletons is None:
-            from ui.services import model_options
+            from .services import model_options
 
             skeletons = batch_skeletons(model_options())
         self.runner = runner

@@ -12,7 +12,7 @@ from posetracker.export import Exporter, write_reporting
 from posetracker.recording import ReplaySession, replay_source
 from posetracker.recording.replay import read_meta, read_poses
 from posetracker.types import PoseSequence
-from ui.packets import describe_error
+from .packets import describe_error
 
 
 class JobSignals(QObject):

@@ -18,19 +18,19 @@ from posetracker.export import exporter_for_path, get_exporter, with_suffix
 from posetracker.recording import PoseSpill, SessionRecorder
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
 from posetracker.types import PoseSequence
-from ui.menus import MenuActions, build_menus
-from ui.jobs import ExportJob, new_recording_folder, recording_session, recording_video
-from ui.packets import PoseResult, RecordingSummary, SourceInfo
-from ui.gait_plots import GaitPlot
-from ui.panels import ModelPanel, SourcePanel
-from ui.pipeline import PipelineController
-from ui.plots import AnglePlot
-from ui.services import ModelChoice, Services, camera_index, classify, model_options
-from ui.skeleton_view import SkeletonView
-from ui.state import AppState, load_layout, load_state, open_settings
-from ui.video_view import VideoView
-from ui.widgets import MessageBanner, PipelineStatusBar
-from ui.window_events import WindowEvents
+from .menus import MenuActions, build_menus
+from .jobs import ExportJob, new_recording_folder, recording_session, recording_video
+from .packets import PoseResult, RecordingSummary, SourceInfo
+from .gait_plots import GaitPlot
+from .panels import ModelPanel, SourcePanel
+from .pipeline import PipelineController
+from .plots import AnglePlot
+from .services import ModelChoice, Services, camera_index, classify, model_options
+from .skeleton_view import SkeletonView
+from .state import AppState, load_layout, load_state, open_settings
+from .video_view import VideoView
+from .widgets import MessageBanner, PipelineStatusBar
+from .window_events import WindowEvents
 
 DISPLAY_HZ = 30
 
@@ -234,7 +234,7 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def ask_train_mode(self) -> None:
         """Tools > Train animal mode: the (non-modal) Train dialog; a mode it trains joins the skeleton selector."""
-        from ui.train_dialog import TrainDialog
+        from .train_dialog import TrainDialog
 
         if self.train_dialog is None:
             self.train_dialog = TrainDialog(self.services.train_mode, self)
@@ -245,7 +245,7 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def ask_batch(self) -> None:
         """Tools > Batch process videos: the (non-modal) Batch dialog, one instance, running Services.run_batch."""
-        from ui.batch_dialog import BatchDialog, batch_skeletons
+        from .batch_dialog import BatchDialog, batch_skeletons
 
         if self.batch_dialog is None:
             skeletons = batch_skeletons(model_options(self.services.weights_path))

@@ -10,8 +10,8 @@ from PySide6.QtWidgets import (
 
 from posetracker.capture import CameraInfo
 from posetracker.defaults import MAX_PEOPLE_LIMIT
-from ui.packets import SourceInfo
-from ui.services import ModelOption
+from .packets import SourceInfo
+from .services import ModelOption
 
 SPEEDS = (0.25, 0.5, 1.0, 2.0)
 

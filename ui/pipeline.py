@@ -22,8 +22,8 @@ from collections.abc import Callable
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from posetracker.recording import SessionRecorder
-from ui.packets import Captured, LatestSlot, PipelineStats, PoseResult
-from ui.workers import CaptureWorker, InferenceWorker, OfflineWorker, RecorderWorker, SessionFactory, SourceOpener
+from .packets import Captured, LatestSlot, PipelineStats, PoseResult
+from .workers import CaptureWorker, InferenceWorker, OfflineWorker, RecorderWorker, SessionFactory, SourceOpener
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 2.0

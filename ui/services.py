@@ -15,7 +15,7 @@ from posetracker.recording import is_recording_folder
 from posetracker.resources import sample_clip
 from posetracker.skeletons import available_skeletons, load_skeleton
 from posetracker.train.user_mode import UserMode, create_user_mode, user_mode_for, user_modes
-from ui.packets import PoseSession
+from .packets import PoseSession
 
 SAMPLE_CLIP = sample_clip()  # the checkout's, or the installed copy (posetracker.resources)
 SourceKind = Literal["camera", "recording", "file"]

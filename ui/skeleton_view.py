@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBox
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
-from ui.overlay import drawn_edges, edge_segments, track_colour, visible_joints
+from .overlay import drawn_edges, edge_segments, track_colour, visible_joints
 
 DEFAULT_CAMERA = {"distance": 9.0, "elevation": 20.0, "azimuth": -50.0}  # behind and to the right of the real camera: depth shows
 

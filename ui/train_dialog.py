@@ -23,8 +23,8 @@ from PySide6.QtWidgets import (
 )
 
 from posetracker.train.user_mode import TrainingCancelled, TrainingError, format_report, mode_name
-from ui.packets import describe_error
-from ui.worker_dialog import StoppableWorker, WorkerDialog
+from .packets import describe_error
+from .worker_dialog import StoppableWorker, WorkerDialog
 
 log = logging.getLogger(__name__)
 

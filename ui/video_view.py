@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
-from ui.overlay import OverlayOptions, drawn_edges, edge_segments, track_colour, visible_joints
+from .overlay import OverlayOptions, drawn_edges, edge_segments, track_colour, visible_joints
 
 
 ALPHA_LEVELS = 8  # joint-dot alpha follows confidence in a few steps (few distinct brushes to cache)

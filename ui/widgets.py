@@ -5,7 +5,7 @@ from __future__ import annotations
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QHBoxLayout, QLabel, QStatusBar, QToolButton, QVBoxLayout, QWidget
 
-from ui.packets import PipelineStats
+from .packets import PipelineStats
 
 
 class MessageBanner(QFrame):

@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QFileDialog
 from posetracker.export import exporters
 from posetracker.recording import ReplaySession
 from posetracker.skeletons import SkeletonError, load_skeleton
-from ui.overlay import OverlayOptions
+from .overlay import OverlayOptions
 from posetracker.types import PoseFrame
-from ui.packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
-from ui.state import save_layout, save_state
+from .packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
+from .state import save_layout, save_state
 
 TOO_SMALL = (520, 360)
 SLOW_EVERY = 3  # display ticks per 3-D view / panel refresh

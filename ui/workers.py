@@ -26,7 +26,7 @@ from PySide6.QtCore import QObject, Signal, Slot
 from posetracker.capture import CaptureError, FrameSource, UnreadableImageError
 from posetracker.recording import RecordingError, SessionRecorder
 from posetracker.types import Frame, PoseFrame, PoseSequence
-from ui.packets import (
+from .packets import (
     Captured, LatestSlot, MeanMeter, ModelInfo, PoseResult, PoseSession, RateMeter,
     RecordingSummary, SourceInfo, describe_error,
 )
