@@ -70,6 +70,7 @@ class SessionConfig:
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
     vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
+    walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
     fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
@@ -154,7 +155,7 @@ class TrackingSession:
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
-            max_people=self.config.max_people, **self.spec.decoder,
+            max_people=self.config.max_people, walk_fallback=self.config.walk_fallback, **self.spec.decoder,
         )
         self.sigmas = joint_sigmas(self.spec)
         tiles = self.config.tile_grid
@@ -272,7 +273,7 @@ class TrackingSession:
         if self.refiners:
             with _threads(self.config.threads):
                 maps = self.refiners.refine_maps(maps, image)
-        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth")}
+        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth", "walk_vectors") if k in maps}
         people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
         if self.refiners:
             with _threads(self.config.threads):

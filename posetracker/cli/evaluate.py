@@ -39,7 +39,8 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
     # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen
     config = SessionConfig(mode="offline", vector_read=args.vector_read, threads=args.threads,
-                           refiners=chosen_refiners(args), tile_grid=args.tiles)
+                           refiners=chosen_refiners(args), tile_grid=args.tiles,
+                           walk_fallback=not args.no_walk_fallback)
     session = TrackingSession.open(weights=args.weights, config=config)
     grid = session.image_tile_grid
     label = f"PoseTracker tree decoder ({session.decoder.vector_read} vectors, tiles {grid}x{grid})"
@@ -150,6 +151,8 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
                    help="where the decoder reads tree vectors (default: the located parent when the weights are "
                    "trained for the walk, else the centre)")
+    e.add_argument("--no-walk-fallback", action="store_true",
+                   help="the walk: always predict a child from its located parent, even one not found in its heatmap")
     e.add_argument("--baseline", choices=["movenet"], default=None,
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--versus", choices=["movenet"], default=None,

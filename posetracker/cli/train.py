@@ -4,6 +4,7 @@
                               [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
     posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
     posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
+    posetracker train walk-head --config configs/walk_head.yaml --out PATH   (posetracker.cli.train_walk)
 
 Labels and features are cached under ~/.cache/posetracker (POSETRACKER_CACHE);
 a run's checkpoint and losses.csv under <cache>/train/<run>/.
@@ -101,7 +102,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
                                    refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
-                                   fix_swaps=not args.no_swap_fix, **crop_budget(args))
+                                   fix_swaps=not args.no_swap_fix, walk_fallback=not args.no_walk_fallback,
+                                   **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
@@ -179,6 +181,8 @@ def add_train_parser(subparsers) -> None:
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
     e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
                    help="where the decoder reads tree vectors (default: as the weights were trained)")
+    e.add_argument("--no-walk-fallback", action="store_true",
+                   help="the walk: always predict a child from its located parent, even one not found in its heatmap")
     e.add_argument("--no-swap-fix", action="store_true", help="leave left/right pairs as the network read them "
                    "(the tracker swaps back pairs crossed against the track by default)")
     e.add_argument("--out", help="write the results as JSON")
@@ -195,5 +199,7 @@ def add_train_parser(subparsers) -> None:
     p.set_defaults(func=cmd_pose_prior)
 
     from posetracker.cli.train_detector import add_detector_parsers
+    from posetracker.cli.train_walk import add_walk_parser
 
     add_detector_parsers(tsub)
+    add_walk_parser(tsub)

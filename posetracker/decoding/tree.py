@@ -17,6 +17,15 @@ Where vectors (and depth differences) are read, ``vector_read``:
   ``centre + r(k)``, whatever the heatmap search finds for the parents.
 - ``"parent"`` (trained weights): bilinear at the *located* parent position, and
   predicted child = located parent + vector there (method A's literal tree walk).
+  The walk reads ``walk_vectors`` (2E, h, w) when the outputs have them (a head of
+  its own, trained at the parents; the depth differences are then read at the
+  centre, where the depth head was trained), else ``vectors``.
+  With the walk's own head, ``walk_fallback`` (default on) guards against
+  compounding: a child whose parent was not found in its heatmap (confidence <
+  ``keypoint_threshold``) is predicted as the centre read predicts it (centre +
+  ``vectors`` along its path, read at the centre) instead of from the unsure
+  parent; a found parent is always walked from. (Without a walk head ``vectors``
+  may hold parent reads only, so there is no centre read to fall back on.)
 
 Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
 (see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
@@ -45,6 +54,7 @@ from posetracker.decoding.peaks import Candidates, Peaks, find_peaks, keypoint_c
 from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
 from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.skeletons import SkeletonSpec
+from posetracker.types import ShapeError
 
 VectorRead = Literal["centre", "parent"]
 
@@ -77,6 +87,7 @@ class TreeDecoder:
         max_candidates: int = 24,
         assign: str = "greedy",
         min_person_score: float = 0.0,
+        walk_fallback: bool = True,
     ) -> None:
         if vector_read not in ("centre", "parent"):
             raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['centre', 'parent']")
@@ -95,6 +106,7 @@ class TreeDecoder:
         self.min_window = float(min_window)
         self.max_candidates = int(max_candidates)
         self.min_person_score = float(min_person_score)
+        self.walk_fallback = bool(walk_fallback)
         self._assign = ASSIGNERS[assign]
         # Method A step 5: split the skeleton into first keypoints (children of the
         # centre) and second keypoints (reached through other keypoints, tree-walk order).
@@ -133,24 +145,29 @@ class TreeDecoder:
         check_outputs(outputs, n_joints, n_edges)
         heat, vectors = outputs["heatmaps"], outputs["vectors"]
         offsets, depth = outputs.get("offsets"), outputs.get("depth")
+        walk_vectors = outputs.get("walk_vectors") if self.vector_read == "parent" else None
+        if walk_vectors is not None and walk_vectors.shape != vectors.shape:
+            raise ShapeError(f"outputs['walk_vectors']: expected shape {vectors.shape}, got {walk_vectors.shape}")
 
         # Method A step 4: centre peaks -> one person each; root = centre peak + sub-cell refinement.
         centre_map = heat[spec.root]
         peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
-        people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth)
+        people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
         if self.min_person_score <= 0:
             return people
         strong = np.sort(order[scores >= self.min_person_score])  # their centre peaks
         if 0 < len(strong) < len(order):  # again without the weak: one may have taken a real person's joint
             peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
-            people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth)
+            people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
         keep = scores >= self.min_person_score
         return people if keep.all() else people.take(keep)
 
     def _decode_peaks(self, peaks: Peaks, heat: np.ndarray, vectors: np.ndarray, offsets: np.ndarray | None,
-                      depth: np.ndarray | None) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
+                      depth: np.ndarray | None, walk_vectors: np.ndarray | None = None,
+                      ) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
         """Method A steps 4-9 for the given centre peaks -> (people by score, their (P,) scores before
-        clipping, (P,) the index of each one's centre peak)."""
+        clipping, (P,) the index of each one's centre peak). walk_vectors: (2E, h, w) read at the located
+        parents instead of ``vectors`` ("parent" reading), or None."""
         spec = self.spec
         n_joints, n_edges = spec.num_joints, spec.num_edges
         centre_map = heat[spec.root]
@@ -158,7 +175,9 @@ class TreeDecoder:
         if n == 0:
             return DecodedPeople.empty(n_joints), np.zeros(0), np.zeros(0, np.int64)
         centre = np.stack([peaks.x, peaks.y], axis=1) + refine_quadratic(centre_map, peaks.x, peaks.y)
-        walk = _Walk(vectors, depth, n, n_joints)
+        own_head = walk_vectors is not None  # the walk's own head: depth differences stay centre reads
+        walk = _Walk(walk_vectors if own_head else vectors, None if own_head else depth, n, n_joints)
+        walk.fallback = own_head and self.walk_fallback
         walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
         walk.conf[:, spec.root] = peaks.score
 
@@ -167,8 +186,8 @@ class TreeDecoder:
         walk.window = self._windows(at_centre)
         if depth is not None:
             walk.depth_reads = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
-        if self.vector_read == "centre":  # predicted child = predicted parent + vector at the centre
-            walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
+        # centre reading (and the walk's fallback): predicted child = predicted parent + vector at the centre
+        walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
 
         # Method A step 8 (prepared once per frame): candidate peaks of every joint heatmap.
         cands = keypoint_candidates(heat, self._non_root, self.keypoint_threshold, self.max_candidates, offsets)
@@ -213,9 +232,13 @@ class TreeDecoder:
         """
         if self.vector_read == "centre":
             guess = walk.centre_pred[:, joints]
-        else:
-            at = walk.pos[:, self._parents[joints]]
+        else:  # the walk: each child from its located parent (method A steps 6-7)
+            parents = self._parents[joints]
+            at = walk.pos[:, parents]
             guess = at + walk.read_at_parents(self._edge_of[joints], at)
+            if walk.fallback:  # an unsure parent: the centre read's prediction instead
+                unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
+                guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
         walk.pred[:, joints] = guess
         g = guess.transpose(1, 0, 2)  # (J, P, 2)
         # Method A step 8: each person takes the peak matching its own prediction; no peak is shared.
@@ -248,7 +271,7 @@ class _Walk:
     """State of one frame's tree walk (cells): P people, K joints, E edges.
 
     pos, pred: (P, K, 2); conf: (P, K); window: (P,); centre_pred: (P, K, 2) predictions
-    of "centre" reading; depth_reads: (P, 1+E) depth of the root and the edges' differences
+    of "centre" reading (also the walk's fallback); fallback: whether the walk uses it; depth_reads: (P, 1+E) depth of the root and the edges' differences
     (nan without a depth head).
     """
 
@@ -262,6 +285,7 @@ class _Walk:
         self.conf = np.zeros((n, k))
         self.window = np.zeros(n)
         self.centre_pred = np.zeros((n, k, 2))
+        self.fallback = False  # "parent" read: predict a child of an unsure parent by the centre read
         self.depth_reads = np.full((n, 1 + c // 2), np.nan)
 
     def read_at_parents(self, edges: np.ndarray, xy: np.ndarray) -> np.ndarray:

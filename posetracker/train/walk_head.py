@@ -1,0 +1,138 @@
+"""Train the tree walk's own vector head (``PoseNet.walk``) on cached frozen features.
+
+Method A step 7 reads each edge's parent -> child vector at the *located* parent.
+The shipped ``heads.vectors`` is MoveNet's centre regression, valid only around
+the body centre; teaching it the parent reads too moved its centre reads
+(``docs/experiments/tree-walk.md``). So the walk gets a head of its own and
+everything else stays frozen and bit-identical: backbone, temporal block, heatmap,
+offset, centre-read vector and depth heads.
+
+Training samples are single frames of two kinds of features per clip variant:
+
+- first features (T, C, h, w) from the cached backbone (what a still image's
+  heads see: the temporal block leaves a single frame unchanged), and
+- target features (T, C, h, w): the same run through the frozen temporal block
+  offline, in chunks as ``TrackingSession`` does (:func:`offline_target_features`,
+  cached beside the first features), so the head also sees what a video's heads see.
+
+Targets: ``encode_targets(..., vector_write="parent")``: each edge's vector (cells)
+in a disc of ``radius`` cells around the edge's parent joint. Loss: L1 at those cells.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, Subset
+
+from posetracker.model.network import PoseNet
+from posetracker.model.weights import weights_key
+from posetracker.train.cache import combine_key
+from posetracker.train.config import StageConfig
+from posetracker.train.dataset import ClipEntry, EncodeOptions, WindowDataset
+from posetracker.train.features import FeatureExtractor, load_features
+from posetracker.train.losses import masked_l1
+
+Log = Callable[[str], None]
+
+
+@torch.no_grad()
+def offline_target_features(net: PoseNet, feats: np.ndarray, chunk: int = 16, overlap: int = 8) -> np.ndarray:
+    """First features (T, C, h, w) -> target features (T, C, h, w) float16, as the offline session makes them:
+    the forward state carried across chunks of ``chunk`` frames, each seeing ``overlap`` frames further on."""
+    out, h_fwd, start, n = [], None, 0, len(feats)
+    while start < n:
+        emit = min(chunk, n - start)
+        window = torch.from_numpy(np.asarray(feats[start:start + chunk + overlap], np.float32))[None]
+        target, h_fwd = net.temporal(window, h_fwd, emit=emit)
+        out.append(target[0].numpy().astype(np.float16))
+        start += emit
+    return np.concatenate(out)
+
+
+def target_entry(net: PoseNet, entry: ClipEntry) -> ClipEntry:
+    """The entry with its first features replaced by cached offline target features (same frames, labels)."""
+    key = combine_key("target-v1", entry.feats.key, weights_key(net.temporal))
+    hit = load_features(key)
+    if hit is None:
+        f = entry.feats
+        out = {"feats": offline_target_features(net, f.feats), "scales": f.scales, "frame_ids": f.frame_ids,
+               "timestamps": f.timestamps, "size": np.array(f.size, np.int64)}
+        hit = FeatureExtractor.store(key, out)
+    return ClipEntry(f"{entry.name}#target", hit, entry.labels)
+
+
+def walk_loss(head: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """L1 (cells) of the walk head's vectors at the parent-disc cells. batch: WindowDataset samples, window 1."""
+    x = batch["feats"].flatten(0, 1)  # (N, C, h, w)
+    tgt, w = batch["vectors"].flatten(0, 1), batch["vectors_weight"].flatten(0, 1)  # (N, 2E, h, w)
+    return masked_l1(head(x), tgt, w)
+
+
+def _dataset(entries: list[ClipEntry], net: PoseNet, sc: StageConfig, opts: EncodeOptions, train: bool) -> WindowDataset:
+    return WindowDataset(entries, net.spec, window=1, hop=1, opts=replace(opts, vector_write="parent"),
+                         crop=sc.crop, jitter=train)
+
+
+@torch.no_grad()
+def validate(net: PoseNet, head: torch.nn.Module, entries: list[ClipEntry], sc: StageConfig,
+             opts: EncodeOptions) -> float:
+    """Mean L1 (cells) of ``head`` at the parent discs over up to ``sc.val_windows`` evenly spread frames."""
+    ds = _dataset(entries, net, sc, opts, train=False)
+    idx = np.linspace(0, len(ds) - 1, min(sc.val_windows, len(ds))).astype(int).tolist()
+    head.eval()
+    losses = [float(walk_loss(head, b)) for b in DataLoader(Subset(ds, idx), batch_size=sc.batch)]
+    return float(np.mean(losses))
+
+
+def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], sc: StageConfig,
+                    opts: EncodeOptions, seed: int = 0, log: Log = print) -> list[dict]:
+    """Train ``net.walk`` (added as a copy of the centre-read vector head when missing); every other parameter
+    frozen. ``train`` / ``val``: entries of first features; their target-feature twins are added here.
+    Returns per-epoch summaries (train and val L1 in cells, seconds)."""
+    head = net.walk if net.walk is not None else net.add_walk_head()
+    for p in net.parameters():
+        p.requires_grad_(False)
+    for p in head.parameters():
+        p.requires_grad_(True)
+    net.temporal.eval()
+    t0 = time.time()
+    train = train + [target_entry(net, e) for e in train]
+    val = val + [target_entry(net, e) for e in val]
+    log(f"target features ready in {time.time() - t0:.0f} s; {len(train)} train / {len(val)} val entries")
+    ds = _dataset(train, net, sc, opts, train=True)
+    steps = sc.epochs * min(len(ds) // sc.batch, sc.max_steps_per_epoch or len(ds))
+    opt = torch.optim.AdamW(head.parameters(), lr=sc.lr, weight_decay=1e-4)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(sc.warmup_steps, 1))
+                                              * (0.1 + 0.45 * (1 + np.cos(np.pi * min(s / max(steps, 1), 1.0)))))
+    history = [{"epoch": -1, "val_l1": validate(net, head, val, sc, opts)}]
+    log(f"walk head before training: val L1 {history[0]['val_l1']:.3f} cells")
+    for epoch in range(sc.epochs):
+        head.train()
+        order = np.random.default_rng([seed, epoch]).permutation(len(ds)).tolist()
+        loader = DataLoader(Subset(ds, order), batch_size=sc.batch, drop_last=True)
+        te, losses = time.time(), []
+        for i, batch in enumerate(loader):
+            if sc.max_steps_per_epoch and i >= sc.max_steps_per_epoch:
+                break
+            loss = walk_loss(head, batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(head.parameters(), sc.grad_clip)
+            opt.step()
+            sched.step()
+            losses.append(float(loss.detach()))
+        row = {"epoch": epoch, "train_l1": float(np.mean(losses)), "val_l1": validate(net, head, val, sc, opts),
+               "seconds": time.time() - te}
+        history.append(row)
+        log(f"walk head epoch {epoch + 1}/{sc.epochs}: train L1 {row['train_l1']:.3f}, val L1 {row['val_l1']:.3f} "
+            f"cells ({row['seconds']:.0f} s)")
+    head.eval()
+    return history
+
+
+__all__ = ["offline_target_features", "target_entry", "train_walk_head", "validate", "walk_loss"]

@@ -1,0 +1,110 @@
+"""The tree walk's own vector head: the decoder walks from the *located* parent (method A step 7), falls back to
+the centre read for an unsure parent, the head leaves every other output bit-identical, and its training moves
+nothing else."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from posetracker.decoding import TreeDecoder, encode_targets
+from posetracker.decoding.synthetic import ideal_outputs, make_person
+from posetracker.model.network import PoseNet
+from posetracker.model.weights import load_posenet, save_posenet
+from posetracker.session import default_vector_read
+from posetracker.skeletons import load_skeleton
+from posetracker.train.config import StageConfig
+from posetracker.train.dataset import EncodeOptions
+from posetracker.train.walk_head import train_walk_head
+
+SPEC = load_skeleton("human18")
+ELBOW, WRIST = SPEC.index("left_elbow"), SPEC.index("left_wrist")
+
+
+@pytest.fixture(autouse=True)
+def _setup(tmp_path, monkeypatch):
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+
+
+def _gauss(xy: tuple[float, float], h: int = 64, w: int = 64) -> np.ndarray:
+    yy, xx = np.mgrid[:h, :w]
+    return np.exp(-((xx - xy[0]) ** 2 + (yy - xy[1]) ** 2) / 2.0).astype(np.float32)
+
+
+def _scene():
+    """One person: centre-read vectors (what the shipped head gives) and a walk head whose elbow -> wrist vector
+    is (5, -3) cells everywhere; no offsets (peaks refined from the Gaussians' shape)."""
+    people = make_person(SPEC, (128.0, 128.0), 170.0)[None]
+    out = ideal_outputs(people, SPEC, vector_write="centre")
+    del out["offsets"]
+    walk = encode_targets(people, SPEC, vector_write="parent")["vectors"]
+    e = SPEC.edge_of_child[WRIST]
+    walk[2 * e], walk[2 * e + 1] = 5.0, -3.0
+    out["walk_vectors"] = walk
+    return out
+
+
+@pytest.mark.parametrize("shift", [(0.0, 0.0), (2.0, 1.0), (-1.5, 2.5)])
+def test_the_walk_predicts_a_child_from_its_located_parent(shift):
+    out = _scene()
+    centre_read = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    elbow = centre_read.keypoints[0, ELBOW] / 4.0 + np.asarray(shift)  # cells
+    out["heatmaps"][ELBOW] = _gauss(tuple(elbow))  # the elbow is found there
+    walked = TreeDecoder(SPEC, vector_read="parent").decode(out)
+    np.testing.assert_allclose(walked.keypoints[0, ELBOW] / 4.0, elbow, atol=1e-3)
+    np.testing.assert_allclose(walked.predicted[0, WRIST] / 4.0, elbow + [5.0, -3.0], atol=1e-3)
+    # the centre read's wrist prediction ignores where the elbow was found
+    centred = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    np.testing.assert_allclose(centred.predicted[0, WRIST], centre_read.predicted[0, WRIST], atol=1e-3)
+
+
+def test_an_unsure_parent_hands_its_child_to_the_centre_read():
+    out = _scene()
+    out["heatmaps"][ELBOW] = 0.0  # the elbow is not found: the walk would start from a guess
+    centre = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    guarded = TreeDecoder(SPEC, vector_read="parent").decode(out)
+    assert guarded.confidence[0, ELBOW] < 0.1
+    np.testing.assert_allclose(guarded.predicted[0, WRIST], centre.predicted[0, WRIST], atol=1e-3)
+    raw = TreeDecoder(SPEC, vector_read="parent", walk_fallback=False).decode(out)
+    np.testing.assert_allclose(raw.predicted[0, WRIST] / 4.0, raw.keypoints[0, ELBOW] / 4.0 + [5.0, -3.0], atol=1e-3)
+
+
+def test_the_walk_head_leaves_every_other_output_bit_identical(tmp_path):
+    net = PoseNet(SPEC).eval()
+    x = torch.rand(1, 2, 3, 64, 64) * 255
+    with torch.no_grad():
+        before = net(x)
+        net.add_walk_head()
+        torch.nn.init.normal_(net.walk.out.weight)
+        after = net(x)
+    assert set(after) == set(before) | {"walk_vectors"}
+    assert after["walk_vectors"].shape == before["vectors"].shape
+    for k, v in before.items():
+        assert torch.equal(v, after[k]), k
+    save_posenet(net, tmp_path / "w.safetensors", source="test", trained="depth,walk")
+    back = load_posenet(tmp_path / "w.safetensors")
+    assert back.walk is not None and torch.equal(back.walk.out.weight, net.walk.out.weight)
+    assert default_vector_read(back) == "parent"
+
+
+def test_training_the_walk_head_moves_only_the_walk_head():
+    from dataclasses import replace
+
+    from test_train_loop import _entry
+
+    def entry(t_len, seed):  # its own features cache key (the tiny entries all say "k")
+        e = _entry(t_len=t_len, seed=seed)
+        return replace(e, feats=replace(e.feats, key=f"tiny{seed}"))
+
+    net = PoseNet(SPEC).eval()
+    frozen = {k: v.clone() for k, v in net.state_dict().items()}
+    sc = StageConfig(epochs=3, window=1, hop=1, batch=4, lr=5e-3, warmup_steps=1, val_windows=8)
+    history = train_walk_head(net, [entry(8, 0)], [entry(4, 1)], sc, EncodeOptions(), log=lambda s: None)
+    for k, v in net.state_dict().items():
+        if not k.startswith("walk."):
+            assert torch.equal(v, frozen[k]), k
+    assert not torch.equal(net.walk.out.weight, net.heads.vectors.out.weight)
+    assert history[-1]["train_l1"] < history[1]["train_l1"]
