@@ -560,14 +560,15 @@ def _run_on_ray(todo: list[_Work], out: Path, settings: BatchSettings, model: st
             if frame_poll is not None:
                 frame_poll.poll()
             for ref in ready:
-                work, _ = pending.pop(ref)
+                work, refs = pending.pop(ref)
                 try:
                     rec = ray.get(ref)
                 except Exception as exc:  # a task died for good (its worker killed more than max_retries times)
                     rec = {"input": str(work.item.path), "rel": str(work.item.rel), "sha256": work.sha256,
                            "model": model, "settings": settings.key(), "status": "failed", "frames": 0,
                            "seconds": 0.0, "chunks": len(work.chunks), "outputs": [],
-                           "error": f"worker lost: {type(exc).__name__}: {exc}", "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
+                           "error": _lost_worker_error(ray, work, refs, exc),
+                           "time": time.strftime("%Y-%m-%dT%H:%M:%S")}
                 finished += 1
                 if progress:
                     progress(rec, finished, len(todo))
@@ -577,6 +578,24 @@ def _run_on_ray(todo: list[_Work], out: Path, settings: BatchSettings, model: st
     finally:
         if started:
             ray.shutdown()
+
+
+def _lost_worker_error(ray: Any, work: _Work, refs: list[Any], exc: Exception) -> str:
+    """The manifest's error for an input whose task, or one of whose chunk tasks, died for good: which chunk
+    (the first whose task failed; a chunk's own errors are in its result, not raised), and the cause's first line
+    (Ray's message goes on for a page)."""
+    where = ""
+    if len(refs) > 1:
+        for chunk, part in zip(work.chunks, refs[:-1]):
+            try:
+                ray.get(part, timeout=0)
+            except Exception as part_exc:  # noqa: BLE001 - this part is the one lost (or still unknown: skip it)
+                if type(part_exc).__name__ != "GetTimeoutError":
+                    where, exc = f"chunk {chunk.index + 1} of {len(work.chunks)} (from frame {chunk.first}): ", part_exc
+                    break
+    cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's own exception
+    first = (str(cause).strip().splitlines() or [""])[0]
+    return f"{where}worker lost: {type(cause).__name__}: {first}"
 
 
 class _FramePoll:

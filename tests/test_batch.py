@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -141,6 +142,42 @@ def test_a_killed_worker_s_video_is_redone(tmp_path):
     killer.join()
     assert killed and summary.done == 1 and not summary.failed
     assert [r["status"] for r in read_manifest(tmp_path / "out").values()] == ["done"]
+
+
+def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_path):
+    """A chunk task killed with no retries left: its video is recorded failed (naming the chunk, nothing of
+    it written), the other video of the batch is done, and a re-run redoes the failed one only."""
+    import signal
+    import threading
+    import time
+
+    clip = two_dancers(tmp_path / "in" / "long.mp4", frames=60)
+    short_clip(tmp_path / "in" / "short.mp4")
+    settings = BatchSettings(formats=("json",), chunk_s=1.0, chunk_overlap_s=0.2)  # long.mp4: chunks of 30 frames
+    killed: list[int] = []
+
+    def kill_a_chunk_worker() -> None:
+        end = time.time() + 120
+        while time.time() < end and not killed:
+            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
+            pids = [int(line.split()[0]) for line in ps.splitlines() if "ray::track_chunk" in line]
+            if pids:
+                os.kill(pids[0], signal.SIGKILL)
+                killed.append(pids[0])
+            time.sleep(0.02)
+
+    killer = threading.Thread(target=kill_a_chunk_worker)
+    killer.start()
+    summary = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=2, max_retries=0)
+    killer.join()
+    assert killed and summary.done == 1 and len(summary.failed) == 1
+    (lost,) = summary.failed
+    assert lost["input"] == str(clip) and lost["chunks"] == 2
+    assert re.match(r"chunk [12] of 2 \(from frame \d+\): worker lost: \w+", lost["error"]), lost["error"]
+    assert not (tmp_path / "out" / "long.poses.json").exists() and (tmp_path / "out" / "short.poses.json").exists()
+    again = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=2)
+    assert again.done == 1 and again.skipped == 1 and not again.failed
+    assert read_manifest(tmp_path / "out")[str(clip)]["status"] == "done"
 
 
 def _free_port() -> int:
