@@ -180,6 +180,39 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
     assert read_manifest(tmp_path / "out")[str(clip)]["status"] == "done"
 
 
+def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
+    """SIGKILL the ``posetracker batch`` process once the first of four videos is recorded: the manifest holds
+    whole records only, every output on disk belongs to a recorded video, none is half-written, and the re-run
+    skips what was done and does the rest."""
+    import signal
+    import time
+
+    for k in range(4):
+        short_clip(tmp_path / "in" / f"v{k}.mp4", frames=12, start=10 * k)
+    out = tmp_path / "out"
+    cmd = [sys.executable, "-m", "posetracker", "batch", str(tmp_path / "in"), "--out", str(out), "--format", "json",
+           "--workers", "1"]
+    driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        end = time.time() + 240
+        while time.time() < end and not read_manifest(out):
+            time.sleep(0.05)
+        assert read_manifest(out), "no video finished in time"
+    finally:
+        driver.send_signal(signal.SIGKILL)
+        driver.wait()
+    lines = (out / MANIFEST).read_text().splitlines()
+    records = [json.loads(line) for line in lines]  # a torn line would fail here
+    assert 1 <= len(records) < 4 and all(r["status"] == "done" for r in records)
+    done = {Path(p).name for r in records for p in r["outputs"]}
+    for path in out.glob("*.json"):
+        assert path.name in done, f"{path.name} is on disk but not recorded"
+        json.loads(path.read_text())  # whole
+    again = run_batch([str(tmp_path / "in")], out, BatchSettings(formats=("json",)), workers=2)
+    assert again.skipped == len(records) and again.done == 4 - len(records) and not again.failed
+    assert sorted(p.name for p in out.glob("*.json")) == [f"v{k}.poses.json" for k in range(4)]
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
