@@ -6,7 +6,7 @@ import numpy as np
 
 from posetracker.decoding.tree import path_matrix
 from posetracker.depth.far_depth import FarDepthBlend
-from posetracker.depth.lift import NETWORK_FOV_DEG, Camera, depth_scale, joint_depths, lift_keypoints
+from posetracker.depth.lift import NETWORK_FOV_DEG, Camera, camera_depths, depth_scale, joint_depths, lift_keypoints
 from posetracker.depth.pose_prior import PosePrior
 from posetracker.depth.scale_depth import depth_from_scale
 from posetracker.skeletons import SkeletonSpec
@@ -16,8 +16,9 @@ from posetracker.types import PoseFrame
 class DepthEstimator:
     """People of one frame -> joint depths and metric xyz; tracked frames -> far people's depth blended.
 
-    fov_deg: field of view of the source camera across the frame's long side (the network's own
-    depths are those of a 60 degree camera; another camera scales them, ``lift.depth_scale``). trained: the model's depth
+    fov_deg: field of view of the source camera across the frame's long side (the network's root depths
+    are those of a 60 degree camera; another camera scales them, ``lift.depth_scale``; the joints' depths
+    relative to the root are metric and stay, :func:`lift.camera_depths`). trained: the model's depth
     head is trained; if not, the body-scale layer replaces it (each person flat at the
     depth of its torso's size, :func:`depth_from_scale`) and the two layers below are off.
     prior: the pose-prior layer (:meth:`PosePrior.fuse`), None for off. far_depth: the
@@ -46,7 +47,7 @@ class DepthEstimator:
             depth = joint_depths(depth_reads, self.path)
             if self.prior is not None:  # numpy, ~0.4 ms for one person
                 depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal)
-            depth = depth * self.depth_scale
+            depth = camera_depths(depth, self.spec.root, self.depth_scale)
         else:
             depth = depth_from_scale(xy, confidence, self.spec, camera.focal)
         return depth, lift_keypoints(xy, depth, camera)

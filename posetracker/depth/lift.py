@@ -38,6 +38,16 @@ def depth_scale(fov_deg: float) -> float:
     return math.tan(math.radians(NETWORK_FOV_DEG) / 2.0) / math.tan(math.radians(fov_deg) / 2.0)
 
 
+def camera_depths(depth: np.ndarray, root: int, scale: float) -> np.ndarray:
+    """Joint depths of the network's camera -> those of a camera ``scale`` (:func:`depth_scale`) times its focal
+    length: the root's depth scales, the joints keep their metric depth relative to it.
+
+    depth: (P, K) m (or (T, K)); root: the root joint's index -> (P, K) of depth's dtype.
+    """
+    depth = np.asarray(depth)
+    return (depth + (np.asarray(scale, depth.dtype) - 1) * depth[..., root : root + 1]).astype(depth.dtype)
+
+
 @dataclass(frozen=True)
 class Camera:
     """Pinhole camera of an image of ``width`` x ``height`` pixels.
@@ -116,4 +126,4 @@ def lift_keypoints(keypoints: np.ndarray, depth: np.ndarray, camera: Camera) -> 
     return camera.to_camera(keypoints, depth).astype(np.float32)
 
 
-__all__ = ["Camera", "joint_depths", "lift_keypoints"]
+__all__ = ["Camera", "camera_depths", "depth_scale", "joint_depths", "lift_keypoints"]
