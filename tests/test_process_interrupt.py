@@ -20,7 +20,11 @@ def test_ctrl_c_writes_the_frames_tracked_so_far(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen([sys.executable, "-m", "posetracker", "process", "lavfi:testsrc2=duration=60:size=320x240:rate=30",
                              "--out", str(out), "--mode", "live"], cwd=tmp_path, env=env, stderr=subprocess.PIPE, text=True)
-    time.sleep(10)  # the model loads (~3 s here), then tracking runs at ~40 fps: 1,800 frames take ~45 s
+    started = proc.stderr.readline()  # the model loads (~3 s here, longer on a busy machine), then tracking starts
+    while started and not started.startswith("tracking lavfi:"):  # warnings may come first
+        started = proc.stderr.readline()
+    assert started, "tracking never started"
+    time.sleep(3)  # tracking runs at ~40 fps: 1,800 frames take ~45 s
     assert proc.poll() is None, "finished before the interrupt"
     proc.send_signal(signal.SIGINT)
     err = proc.communicate(timeout=60)[1]

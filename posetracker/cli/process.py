@@ -70,6 +70,28 @@ def _rescue(seq, out: Path) -> Path | None:
     return None
 
 
+def fov_argument(text: str) -> float | str:
+    """``--fov``: ``auto`` or degrees in (0, 180)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected degrees or auto, got {text!r}") from None
+    if not 0.0 < value < 180.0:
+        raise argparse.ArgumentTypeError(f"a field of view is between 0 and 180 degrees, got {value:g}")
+    return value
+
+
+def _camera_before(args: argparse.Namespace):
+    """The field of view to track with: given, or the file's tags (--fov auto), else None (decided after tracking)."""
+    from posetracker.depth.camera_meta import CameraFov, fov_from_metadata
+
+    if args.fov != "auto":
+        return CameraFov(float(args.fov), "user", "--fov")
+    return fov_from_metadata(args.input)
+
+
 def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.capture import CaptureError, open_source
     from posetracker.export import ExportError, exporter_for_path
@@ -87,7 +109,11 @@ def _cmd_process(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
         exporter = exporter_for_path(out)
     check_target(out, args.force)
-    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people, fov_deg=args.fov,
+    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
+
+    camera = _camera_before(args)
+    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people,
+                           fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
     try:
@@ -106,6 +132,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
     interrupted = _InterruptFlag()
     try:
         with source, interrupted:
+            print(f"tracking {args.input} ({args.mode}); Ctrl-C writes the frames tracked so far", file=sys.stderr,
+                  flush=True)
             seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update, cancel=interrupted,
                               metadata={"source": str(args.input), "size": list(source.size),
                                         "model": str(session.net.meta.get("source", ""))})
@@ -113,6 +141,11 @@ def _cmd_process(args: argparse.Namespace) -> int:
         bar.close()
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
+    if camera is None:  # --fov auto without a tag: from the people
+        seq, camera = fov_after_tracking(seq, config.fov_deg, rigid_bones=config.rigid_bones)
+    seq.metadata["camera"] = camera.as_dict()
+    print(f"field of view: {camera.fov_deg:.1f} deg across the long side ({camera.source}: {camera.detail})",
+          file=sys.stderr)
     seq = _encounters(seq, args.repair_swaps)
     try:
         files = exporter.write(seq, out, force=args.force)
@@ -176,9 +209,10 @@ def add_process_parser(sub) -> None:
                     help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
-    pr.add_argument("--fov", type=float, default=60.0,
+    pr.add_argument("--fov", type=fov_argument, default="auto",
                     help="field of view of the camera across the long side of the frame (portrait: its height), "
-                         "degrees")
+                         "degrees; auto (default): the file's focal-length tag, else estimated from the people "
+                         "(upright bodies), else 60. The one used and its source are in the JSON metadata (camera)")
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.add_argument("--repair-swaps", action="store_true",
                     help="swap back the ids of two tracks where a close encounter suggests they changed hands "
