@@ -181,3 +181,30 @@ def test_the_field_of_view_is_read_from_quicktime_tags_and_exif(tmp_path):
     assert fov_from_metadata(tmp_path / "missing.mp4") is None
     (tmp_path / "junk.mp4").write_bytes(b"not a video")
     assert fov_from_metadata(tmp_path / "junk.mp4") is None
+
+
+def test_auto_after_tracking_relifts_the_clip_with_the_estimate_or_keeps_it_and_says_why():
+    from posetracker.analysis.camera_fov import fov_after_tracking
+
+    seq = _scene(45.0, pitch_deg=15.0)
+    out, camera = fov_after_tracking(seq, 60.0)
+    assert camera.source == "estimated" and abs(camera.fov_deg - 45.0) <= 4.0
+    ratio = depth_scale(camera.fov_deg) / depth_scale(60.0)
+    root = SPEC.root
+    np.testing.assert_allclose(out.frames[5].keypoints[:, root, 2], seq.frames[5].keypoints[:, root, 2] * ratio, rtol=1e-5)
+    np.testing.assert_allclose(out.frames[5].keypoints[..., :2], seq.frames[5].keypoints[..., :2])
+    level = _scene(45.0, pitch_deg=0.0)
+    same, camera = fov_after_tracking(level, 60.0)
+    assert same is level and camera.source == "default" and camera.fov_deg == 60.0 and "not estimated" in camera.detail
+
+
+def test_the_fov_option_takes_degrees_or_auto():
+    import argparse
+
+    from posetracker.cli.process import fov_argument
+
+    assert fov_argument("auto") == "auto" and fov_argument(" AUTO ") == "auto"
+    assert fov_argument("70") == 70.0
+    for bad in ("wide", "0", "180", "-5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            fov_argument(bad)

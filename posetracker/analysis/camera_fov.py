@@ -212,5 +212,24 @@ def estimate_from_sequence(seq: PoseSequence, fov_used: float = DEFAULT_FOV_DEG,
     return estimate_fov(tracks, seq.skeleton, seq.frames[0].image_size, fov_used, settings)
 
 
+def fov_after_tracking(seq: PoseSequence, fov_used: float, rigid_bones: bool = True,
+                       settings: FovSettings | None = None) -> tuple[PoseSequence, CameraFov]:
+    """``--fov auto`` where the file has no tags: the people's estimate of a sequence tracked with ``fov_used``.
+    Returns the sequence re-lifted with the estimate (bones made rigid again when ``rigid_bones``) and its
+    :class:`CameraFov`; the sequence unchanged and ``fov_used`` as the default with the reason when the
+    people do not fix it."""
+    from posetracker.tracking.bones import rigid_tracks
+
+    est = estimate_from_sequence(seq, fov_used, settings)
+    if not est.estimated:
+        return seq, CameraFov(fov_used, "default", f"not estimated: {est.reason}")
+    if est.fov_deg != fov_used:
+        seq = relift_sequence(seq, fov_used, est.fov_deg)
+        if rigid_bones:
+            seq = dataclasses.replace(seq, frames=rigid_tracks(seq.frames, seq.skeleton))
+    return seq, est.camera_fov()
+
+
 __all__ = ["DEFAULT_FOV_DEG", "FovError", "FovEstimate", "FovSettings", "estimate_fov", "estimate_from_sequence",
+           "fov_after_tracking",
            "relift", "relift_sequence", "upright_frames"]

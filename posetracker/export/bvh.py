@@ -372,6 +372,8 @@ class BvhExporter:
         for tid, motion in motions.items():
             out = person_path(path, tid, len(tracks) > 1)
             motion.report["source"] = seq.metadata.get("source", "")
+            if "camera" in seq.metadata:  # the field of view the 3-D was lifted with, and where it came from
+                motion.report["camera"] = seq.metadata["camera"]
             texts[out] = bvh_text(motion, opts.units)
             texts[out.with_name(out.name + ".json")] = json.dumps(motion.report, indent=1) + "\n"
         if not texts:
