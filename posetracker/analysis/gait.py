@@ -156,6 +156,24 @@ def swap_legs(track: PersonTrack, spec: SkeletonSpec, swaps: np.ndarray) -> Pers
     return replace(track, keypoints=kp, confidence=conf, world=world)
 
 
+def repair_legs(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image_size: tuple[int, int] = (0, 0),
+                fps: float = 30.0, settings: ContactSettings | None = None
+                ) -> tuple[dict[int, PersonTrack], dict[int, np.ndarray]]:
+    """Every track with its legs exchanged after each left-right label swap of the feet that
+    :func:`~posetracker.analysis.foot_contact.repair_swaps` finds (for the 3-D exports: one BVH leg, one set
+    of TRC markers per physical leg). Returns ({id: track}, {id: (S,) track indices of the swaps undone});
+    a track whose feet give no contacts (no legs seen, too short) is returned as it is, with no swaps."""
+    out: dict[int, PersonTrack] = {}
+    swaps: dict[int, np.ndarray] = {}
+    for tid, track in tracks.items():
+        try:
+            found = foot_contacts(track, spec, settings, image_size, fps).swaps
+        except GaitError:
+            found = np.zeros(0, np.int64)
+        out[tid], swaps[tid] = swap_legs(track, spec, found), found
+    return out, swaps
+
+
 def _rom(values: np.ndarray, min_coverage: float) -> float:
     """max - min of (N,) degrees, or nan when fewer than ``min_coverage`` of them are finite."""
     ok = np.isfinite(values)

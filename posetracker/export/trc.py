@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from posetracker.analysis.gait import repair_legs as legs_repaired
 from posetracker.analysis.ground import ground_from_tracks
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
 from posetracker.export.files import person_path, write_files
@@ -65,7 +66,10 @@ class TrcExporter:
     description = "OpenSim TRC marker file (mm, Y up), one file per person"
 
     def write(self, seq: PoseSequence, path: Path, force: bool = False, person: int | None = None,
-              min_confidence: float = 0.0, origin: str | None = None, **_: object) -> list[Path]:
+              min_confidence: float = 0.0, origin: str | None = None, repair_legs: bool | None = None,
+              **_: object) -> list[Path]:
+        """One TRC per person; ``repair_legs`` (default True): the legs exchanged back where the network's
+        left / right labels of the feet swapped (:func:`posetracker.analysis.gait.repair_legs`)."""
         path = Path(path)
         origin = origin or "camera"
         if origin not in ("camera", "floor"):
@@ -74,9 +78,14 @@ class TrcExporter:
             tracks = person_tracks(seq, person)
         except TrackError as exc:
             raise ExportError(f"TRC: {exc}") from None
+        size = seq.frames[0].image_size
+        everyone = person_tracks(seq) if origin == "floor" else tracks
+        if repair_legs is None or repair_legs:
+            everyone, _ = legs_repaired(everyone, seq.skeleton, size, seq.fps)
+        tracks = {tid: everyone[tid] for tid in tracks}
         frame = None
         if origin == "floor":  # the floor of everyone's stance feet, whoever is written
-            frame = ground_from_tracks(person_tracks(seq), seq.skeleton, seq.frames[0].image_size, seq.fps).frame
+            frame = ground_from_tracks(everyone, seq.skeleton, size, seq.fps).frame
             if not frame.fitted:
                 warnings.warn(ExportWarning(f"TRC: no floor fitted ({frame.report['reason']}): level camera, floor at "
                                             "the 2nd percentile of the lowest joint"), stacklevel=2)
