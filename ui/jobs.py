@@ -21,16 +21,17 @@ class JobSignals(QObject):
 
 
 class ExportJob(QRunnable):
-    """Write ``seq`` with ``exporter`` off the GUI thread; results arrive as signals."""
+    """Write ``seq`` with ``exporter`` (and its write() keywords ``options``) off the GUI thread; results arrive as
+    signals."""
 
-    def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path):
+    def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path, options: dict | None = None):
         super().__init__()
-        self.exporter, self.seq, self.path = exporter, seq, path
+        self.exporter, self.seq, self.path, self.options = exporter, seq, path, dict(options or {})
         self.signals = JobSignals()
 
     def run(self) -> None:
         try:
-            files, warned = write_reporting(self.exporter, self.seq, self.path, force=True)
+            files, warned = write_reporting(self.exporter, self.seq, self.path, force=True, **self.options)
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised
             self.signals.failed.emit(f"Export to {self.path} failed: {describe_error(exc)}")
         else:

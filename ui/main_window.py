@@ -405,7 +405,9 @@ class MainWindow(WindowEvents, QMainWindow):
         fps = self.source_info.fps if self.source_info and self.source_info.fps > 0 else 30.0
         return PoseSequence(frames, fps, self.spec, {"source": self.state.source, "mode": self.state.mode})
 
-    def export_to(self, path: str | Path, name: str | None = None) -> ExportJob | None:
+    def export_to(self, path: str | Path, name: str | None = None, options: dict | None = None) -> ExportJob | None:
+        """Write what :meth:`current_sequence` holds with the exporter ``name`` (default: by the suffix) and its
+        write() keywords ``options`` (the Export dialog's choices) off the GUI thread."""
         seq = self.current_sequence()
         if seq is None or len(seq) == 0:
             self.show_error("Nothing to export yet: no poses have been tracked.")
@@ -415,7 +417,7 @@ class MainWindow(WindowEvents, QMainWindow):
         except KeyError as exc:
             self.show_error(str(exc.args[0]))
             return None
-        job = ExportJob(exporter, seq, with_suffix(path, exporter))
+        job = ExportJob(exporter, seq, with_suffix(path, exporter), options)
         job.setAutoDelete(False)
         job.signals.done.connect(lambda files: self._on_export_done(job, files))
         job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))

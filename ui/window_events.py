@@ -222,8 +222,23 @@ class WindowEvents:
         exporter = exporters()[name]
         pattern = " ".join(f"*{s}" for s in exporter.suffixes)
         path, _ = QFileDialog.getSaveFileName(self, f"Export {name.upper()}", "", f"{exporter.description} ({pattern})")
-        if path:
-            self.export_to(path, name)
+        if not path:
+            return
+        options = self.ask_export_options(name, path)
+        if options is not None:
+            self.export_to(path, name, options)
+
+    def ask_export_options(self, name: str, path: str) -> dict | None:
+        """The format's choices (floor, foot lock, ... : ``posetracker.export.choices``) in a dialog; {} for a format
+        without any, None when cancelled."""
+        from posetracker.export.choices import export_choices
+
+        from .export_dialog import ExportOptionsDialog
+
+        if not export_choices(name):
+            return {}
+        dialog = ExportOptionsDialog(name, path, self)
+        return dialog.options() if dialog.exec() == ExportOptionsDialog.DialogCode.Accepted else None
 
     # ------------------------------------------------------------------ Qt events
 

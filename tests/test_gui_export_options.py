@@ -1,0 +1,114 @@
+"""The app's Export options: the library's choices (floor, foot lock, origin, leg repair) as a form, passed to
+the exporter; cancelling writes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gui_helpers import fake_services, isolated_settings, no_modal_dialogs  # noqa: F401
+from posetracker.export.choices import chosen_options, export_choices
+
+
+@pytest.fixture
+def window(qtbot):
+    from ui.main_window import MainWindow
+
+    w = MainWindow(fake_services())
+    qtbot.addWidget(w)
+    w.show()
+    yield w
+    w.close()
+
+
+def test_library_choices_apply_only_where_they_mean_something():
+    assert chosen_options("bvh", {}) == {"origin": "floor", "floor": "fit", "foot_lock": True, "repair_legs": True}
+    assert chosen_options("bvh", {"floor": "percentile"}) == {"origin": "floor", "floor": "percentile",
+                                                              "repair_legs": True}
+    assert chosen_options("bvh", {"origin": "camera", "foot_lock": False}) == {"origin": "camera", "repair_legs": True}
+    assert chosen_options("trc", {"origin": "floor"}) == {"origin": "floor", "repair_legs": True}
+    assert chosen_options("csv", {}) == {} and export_choices("csv") == ()
+    with pytest.raises(ValueError, match="no export choice"):
+        chosen_options("trc", {"floor": "fit"})
+    with pytest.raises(ValueError, match="choose one of"):
+        chosen_options("bvh", {"floor": "flat"})
+
+
+def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
+    from ui.export_dialog import ExportOptionsDialog
+
+    dialog = ExportOptionsDialog("bvh", "/tmp/walk.bvh")
+    qtbot.addWidget(dialog)
+    assert dialog.options() == {"origin": "floor", "floor": "fit", "foot_lock": True, "repair_legs": True}
+    lock = dialog.widgets["foot_lock"]
+    assert lock.isEnabled()
+    dialog.set_choice("floor", "percentile")
+    assert not lock.isEnabled() and "foot_lock" not in dialog.options()
+    dialog.set_choice("floor", "fit")
+    lock.setChecked(False)
+    assert dialog.options()["foot_lock"] is False
+    dialog.set_choice("origin", "camera")
+    assert not dialog.widgets["floor"].isEnabled() and not lock.isEnabled()
+    assert dialog.options() == {"origin": "camera", "repair_legs": True}
+    with pytest.raises(ValueError):
+        dialog.set_choice("origin", "moon")
+
+
+def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    from test_bvh_synthetic import make_sequence
+    from ui.export_dialog import ExportOptionsDialog
+
+    window.sequence = make_sequence(40)
+    target = tmp_path / "walk.bvh"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
+
+    def choose_percentile(dialog):
+        dialog.set_choice("floor", "percentile")
+        dialog.widgets["repair_legs"].setChecked(False)
+        return ExportOptionsDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(ExportOptionsDialog, "exec", choose_percentile)
+    window.ask_export("bvh")
+    qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
+    report = json.loads((tmp_path / "walk.bvh.json").read_text())
+    assert report["floor"]["reason"] == "floor=percentile" and not report["foot_lock"]["enabled"]
+    assert report["leg_swaps"]["repaired"] is False
+
+    monkeypatch.setattr(ExportOptionsDialog, "exec", lambda dialog: ExportOptionsDialog.DialogCode.Rejected)
+    target.unlink()
+    window.ask_export("bvh")
+    qtbot.wait(100)
+    assert not window._jobs and not target.exists()
+
+    trc = tmp_path / "walk.trc"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(trc), "")))
+
+    def floor_origin(dialog):
+        dialog.set_choice("origin", "floor")
+        return ExportOptionsDialog.DialogCode.Accepted
+
+    monkeypatch.setattr(ExportOptionsDialog, "exec", floor_origin)
+    window.ask_export("trc")
+    qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
+    camera = tmp_path / "camera.trc"
+    window.export_to(camera, "trc")
+    qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
+    assert trc.read_text() != camera.read_text()  # Y up from the floor, not camera axes
+
+
+def test_a_format_without_choices_asks_nothing(qtbot, window, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    from test_bvh_synthetic import make_sequence
+    from ui.export_dialog import ExportOptionsDialog
+
+    window.sequence = make_sequence(10)
+    target = tmp_path / "poses.csv"
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
+    monkeypatch.setattr(ExportOptionsDialog, "exec", lambda dialog: pytest.fail("an options dialog for CSV"))
+    window.ask_export("csv")
+    qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
+    assert target.is_file()
