@@ -40,6 +40,7 @@ from posetracker.decoding.tiles import add_tile_people, shift_people
 from posetracker.decoding.top_down import read_crops
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
+from posetracker.model.fused import live_stream
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
@@ -196,7 +197,10 @@ class TrackingSession:
         far, so no id names two people within one recording."""
         first_id = self.tracker.ids_handed_out if keep_ids and hasattr(self, "tracker") else 0
         mode = self.config.mode
-        self.stream = CausalStream(self.net, self.config.lookahead)
+        if getattr(self, "stream", None) is None:  # live: backbone, temporal step and heads as one runtime call
+            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads) if mode == "live" \
+                else CausalStream(self.net, self.config.lookahead)
+        self.stream.reset()
         self._pending: deque[_Pending] = deque()
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}

@@ -1,0 +1,166 @@
+"""One ONNX Runtime call per live frame: backbone, temporal step and heads as one graph.
+
+``CausalStream.push`` at look-ahead L runs, per frame, the backbone (one runtime call), the
+forward direction's step, the backward direction's 1 + L steps (L + 1 calls, the look-ahead
+ones first), the fusion and the heads (torch and one call): five calls at L = 1, with the
+tensors converted between ONNX Runtime's blocked layout and torch around each. Here the whole
+steady-state step is one exported graph, the temporal state its input and output:
+
+    inputs   images  (N, 3, H, W)       the new frame t+L, RGB 0..255, H and W multiples of 32
+             window  (N, L, C, h, w)    first features of frames t .. t+L-1 (absent at L = 0)
+             ctx     (N, G, h/2, w/2)   forward direction's context state after frame t-1
+             s       (N, C, h, w)       forward direction's smoothed features after frame t-1
+    outputs  window_out (N, L, C, h, w) features of frames t+1 .. t+L (absent at L = 0)
+             ctx_out, s_out             the forward state after frame t
+             heatmap_logits, heatmaps, offsets, vectors, depth [, walk_vectors]  of frame t, (N, ., h, w)
+
+(h = H/4, w = W/4, C = 24 features, G = 32 context channels.) The first frames of a stream
+(no forward state yet, look-ahead not filled) and the flush at its end keep the separate calls
+of ``CausalStream``; ``FusedStream`` switches to the graph once the state exists. Its outputs
+equal the separate calls' to ~1e-5 (tests/test_fused_step.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from posetracker.model.network import OUTPUT_KEYS, CausalStream, PoseNet
+from posetracker.model.onnx_pads import fold_pads
+from posetracker.model.weights import weights_key
+
+
+def torch_parts(net: PoseNet) -> tuple[nn.Module, nn.Module, nn.Module, nn.Module, nn.Module]:
+    """(backbone, forward direction, backward direction, heads, fusion) as torch modules, unwrapping the
+    ONNX Runtime drop-ins of ``runtime.accelerate``."""
+    def plain(m: nn.Module) -> nn.Module:
+        return getattr(m, "fallback", m)
+
+    t = net.temporal
+    return plain(net.backbone), plain(t.forward_dir), plain(t.backward_dir), plain(net.heads), t.fusion
+
+
+def output_keys(net: PoseNet) -> tuple[str, ...]:
+    return OUTPUT_KEYS + (("walk_vectors",) if net.walk is not None else ())
+
+
+class LiveStep(nn.Module):
+    """The steady-state live step at look-ahead ``lookahead`` as one module (see the module docstring for
+    the inputs and outputs); the same arithmetic as ``CausalStream.push`` with the forward state set."""
+
+    def __init__(self, net: PoseNet, lookahead: int):
+        super().__init__()
+        self.backbone, self.fwd, self.bwd, self.heads, self.fusion = torch_parts(net)
+        self.walk = net.walk
+        self.lookahead = lookahead
+
+    def forward(self, images: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        if self.lookahead:
+            window, ctx, s = state
+            feats = [window[:, i] for i in range(self.lookahead)] + [self.backbone(images)]
+        else:
+            ctx, s = state
+            feats = [self.backbone(images)]
+        x = feats[0]
+        ctx_out, s_out = self.fwd.step(x, ctx, s)
+        b_ctx, b_s = None, None
+        for i in range(self.lookahead, -1, -1):  # the backward direction over the window, newest frame first
+            b_ctx, b_s = self.bwd.step(feats[i], b_ctx, b_s, last=i == 0)
+        target = x + self.fusion(torch.cat([s_out - x, b_s - x], 1))
+        out = self.heads(target)
+        if self.walk is not None:
+            out = {**out, "walk_vectors": self.walk(target)}
+        out["heatmaps"] = torch.sigmoid(out["heatmap_logits"])
+        heads = tuple(out[k] for k in (*OUTPUT_KEYS, *(("walk_vectors",) if self.walk is not None else ())))
+        lead = (torch.stack(feats[1:], 1),) if self.lookahead else ()
+        return (*lead, ctx_out, s_out, *heads)
+
+
+def io_names(net: PoseNet, lookahead: int) -> tuple[list[str], list[str]]:
+    window = ["window"] if lookahead else []
+    outs = (["window_out"] if lookahead else []) + ["ctx_out", "s_out"] + list(output_keys(net))
+    return ["images", *window, "ctx", "s"], outs
+
+
+def fused_key(net: PoseNet, lookahead: int) -> str:
+    """Names the graph: the weights of every part, the look-ahead."""
+    h = hashlib.sha256(f"la{lookahead}".encode())
+    for m in (*torch_parts(net), *([net.walk] if net.walk is not None else [])):
+        h.update(weights_key(m).encode())
+    return h.hexdigest()[:16]
+
+
+def export_live_step(net: PoseNet, lookahead: int, path: Path, size: tuple[int, int] = (256, 256)) -> Path:
+    """Export :class:`LiveStep` to ONNX (dynamic batch and size; the backbone's SAME pads folded), atomically."""
+    h, w = size
+    step = LiveStep(net, lookahead).eval()
+    c, g = step.backbone.out_channels, step.fwd.gru.hidden
+    dummies = [torch.rand(1, 3, h, w) * 255]
+    if lookahead:
+        dummies.append(torch.rand(1, lookahead, c, h // 4, w // 4))
+    dummies += [torch.rand(1, g, h // 8, w // 8), torch.rand(1, c, h // 4, w // 4)]
+    inputs, outs = io_names(net, lookahead)
+    # spatial axes: 2 and 3 of the 4-D tensors; 3 and 4 of the 5-D windows (n, L, C, h, w)
+    axes = {k: ({0: "n", 3: "h", 4: "w"} if k.startswith("window") else {0: "n", 2: "h", 3: "w"})
+            for k in (*inputs, *outs)}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    raw = path.with_suffix(".raw.onnx")
+    try:
+        with warnings.catch_warnings(), torch.no_grad():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(step, tuple(dummies), str(raw), input_names=inputs, output_names=outs,
+                              dynamic_axes=axes, opset_version=17, dynamo=False)
+        fold_pads(raw, path)
+    finally:
+        raw.unlink(missing_ok=True)
+    return path
+
+
+class FusedStream(CausalStream):
+    """``CausalStream`` whose steady-state push is one ONNX Runtime call (:class:`LiveStep`); the same
+    outputs (T = 1) and the same state, so it can hand over to the separate calls at any frame."""
+
+    def __init__(self, net: PoseNet, lookahead: int, session):
+        super().__init__(net, lookahead)
+        self.session = session
+        self.inputs, self.outputs = io_names(net, lookahead)
+
+    @torch.no_grad()
+    def push(self, frame: torch.Tensor) -> dict[str, torch.Tensor] | None:
+        """frame: (N, 3, H, W) RGB 0..255 -> the output dict of the frame ``lookahead`` pushes ago (T = 1)."""
+        h, w = frame.shape[-2:]
+        if (self._h_fwd is None or len(self._feats) != self.lookahead or h % 32 or w % 32
+                or torch.is_grad_enabled()):
+            return super().push(frame)
+        ctx, s = self._h_fwd
+        feeds = {"images": frame.detach().float().contiguous().numpy(), "ctx": ctx.contiguous().numpy(),
+                 "s": s.contiguous().numpy()}
+        if self.lookahead:
+            feeds["window"] = torch.stack(list(self._feats), 1).contiguous().numpy()
+        got = dict(zip(self.outputs, map(torch.from_numpy, self.session.run(None, feeds))))
+        if self.lookahead:
+            self._feats = type(self._feats)(got["window_out"].unbind(1))
+        self._h_fwd = (got["ctx_out"], got["s_out"])
+        return {k: got[k][:, None] for k in output_keys(self.net)}
+
+
+def live_stream(net: PoseNet, lookahead: int, threads: int = 1) -> CausalStream:
+    """The live stream for ``net``: a :class:`FusedStream` when ONNX Runtime runs the network (its graph
+    exported once and cached beside the other exports), else the plain ``CausalStream``."""
+    from posetracker.model.runtime import OnnxBackbone, _session, cache_dir
+
+    if not isinstance(net.backbone, OnnxBackbone):
+        return CausalStream(net, lookahead)
+    path = cache_dir() / f"live-{fused_key(net, lookahead)}.onnx"
+    try:
+        if not path.exists():
+            export_live_step(net, lookahead, path)
+        return FusedStream(net, lookahead, _session(path, threads))
+    except Exception as exc:  # any export/runtime problem: the separate calls, say why
+        warnings.warn(f"fused live graph not used ({exc}); separate runtime calls", RuntimeWarning, stacklevel=2)
+        path.unlink(missing_ok=True)
+        return CausalStream(net, lookahead)
