@@ -59,11 +59,11 @@ def walk():
 
 def test_a_walk_with_its_feet_labels_swapped_exports_the_legs_it_had(walk, tmp_path):
     bvh = get_exporter("bvh")
-    bvh.write(walk, tmp_path / "clean.bvh")
+    bvh.write(walk, tmp_path / "clean.bvh", repair_legs=True)
     swapped, made = _swapped(walk)
     assert made >= 6
-    bvh.write(swapped, tmp_path / "repaired.bvh")
-    bvh.write(swapped, tmp_path / "raw.bvh", repair_legs=False)
+    bvh.write(swapped, tmp_path / "repaired.bvh", repair_legs=True)
+    bvh.write(swapped, tmp_path / "raw.bvh")  # the default: legs as named
     owners, clean = _motion(tmp_path / "clean.bvh")
     _, repaired = _motion(tmp_path / "repaired.bvh")
     _, raw = _motion(tmp_path / "raw.bvh")
@@ -86,8 +86,8 @@ def test_trc_markers_follow_the_physical_legs(walk, tmp_path):
     trc = get_exporter("trc")
     swapped, _ = _swapped(walk)
     trc.write(walk, tmp_path / "clean.trc")
-    trc.write(swapped, tmp_path / "repaired.trc")
-    trc.write(swapped, tmp_path / "raw.trc", repair_legs=False)
+    trc.write(swapped, tmp_path / "repaired.trc", repair_legs=True)
+    trc.write(swapped, tmp_path / "raw.trc")
 
     def rows(name):
         lines = (tmp_path / name).read_text().splitlines()[6:]

@@ -88,7 +88,9 @@ class BvhOptions:
     symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span;
     floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
     on a fitted floor; repair_legs: exchange the legs back where the network's left / right labels of the feet
-    swapped (:func:`posetracker.analysis.gait.repair_legs`), so each BVH leg follows one physical leg."""
+    swapped (:func:`posetracker.analysis.gait.repair_legs`), so each BVH leg follows one physical leg. Off by
+    default: the swap finder was made for side-view walking; on the SLEAP dancer it took steps in place for
+    swaps and exchanged the legs in 80 % of the frames (hips then crossed against the shoulders)."""
 
     rotation_order: str = "ZXY"
     units: str = "cm"
@@ -100,7 +102,7 @@ class BvhOptions:
     trim: bool = False
     floor: str = "fit"
     foot_lock: bool = True
-    repair_legs: bool = True
+    repair_legs: bool = False
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:
