@@ -7,12 +7,16 @@ UI = Path(__file__).resolve().parents[1] / "ui"
 
 
 def ui_imports() -> dict[str, set[str]]:
-    """Module name -> the ui modules it imports."""
+    """Module name -> the ui modules it imports (relatively, as they do: the package installs as posetracker_ui)."""
     graph = {}
     for path in sorted(UI.glob("*.py")):
         deps = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:  # from .x import y
+                deps.add(f"ui.{node.module}")
+            elif isinstance(node, ast.ImportFrom) and node.level == 1:  # from . import x
+                deps |= {f"ui.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ui."):
                 deps.add(node.module)
             elif isinstance(node, ast.Import):
                 deps |= {alias.name for alias in node.names if alias.name.startswith("ui.")}
