@@ -37,7 +37,7 @@ import torch
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_tile_people, shift_people
-from posetracker.decoding.top_down import read_crops
+from posetracker.decoding.top_down import load_crop_model, read_crops
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.fused import live_stream
@@ -159,6 +159,8 @@ class TrackingSession:
             max_people=self.config.max_people, walk_fallback=self.config.walk_fallback, **self.spec.decoder,
         )
         self.sigmas = joint_sigmas(self.spec)
+        # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
+        self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
         tiles = self.config.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
@@ -251,7 +253,7 @@ class TrackingSession:
             people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
                                      self.config.max_people)
         if meta.frame is not None and self.spec.top_down:
-            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._still_people)
+            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people)
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
@@ -292,6 +294,14 @@ class TrackingSession:
             out = self.net(x[:, None])
             return [self._decode({k: v[i : i + 1, 0] for k, v in out.items()}, x[i : i + 1] if self.refiners.needs_image
                                  else None) for i in range(len(x))]
+
+    def _crop_people(self, images: np.ndarray) -> list[DecodedPeople]:
+        """(N, h, w, 3) uint8 top-down crops -> each one's people in input pixels: the crop model's reading
+        when the skeleton names one, else this network's (:meth:`_still_people`)."""
+        if self.crop_model is None:
+            return self._still_people(images)
+        with _threads(self.config.threads):
+            return self.crop_model(images)
 
     def _read_tile(self, rgb: np.ndarray) -> tuple[DecodedPeople, float]:
         img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)

@@ -9,18 +9,31 @@ replaces the whole-frame reading (its keypoints and confidences; its score and d
 
 Training samples cut the same crops around each labelled animal
 (:func:`posetracker.train.detector_samples.crop_matrix`), so the network learns both scales.
+
+Split models (``top_down: {crop_px, crop_weights}``), as SLEAP splits centroid and centred-instance models:
+the mode's weights, trained on whole frames only (``samples: frames``), find the centres, and a crop model
+of its own (:class:`CropModel`, trained on crops whose targets are the centred animal only, ``samples:
+centred``) reads each crop. Either way two readings of one animal (two centres on one fly give two crops
+that read the same fly) are caught after the crops: the one less sure of its joints is dropped
+(:func:`drop_repeats`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import cv2
 import numpy as np
+import torch
 
+from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.people import DecodedPeople
 from posetracker.decoding.tiles import shift_people
-from posetracker.model.preprocess import INPUT_SIZE
+from posetracker.model.preprocess import INPUT_SIZE, to_tensor
+
+REPEAT_FRAC = 0.1  # two readings whose joints lie a mean < this x the crop side apart are one animal
+MAP_KEYS = ("heatmaps", "offsets", "vectors", "depth", "walk_vectors")
 
 
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:
@@ -51,19 +64,71 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
                read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
-    nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay."""
+    nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay.
+    Then one reading per animal (:func:`drop_repeats`)."""
     chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
     if not chosen:
         return people
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
     found = read(np.stack([cut_crop(rgb, w, size) for w in windows]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
+    from_crop = np.zeros(people.num_people, bool)
     for p, (x0, y0, side), crop in zip(chosen, windows, found):
         j = centred_person(crop, root, size)
         if j >= 0:
             one = shift_people(crop.take(np.array([j])), size / side, (x0, y0))
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
-    return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
+            from_crop[p] = True
+    out = DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
+    return out.take(drop_repeats(out, from_crop, crop_px))
 
 
-__all__ = ["centred_person", "crop_window", "cut_crop", "read_crops"]
+def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, frac: float = REPEAT_FRAC,
+                 min_confidence: float = 0.1) -> np.ndarray:
+    """Indices (ascending) of the people to keep so that each animal is read once. people: (P, K, 2) source px;
+    from_crop (P,) bool: read from a crop. Two people whose joints (confident in both) lie a mean under ``frac``
+    x ``crop_px`` apart, i.e. under ``frac`` x the crop's side in crop space, are one animal: a crop's reading
+    beats a whole-frame one, then the higher mean confidence wins."""
+    n = people.num_people
+    if n < 2:
+        return np.arange(n)
+    ok = (people.confidence >= min_confidence) & np.isfinite(people.keypoints).all(-1)  # (P, K)
+    d = np.linalg.norm(people.keypoints[:, None].astype(np.float64) - people.keypoints[None], axis=-1)  # (P, P, K)
+    both = ok[:, None] & ok[None]
+    mean = np.where(both.any(-1), np.where(both, d, 0.0).sum(-1) / np.maximum(both.sum(-1), 1), np.inf)
+    sure = np.where(ok, people.confidence, 0.0).mean(-1)
+    keep: list[int] = []
+    for i in sorted(range(n), key=lambda i: (not from_crop[i], -sure[i])):
+        if all(mean[i, k] >= frac * crop_px for k in keep):
+            keep.append(i)
+    return np.array(sorted(keep), np.int64)
+
+
+class CropModel:
+    """A top-down mode's crop model (``top_down: {crop_weights}``): a PoseNet of its own trained on crops only,
+    each crop read as a still (no temporal state) and decoded by ``decoder`` (the session's tree decoder).
+
+    ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch."""
+
+    def __init__(self, net, decoder, sigmas: np.ndarray):
+        self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
+
+    def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
+        with torch.inference_mode():
+            out = self.net(to_tensor(crops)[:, None])  # {key: (N, 1, C, h, w)}
+        return [suppress_duplicates(self.decoder.decode({k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out}),
+                                    self.sigmas) for i in range(len(crops))]
+
+
+def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.ndarray) -> CropModel | None:
+    """The crop model a skeleton's ``top_down.crop_weights`` names, read from ``weights_dir`` (the mode's weights'
+    folder; None: the shipped models); None when the skeleton names none. WeightsError when it is missing."""
+    from posetracker.model.weights import MODELS_DIR, load_posenet
+
+    name = spec.top_down.get("crop_weights")
+    if not name:
+        return None
+    return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
+
+
+__all__ = ["CropModel", "centred_person", "crop_window", "cut_crop", "drop_repeats", "load_crop_model", "read_crops"]

@@ -19,7 +19,10 @@ YAML layout (see human18.yaml)::
                                   # closer than min_centre_distance cells to a stronger one too
     top_down: {crop_px: 192}      # optional: small animals in large frames; each one found in the whole
                                   # frame is read again from a crop_px square of the full-resolution
-                                  # frame around its centre (posetracker.decoding.top_down)
+                                  # frame around its centre (posetracker.decoding.top_down); with
+                                  # crop_weights: posenet-x-crops.safetensors (a file beside the mode's
+                                  # weights) a model of its own reads the crops, the mode's weights
+                                  # then only find the centres (SLEAP's centroid + centred instance)
     orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
 """
 
@@ -78,8 +81,9 @@ class SkeletonSpec:
     units: str = "m"
     decoder: dict[str, float] = field(default_factory=dict)  # TreeDecoder search window overrides
     # top-down mode (small animals in large frames): {"crop_px": side of the square cut from the full-resolution
-    # frame around each animal's centre, which the network then reads at its input size}; {} = bottom-up only
-    top_down: dict[str, float] = field(default_factory=dict)
+    # frame around each animal's centre, which the network then reads at its input size; optional "crop_weights":
+    # file name of a crop model beside the mode's weights}; {} = bottom-up only
+    top_down: dict[str, Any] = field(default_factory=dict)
     orientation: tuple[int, int] | None = None  # (front, back) joints: head / tail, for orientation checks
 
     @property
@@ -261,13 +265,20 @@ def _orientation(raw, index: dict[str, int], source: str) -> tuple[int, int] | N
     return index[raw[0]], index[raw[1]]
 
 
-def _top_down_options(raw, source: str) -> dict[str, float]:
-    """The optional ``top_down`` mapping: ``crop_px`` (> 0), the crop side in source pixels."""
+def _top_down_options(raw, source: str) -> dict[str, Any]:
+    """The optional ``top_down`` mapping: ``crop_px`` (> 0), the crop side in source pixels, and optionally
+    ``crop_weights``, the file name of the crop model beside the mode's weights."""
     if raw is None:
         return {}
-    if not isinstance(raw, dict) or set(raw) != {"crop_px"} or float(raw["crop_px"]) <= 0:
-        raise _fail(source, f"top_down: expected {{crop_px: <pixels > 0>}}, got {raw!r}")
-    return {"crop_px": float(raw["crop_px"])}
+    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights"}
+            or float(raw["crop_px"]) <= 0
+            or ("crop_weights" in raw and (not isinstance(raw["crop_weights"], str) or not raw["crop_weights"]))):
+        raise _fail(source, f"top_down: expected {{crop_px: <pixels > 0>, crop_weights: <file name, optional>}}, "
+                            f"got {raw!r}")
+    out: dict[str, Any] = {"crop_px": float(raw["crop_px"])}
+    if "crop_weights" in raw:
+        out["crop_weights"] = raw["crop_weights"]
+    return out
 
 
 def available_skeletons() -> list[str]:

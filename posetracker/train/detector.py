@@ -36,7 +36,7 @@ from posetracker.model.preprocess import to_tensor
 from posetracker.refiners.graph import GraphRefiner
 from posetracker.refiners.heatmap import HeatmapRefiner
 from posetracker.skeletons import SkeletonSpec
-from posetracker.train.detector_samples import AugmentConfig, LabelledSamples
+from posetracker.train.detector_samples import SAMPLE_KINDS, AugmentConfig, LabelledSamples
 from posetracker.train.losses import heatmap_loss, masked_l1, soft_positions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -76,6 +76,10 @@ class DetectorConfig:
     teacher_config: str = ""  # a distill config: samples from its training clips' teacher labels instead of ``data``
     clip_every: int = 4  # teacher samples: every n-th labelled frame of a clip
     clip_max: int = 30  # teacher samples: at most this many frames per clip
+    # which warps a labelled item gives (detector_samples.SAMPLE_KINDS): "auto" whole frames (+ crops for a top-down
+    # skeleton), "frames" whole frames only (a top-down mode's centre model), "centred" crops around each animal
+    # with its points only (the crop model)
+    samples: str = "auto"
 
     def path(self, p: str) -> Path:
         q = Path(p)
@@ -101,6 +105,8 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
         if "scale" in aug:
             aug["scale"] = tuple(aug["scale"])
         raw["augment"] = AugmentConfig(**aug)
+    if raw.get("samples", "auto") not in SAMPLE_KINDS:
+        raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
     return DetectorConfig(**raw)
 
 

@@ -73,7 +73,8 @@ def detector_samples(cfg, spec, net, items, cols, log: Log = _stderr,
     if cfg.teacher_config:
         return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
                                cfg.clip_every, cfg.clip_max, log, update)
-    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update)
+    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update,
+                           cfg.samples)
 
 
 def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = None, out: str | Path | None = None,

@@ -20,7 +20,14 @@ Each training item becomes ``variants`` augmented copies: one affine warp from
 the source image straight into the 256 x 256 network input (the letterbox,
 then a rotation and scale about the input's centre, and a horizontal flip that
 swaps left/right joints by the skeleton's mirror pairs), colour jitter on top.
-Held-out items are only letterboxed, as the product does. The frozen
+Held-out items are only letterboxed, as the product does.
+
+Which warps a training item gives (``samples``): "auto", the whole frame, and for a top-down skeleton
+(``top_down: {crop_px}``) also crops around each labelled instance with every instance's points (one
+network for both scales); "frames", the whole frame only (a top-down mode's centre model); "centred",
+only the crops, each with the points of the instance it is centred on (the crop model of SLEAP's
+centred-instance split: the other animals in a crop are background, so the model learns to read the
+centred one; ``points`` then has P = 1). The frozen
 MobileNetV2 body's outputs (the FPN's inputs, so the FPN can be trained) of
 every prepared input are computed once and cached under ``<cache>/features``
 (key: the json's hash, the augmentation, the backbone).
@@ -64,6 +71,7 @@ class AugmentConfig:
 
 
 TAPS = ("c2", "c3", "c4", "c5")
+SAMPLE_KINDS = ("auto", "frames", "centred")  # which warps a training item gives (module docstring)
 
 
 @dataclass
@@ -158,8 +166,9 @@ def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, 
 
 def prepare_samples(path: str, items: list[LabelledItem], cols: np.ndarray, spec: SkeletonSpec, net: PoseNet,
                     aug: AugmentConfig | None, seed: int, tag: str,
-                    progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
-    """Warped inputs, their points and cached first features of labelled items (``aug`` None: plain letterbox)."""
+                    progress: Callable[[int, int], None] | None = None, samples: str = "auto") -> LabelledSamples:
+    """Warped inputs, their points and cached first features of labelled items (``aug`` None: plain letterbox;
+    ``samples``: see the module docstring)."""
 
     def pairs() -> Iterator[tuple[np.ndarray, np.ndarray]]:
         cache = FrameCache()
@@ -171,37 +180,55 @@ def prepare_samples(path: str, items: list[LabelledItem], cols: np.ndarray, spec
 
     key = combine_key("labelled-v1", file_hash(path), tag, len(items), seed)
     most = max(len(it.instances) for it in items)
-    return warp_and_extract(pairs(), len(items), most, key, spec, net, aug, seed, progress)
+    return warp_and_extract(pairs(), len(items), most, key, spec, net, aug, seed, progress, samples)
+
+
+def sample_warps(rgb: np.ndarray, pts: np.ndarray, spec: SkeletonSpec, aug: AugmentConfig | None,
+                 rng: np.random.Generator, samples: str = "auto") -> list[tuple[np.ndarray, bool, np.ndarray, bool]]:
+    """The warps of one training item: [(affine (2, 3) source px -> input px, flipped, the points it carries
+    (P', K, 2) source px, letterboxed)], ``variants`` (one when ``aug`` is None) per whole frame and per crop
+    around each labelled instance of ``pts`` (P, K, 2) source px, as ``samples`` asks (module docstring)."""
+    if samples not in SAMPLE_KINDS:
+        raise ValueError(f"samples: expected one of {list(SAMPLE_KINDS)}, got {samples!r}")
+    variants, r = (1, None) if aug is None else (aug.variants, rng)
+    a = aug or AugmentConfig()
+    out = []
+    if samples != "centred":
+        out += [(*warp_matrix((rgb.shape[1], rgb.shape[0]), r, a), pts, aug is None) for _ in range(variants)]
+    if samples == "frames" or not spec.top_down:
+        if samples == "centred":
+            raise ValueError(f"samples: centred needs a top-down skeleton (top_down: {{crop_px}}); {spec.name} is not")
+        return out
+    for i, centre in enumerate(instance_centres(pts, spec.root)):
+        if np.isfinite(centre).all():
+            carried = pts[i : i + 1] if samples == "centred" else pts
+            out += [(*crop_matrix(centre, spec.top_down["crop_px"], r, a), carried, False) for _ in range(variants)]
+    return out
 
 
 def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, most: int, key: str, spec: SkeletonSpec,
                      net: PoseNet, aug: AugmentConfig | None, seed: int,
-                     progress: Callable[[int, int], None] | None = None) -> LabelledSamples:
+                     progress: Callable[[int, int], None] | None = None, samples: str = "auto") -> LabelledSamples:
     """(RGB (H, W, 3), points (P, K, 2) source px) pairs -> cached :class:`LabelledSamples`
     (``variants`` warped copies each, or one letterboxed copy when ``aug`` is None; for a top-down skeleton
-    also that many crops around each labelled instance, :func:`crop_matrix`)."""
+    also that many crops around each labelled instance, :func:`crop_matrix`; ``samples``: which of them,
+    see :func:`sample_warps`; "centred" gives P = 1)."""
     from posetracker.model.weights import weights_key
 
-    variants = 1 if aug is None else aug.variants
-    key = combine_key(key, "taps", variants, None if aug is None else aug.key(), weights_key(net.backbone), spec.name,
-                      spec.top_down or None)
+    key = combine_key(key, "taps", 1 if aug is None else aug.variants, None if aug is None else aug.key(),
+                      weights_key(net.backbone), spec.name, {k: v for k, v in spec.top_down.items() if k == "crop_px"}
+                      or None, *([] if samples == "auto" else [samples]))
     hit = load_npz(entry_path("features", key, ".npz"))
     if hit is not None:
         return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
     rng = np.random.default_rng(seed)
     images, points = [], []
+    width = 1 if samples == "centred" else most
     for i, (rgb, pts) in enumerate(pairs):
-        warps = [warp_matrix((rgb.shape[1], rgb.shape[0]), None if aug is None else rng, aug or AugmentConfig())
-                 for _ in range(variants)]
-        if spec.top_down:
-            for centre in instance_centres(pts[:most], spec.root):
-                if np.isfinite(centre).all():
-                    warps += [crop_matrix(centre, spec.top_down["crop_px"], None if aug is None else rng,
-                                          aug or AugmentConfig()) for _ in range(variants)]
-        for k, (m, flipped) in enumerate(warps):
-            img, p = warp_sample(rgb, pts[:most], m, flipped, spec, None if aug is None else rng,
-                                 0.0 if aug is None else aug.colour, letterboxed=aug is None and k < variants)
-            padded = np.full((most, spec.num_joints, 2), np.nan, np.float32)
+        for m, flipped, carried, boxed in sample_warps(rgb, pts[:most], spec, aug, rng, samples):
+            img, p = warp_sample(rgb, carried, m, flipped, spec, None if aug is None else rng,
+                                 0.0 if aug is None else aug.colour, letterboxed=boxed)
+            padded = np.full((width, spec.num_joints, 2), np.nan, np.float32)
             padded[: len(p)] = p
             images.append(img)
             points.append(padded)

@@ -1,0 +1,167 @@
+"""Top-down mode split as SLEAP splits it: a centre model (whole frames) and a crop model (centred crops),
+selected by ``top_down: {crop_px, crop_weights}``; one reading per animal after the crops."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from posetracker.decoding import DecodedPeople
+from posetracker.decoding.top_down import drop_repeats, read_crops
+from posetracker.model.preprocess import INPUT_SIZE
+from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
+from posetracker.train.detector_samples import AugmentConfig, sample_warps, warp_and_extract, warp_sample
+
+FLY = dataclasses.replace(load_skeleton("fly13"), top_down={"crop_px": 256.0, "crop_weights": "crops.safetensors"})
+K = FLY.num_joints
+
+
+def _two_flies() -> np.ndarray:
+    """(2, K, 2) source px: two flies of a 1024 px frame, thorax (root), head and abdomen labelled."""
+    pts = np.full((2, K, 2), np.nan)
+    for i, (cx, cy) in enumerate([(300.0, 450.0), (400.0, 420.0)]):
+        pts[i, FLY.root] = (cx, cy)
+        pts[i, 0] = (cx + 35, cy - 5)  # head
+        pts[i, 2] = (cx - 30, cy + 8)  # abdomen
+    return pts
+
+
+def test_crop_weights_are_read_from_the_yaml_and_bad_ones_refused():
+    base = {"name": "x", "joints": [{"name": "a", "parent": None}, {"name": "b", "parent": "a"}]}
+    spec = spec_from_dict({**base, "top_down": {"crop_px": 256, "crop_weights": "c.safetensors"}})
+    assert spec.top_down == {"crop_px": 256.0, "crop_weights": "c.safetensors"}
+    for bad in ({"crop_weights": "c.safetensors"}, {"crop_px": 256, "crop_weights": ""},
+                {"crop_px": 256, "crop_weights": 3}, {"crop_px": 256, "centre": "c"}):
+        with pytest.raises(SkeletonError, match="top_down"):
+            spec_from_dict({**base, "top_down": bad})
+
+
+def test_sample_kinds_give_whole_frames_or_centred_crops():
+    rgb = np.zeros((1024, 1024, 3), np.uint8)
+    pts = _two_flies()
+    rng = np.random.default_rng(0)
+    aug = AugmentConfig(variants=3)
+    kinds = {k: sample_warps(rgb, pts, FLY, aug, rng, k) for k in ("auto", "frames", "centred")}
+    assert [len(v) for v in kinds.values()] == [3 + 2 * 3, 3, 2 * 3]
+    assert all(c.shape == (2, K, 2) for _, _, c, _ in kinds["auto"] + kinds["frames"])
+    # centred: each crop carries only the fly it is cut around, whose thorax lands near the crop's centre
+    for n, (m, flipped, carried, boxed) in enumerate(kinds["centred"]):
+        assert carried.shape == (1, K, 2) and not boxed
+        np.testing.assert_array_equal(carried[0], pts[n // 3])
+        _, p = warp_sample(rgb, carried, m, flipped, FLY, None, 0.0)
+        assert np.abs(p[0, FLY.root] - INPUT_SIZE / 2).max() <= 0.05 * 256 * 1.25 + 1e-6
+    held = sample_warps(rgb, pts, FLY, None, rng, "centred")  # no augmentation: exactly the inference crop
+    for n, (m, flipped, carried, _) in enumerate(held):
+        _, p = warp_sample(rgb, carried, m, flipped, FLY, None, 0.0)
+        np.testing.assert_allclose(p[0, FLY.root], (INPUT_SIZE / 2, INPUT_SIZE / 2))
+    with pytest.raises(ValueError, match="top-down"):
+        sample_warps(rgb, pts, load_skeleton("fly13"), aug, rng, "centred")
+    with pytest.raises(ValueError, match="samples"):
+        sample_warps(rgb, pts, FLY, aug, rng, "crops")
+
+
+def test_centred_samples_hold_one_instance_each(tmp_path, monkeypatch):
+    from posetracker.model.weights import load_posenet
+    from posetracker.train.detector import new_detector
+
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
+    net = new_detector(FLY, load_posenet())
+    rgb = np.zeros((1024, 1024, 3), np.uint8)
+    data = warp_and_extract(iter([(rgb, _two_flies())]), 1, 2, "t", FLY, net, AugmentConfig(variants=1), 0,
+                            samples="centred")
+    assert data.points.shape == (2, 1, K, 2) and data.images.shape == (2, INPUT_SIZE, INPUT_SIZE, 3)
+    assert data.taps["c2"].shape[0] == 2
+    frames = warp_and_extract(iter([(rgb, _two_flies())]), 1, 2, "t", FLY, net, AugmentConfig(variants=1), 0,
+                              samples="frames")
+    assert frames.points.shape == (1, 2, K, 2)
+
+
+def test_config_refuses_an_unknown_sample_kind(tmp_path):
+    from posetracker.train.detector import load_detector_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("skeleton: fly13\ndata: x.json\nsamples: centred\n")
+    assert load_detector_config(path).samples == "centred"
+    path.write_text("skeleton: fly13\ndata: x.json\nsamples: crops\n")
+    with pytest.raises(ValueError, match="samples"):
+        load_detector_config(path)
+
+
+def _people(points: np.ndarray, confidence: float | np.ndarray = 0.8) -> DecodedPeople:
+    n = len(points)
+    conf = np.broadcast_to(np.asarray(confidence, np.float32).reshape(-1, 1), (n, K)).copy()
+    return DecodedPeople(points.astype(np.float32), conf, np.full(n, 0.9, np.float32), np.zeros((n, K)),
+                         points.astype(np.float32))
+
+
+def test_one_reading_per_animal():
+    rng = np.random.default_rng(1)
+    fly = rng.uniform(0, 60, (K, 2)) + 300
+    other = fly + (100, -30)  # another fly, close
+    again = fly + rng.normal(0, 3, (K, 2))  # the first fly read a second time
+    people = _people(np.stack([fly, other, again]), np.array([0.5, 0.8, 0.7]))
+    # a crop's reading beats a whole-frame one, whatever the confidences
+    np.testing.assert_array_equal(drop_repeats(people, np.array([False, True, True]), 256), [1, 2])
+    # both from crops: the surer one stays
+    np.testing.assert_array_equal(drop_repeats(people, np.ones(3, bool), 256), [1, 2])
+    np.testing.assert_array_equal(drop_repeats(people, np.array([True, True, False]), 256), [0, 1])
+    # apart by more than a tenth of the crop (mean over joints): two animals
+    far = _people(np.stack([fly, fly + 30]))
+    np.testing.assert_array_equal(drop_repeats(far, np.ones(2, bool), 256), [0, 1])
+    np.testing.assert_array_equal(drop_repeats(far, np.ones(2, bool), 500), [0])
+
+
+def test_two_centres_on_one_animal_give_one_reading():
+    """The centre finder put two centres on one fly (thorax and abdomen); both crops read that fly."""
+    fly = np.full((K, 2), 500.0) + np.arange(K)[:, None]
+    fly[FLY.root] = (500, 500)
+    centres = np.stack([fly, fly + (-30, 0)])  # the second found at the abdomen
+    whole = _people(centres, 0.3)
+
+    def read(crops: np.ndarray) -> list[DecodedPeople]:  # each crop: the fly, in crop-input px (crop = 1x here)
+        assert crops.shape == (2, INPUT_SIZE, INPUT_SIZE, 3)
+        out = []
+        for c in centres:
+            x0, y0 = c[FLY.root] - 128
+            out.append(_people((fly - (x0, y0))[None], 0.9 if x0 == 372 else 0.6))
+        return out
+
+    got = read_crops(whole, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 256.0, read)
+    assert got.num_people == 1
+    np.testing.assert_allclose(got.keypoints[0], fly, atol=1e-4)
+    np.testing.assert_allclose(got.confidence[0], 0.9)
+
+
+def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
+    import torch
+
+    from posetracker.model.network import PoseNet
+    from posetracker.model.weights import WeightsError, load_posenet, save_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.detector import new_detector
+
+    centre = new_detector(FLY, load_posenet()).eval()
+    crop = new_detector(FLY, load_posenet()).eval()
+    with torch.no_grad():
+        crop.heads.centre.out.bias.fill_(5.0)  # the crop model finds someone in every crop
+    save_posenet(crop, tmp_path / "crops.safetensors", source="test")
+    config = SessionConfig(mode="offline", refiners=(), runtime="torch")
+    session = TrackingSession(centre, config, tmp_path)
+    assert session.crop_model is not None and session.crop_model.net is not centre
+    calls = []
+    real = PoseNet.__call__
+    monkeypatch.setattr(PoseNet, "__call__", lambda self, x: calls.append((self is centre, tuple(x.shape)))
+                        or real(self, x))
+    kp = np.full((2, K, 2), np.nan, np.float32)
+    kp[0, :], kp[1, :] = (300, 300), (700, 650)
+    people = DecodedPeople(kp, np.full((2, K), 0.5, np.float32), np.array([0.9, 0.8], np.float32),
+                           np.zeros((2, K)), kp.copy())
+    read_crops(people, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 256.0, session._crop_people)
+    assert calls == [(False, (2, 1, 3, INPUT_SIZE, INPUT_SIZE))]  # the crop model, both crops in one batch
+    # a skeleton without crop_weights keeps one network; a missing crop model is an error, not a silent fallback
+    plain = dataclasses.replace(FLY, top_down={"crop_px": 256.0})
+    assert TrackingSession(new_detector(plain, load_posenet()), config, tmp_path).crop_model is None
+    with pytest.raises(WeightsError, match="crops.safetensors"):
+        TrackingSession(centre, config, tmp_path / "elsewhere")
