@@ -77,11 +77,13 @@ class BatchSettings:
     max_people: int = DEFAULT_MAX_PEOPLE
     refiners: tuple[str, ...] | None = None
     tile_grid: int | None = None
-    fov_deg: float = 60.0
+    fov_deg: float | str = "auto"  # degrees across the long side, or "auto": the file's tag, else the people's estimate
     chunk_s: float = 300.0  # offline: a longer video is split into chunks of about this length (0: never)
     chunk_overlap_s: float = 2.0  # each chunk also tracks this much of its neighbours, to join them on
 
     def __post_init__(self) -> None:
+        if self.fov_deg != "auto" and (isinstance(self.fov_deg, str) or not 0.0 < float(self.fov_deg) < 180.0):
+            raise ValueError(f"fov_deg is degrees in (0, 180) or 'auto', got {self.fov_deg!r}")
         if self.chunk_s < 0 or self.chunk_overlap_s < 0:
             raise ValueError("chunk_s and chunk_overlap_s must be >= 0 (chunk_s 0: never split a video)")
         if self.chunk_s > 0 and not 0 < self.chunk_overlap_s < self.chunk_s:
@@ -284,12 +286,34 @@ class _FrameReporter:
 _SESSIONS: dict[Any, Any] = {}  # per worker process: one session per settings (the model loads once)
 
 
-def _session(settings: BatchSettings):
-    """This worker's TrackingSession for ``settings``. Its bones are not made rigid (``rigid_bones`` False):
-    one length per bone over the whole recording is ``tracking.join.join_parts``' step, once the chunks are one."""
+def _camera_before(path: str, settings: BatchSettings):
+    """The field of view to track ``path`` with (as ``posetracker process``): given, or its file's tag with
+    ``fov_deg="auto"``; None: auto without a tag (tracked at the default, estimated from the people after)."""
+    from posetracker.depth.camera_meta import CameraFov, fov_from_metadata
+
+    if settings.fov_deg != "auto":
+        return CameraFov(float(settings.fov_deg), "user", "--fov")
+    return fov_from_metadata(path)
+
+
+def _camera_after(seq, camera_dict: dict[str, Any] | None):
+    """(sequence, CameraFov) of a whole video once tracked: the camera it was tracked with, or (auto without a
+    tag) the people's estimate, the sequence re-lifted with it (bones rigid again)."""
+    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
+    from posetracker.depth.camera_meta import CameraFov
+
+    if camera_dict is not None:
+        return seq, CameraFov(**camera_dict)
+    return fov_after_tracking(seq, DEFAULT_FOV_DEG, rigid_bones=True)
+
+
+def _session(settings: BatchSettings, fov_deg: float):
+    """This worker's TrackingSession for ``settings`` and a camera of ``fov_deg``. Its bones are not made rigid
+    (``rigid_bones`` False): one length per bone over the whole recording is ``tracking.join.join_parts``' step,
+    once the chunks are one."""
     from posetracker.session import SessionConfig, TrackingSession
 
-    config = SessionConfig(mode=settings.mode, threads=1, fov_deg=settings.fov_deg, max_people=settings.max_people,
+    config = SessionConfig(mode=settings.mode, threads=1, fov_deg=fov_deg, max_people=settings.max_people,
                            refiners=None if settings.refiners is None else tuple(settings.refiners),
                            tile_grid=settings.tile_grid, rigid_bones=False)
     key = (settings.skeleton, settings.weights, config)
@@ -302,20 +326,25 @@ def track_chunk(path: str, settings: BatchSettings, chunk: Chunk = WHOLE, counte
     """Track frames [chunk.first, chunk.last) of a video on their own (a Ray task's body; runs in-process too):
     seek to ``chunk.first``, stop before ``chunk.last``. ``counter``: a FrameCounter actor told the frames done.
 
-    Returns {"sequence": the PoseSequence (ids from 0, bones not yet rigid) or None, "seconds", "error"}; a
+    Returns {"sequence": the PoseSequence (ids from 0, bones not yet rigid) or None, "camera": the CameraFov it
+    was tracked with as a dict (None: ``fov_deg`` auto and no tag: the default, estimated once joined), "seconds",
+    "error"}; a
     failure is caught and returned in ``error``, never raised. A chunk that starts past the end of the video
     (its header's count was high) comes back empty, without an error.
     """
     import torch
 
+    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG
     from posetracker.capture import open_source
 
     t0 = time.time()
-    result: dict[str, Any] = {"sequence": None, "seconds": 0.0, "error": ""}
+    result: dict[str, Any] = {"sequence": None, "camera": None, "seconds": 0.0, "error": ""}
     report = None if counter is None else _FrameReporter(counter, (str(path), chunk.index), chunk)
     try:
         torch.set_num_threads(1)
-        session = _session(settings)
+        camera = _camera_before(path, settings)
+        result["camera"] = None if camera is None else camera.as_dict()
+        session = _session(settings, DEFAULT_FOV_DEG if camera is None else camera.fov_deg)
         with open_source(str(path)) as src:
             try:
                 if chunk.first > 0:
@@ -373,6 +402,8 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
                 where = "" if len(chunks) == 1 else f"chunk {k + 1} of {len(chunks)} (from frame {chunk.first}): "
                 raise _ChunkFailed(where + res["error"])
         seq = join_parts([r["sequence"] for r in results], [c.start for c in chunks])
+        seq, camera = _camera_after(seq, results[0].get("camera"))
+        seq.metadata["camera"] = camera.as_dict()
         written: list[str] = []
         for fmt, target in output_paths(Path(out_dir), Path(rel), settings.formats).items():
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -180,6 +180,26 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
     assert read_manifest(tmp_path / "out")[str(clip)]["status"] == "done"
 
 
+def test_the_camera_is_chosen_as_process_chooses_it(tmp_path):
+    """fov_deg: given degrees are the user's; auto without a tag tracks at 60 and asks the people after; the
+    JSON says which; nonsense is refused when the settings are made."""
+    from posetracker.export.json_io import read_sequence
+
+    clip = short_clip(tmp_path / "in" / "a.mp4", frames=8)
+    for fov, source in ((45.0, "user"), ("auto", None)):
+        out = tmp_path / f"out-{fov}"
+        rec = process_file(str(clip), "a.mp4", str(out), BatchSettings(formats=("json",), fov_deg=fov), "m", "s")
+        assert rec["status"] == "done", rec["error"]
+        camera = read_sequence(out / "a.poses.json").metadata["camera"]
+        if source == "user":
+            assert camera == {"fov_deg": 45.0, "source": "user", "detail": "--fov"}
+        else:  # one dancer seen level: the people do not fix it
+            assert camera["source"] == "default" and camera["fov_deg"] == 60.0 and camera["detail"]
+    for bad in ("wide", 0.0, 200.0):
+        with pytest.raises(ValueError, match="fov_deg"):
+            BatchSettings(fov_deg=bad)
+
+
 def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
     """SIGKILL the ``posetracker batch`` process once the first of four videos is recorded: the manifest holds
     whole records only, every output on disk belongs to a recorded video, none is half-written, and the re-run

@@ -57,6 +57,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 
 def add_batch_parser(sub) -> None:
     from posetracker.batch import BatchSettings
+    from posetracker.cli.process import fov_argument
     from posetracker.defaults import DEFAULT_MAX_PEOPLE
 
     b = sub.add_parser("batch", help="process every video of files, folders and glob patterns on Ray (resumable)")
@@ -67,9 +68,10 @@ def add_batch_parser(sub) -> None:
     b.add_argument("--skeleton", default="human18")
     b.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
     b.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE)
-    b.add_argument("--fov", type=float, default=60.0,
-                    help="field of view of the cameras across the long side of the frame (portrait: its height), "
-                         "degrees")
+    b.add_argument("--fov", type=fov_argument, default="auto",
+                   help="field of view of the cameras across the long side of the frame (portrait: its height), "
+                        "degrees, or auto (default): each file's focal-length tag, else estimated from its people, "
+                        "else 60")
     b.add_argument("--workers", type=int, default=None, help="local Ray workers (default: the CPU count)")
     b.add_argument("--address", default=None, help="an existing Ray cluster (ray://HOST:PORT; default: RAY_ADDRESS, "
                    "else a local one)")
