@@ -215,9 +215,9 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
     see :func:`sample_warps`; "centred" gives P = 1)."""
     from posetracker.model.weights import weights_key
 
+    crops = None if samples == "frames" or not spec.top_down else {"crop_px": spec.top_down["crop_px"]}
     key = combine_key(key, "taps", 1 if aug is None else aug.variants, None if aug is None else aug.key(),
-                      weights_key(net.backbone), spec.name, {k: v for k, v in spec.top_down.items() if k == "crop_px"}
-                      or None, *([] if samples == "auto" else [samples]))
+                      weights_key(net.backbone), spec.name, crops, *([samples] if samples == "centred" else []))
     hit = load_npz(entry_path("features", key, ".npz"))
     if hit is not None:
         return LabelledSamples({t: hit[t] for t in TAPS}, hit["images"], hit["points"])
