@@ -161,9 +161,14 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
         while time.time() < end and not killed:
             ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
             pids = [int(line.split()[0]) for line in ps.splitlines() if "ray::track_chunk" in line]
-            if pids:
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
+            for pid in pids[:1]:  # a worker moves on to the next task: make sure it still runs a chunk, then kill
+                try:
+                    still = "track_chunk" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+                    if still:
+                        os.kill(pid, signal.SIGKILL)
+                        killed.append(pid)
+                except OSError:
+                    pass
             time.sleep(0.02)
 
     killer = threading.Thread(target=kill_a_chunk_worker)
