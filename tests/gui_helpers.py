@@ -42,7 +42,10 @@ class FakeSession:
 
     def __init__(self, spec: SkeletonSpec | None = None, delay: float = 0.0, people: int = 1,
                  notices: tuple[str, ...] = ()):
+        from posetracker.session import SessionConfig
+
         self.spec = spec or load_skeleton("human18")
+        self.config = SessionConfig()  # what the app reads of a session's settings (the camera, rigid bones)
         self.delay, self.people = delay, people
         self.notices = list(notices)
         self.steps = 0

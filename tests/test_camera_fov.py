@@ -208,3 +208,31 @@ def test_the_fov_option_takes_degrees_or_auto():
     for bad in ("wide", "0", "180", "-5"):
         with pytest.raises(argparse.ArgumentTypeError):
             fov_argument(bad)
+
+
+def test_auto_camera_after_the_fact_takes_the_tag_else_the_people(tmp_path):
+    """The app's whole-file processing: a clip tracked at 60 deg is re-lifted with its file's tag when it has
+    one (root distances scale, 2-D unchanged), else with the people's estimate; no file: the people."""
+    import av
+
+    from posetracker.analysis.camera_fov import auto_camera
+
+    video = tmp_path / "tagged.mp4"
+    with av.open(str(video), "w", options={"movflags": "use_metadata_tags"}) as out:
+        out.metadata["com.apple.quicktime.camera.focal_length.35mm_equivalent"] = "26"
+        stream = out.add_stream("mpeg4", rate=10)
+        stream.width, stream.height, stream.pix_fmt = 64, 36, "yuv420p"
+        for packet in stream.encode(av.VideoFrame.from_ndarray(np.zeros((36, 64, 3), np.uint8), format="rgb24")):
+            out.mux(packet)
+        for packet in stream.encode():
+            out.mux(packet)
+    seq = _scene(45.0, pitch_deg=15.0)
+    tagged, camera = auto_camera(seq, video, 60.0)
+    assert camera.source == "metadata" and camera.fov_deg == pytest.approx(fov_from_35mm(26.0, 64, 36))
+    ratio = depth_scale(camera.fov_deg) / depth_scale(60.0)
+    np.testing.assert_allclose(tagged.frames[5].keypoints[:, SPEC.root, 2],
+                               seq.frames[5].keypoints[:, SPEC.root, 2] * ratio, rtol=1e-5)
+    np.testing.assert_allclose(tagged.frames[5].keypoints[..., :2], seq.frames[5].keypoints[..., :2])
+    for path in (None, tmp_path / "missing.mp4"):  # a camera, or a file without a tag: the people's estimate
+        _, camera = auto_camera(seq, path, 60.0)
+        assert camera.source == "estimated" and abs(camera.fov_deg - 45.0) <= 4.0

@@ -216,6 +216,8 @@ def test_offline_mode_processes_the_whole_file_then_plays_it(qtbot, window, clip
     with qtbot.waitSignal(window.controller.processing_done, timeout=8000) as blocker:
         pass
     assert len(blocker.args[0]) == 45
+    camera = blocker.args[0].metadata["camera"]  # chosen as posetracker process --fov auto does: no tag, too few people
+    assert camera["source"] == "default" and camera["fov_deg"] == 60.0 and "not estimated" in camera["detail"]
     poses_after(qtbot, window)
     assert window.sequence is blocker.args[0] and window.state.mode == "offline"
 

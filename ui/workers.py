@@ -363,11 +363,19 @@ class OfflineWorker(QObject):
             self.finished.emit()
 
     def _process(self) -> PoseSequence | None:
+        from posetracker.analysis.camera_fov import auto_camera
+
         session = self._factory()
         with self._opener() as source:
             total = source.frame_count
-            return session.run(source, fps=source.fps, total=total, progress=self._report,
-                               cancel=self._stop.is_set, metadata={"source": source.name, "size": list(source.size)})
+            seq = session.run(source, fps=source.fps, total=total, progress=self._report,
+                              cancel=self._stop.is_set, metadata={"source": source.name, "size": list(source.size)})
+        if self._stop.is_set():
+            return seq
+        seq, camera = auto_camera(seq, getattr(source, "path", None), session.config.fov_deg,
+                                  session.config.rigid_bones)  # the camera as posetracker process --fov auto finds it
+        seq.metadata["camera"] = camera.as_dict()
+        return seq
 
     def _report(self, done: int, total: int | None) -> None:
         t = time.monotonic()
