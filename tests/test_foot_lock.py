@@ -255,3 +255,47 @@ def test_export_cli_floor_and_foot_lock_options(tmp_path):
     assert b["floor"]["fitted"] and not b["foot_lock"]["enabled"] and b["foot_lock"]["reason"] == "foot_lock off"
     assert c["floor"]["fitted"] is False and not c["foot_lock"]["enabled"]
     np.testing.assert_allclose(np.array(c["bvh_from_camera"]["rotation"]), np.diag([1.0, -1.0, -1.0]))
+
+
+
+def _stick_rig():
+    """The humanoid rig with simple offsets (m): legs 0.45 + 0.42 m, hips 0.1 m either side of the root."""
+    from posetracker.export.bvh_rig import HUMANOID, Rig
+
+    names = [r[0] for r in HUMANOID]
+    parents = [-1 if r[1] is None else names.index(r[1]) for r in HUMANOID]
+    length = {"LeftUpLeg": 0.1, "RightUpLeg": 0.1, "LeftLeg": 0.45, "RightLeg": 0.45, "LeftFoot": 0.42,
+              "RightFoot": 0.42}
+    offsets = np.array([np.array(r[3], float) * length.get(r[0], 0.15) for r in HUMANOID])
+    offsets[0] = 0.0
+    return Rig(names, parents, offsets, {}, [r[2] for r in HUMANOID])
+
+
+def test_a_swinging_foot_through_the_floor_is_lifted_smoothly():
+    """clamp_swing: the body sinks 6 cm around frame 30 while the left foot is locked and the right swings: the
+    right ankle is raised to standing height (within the tolerance) by bending its knee, eased over the
+    neighbouring frames; the locked left leg and every frame far from the dip keep their rotations exactly."""
+    from posetracker.export.bvh_feet import SwingSettings, clamp_swing, leg_points
+
+    rig = _stick_rig()
+    t = 61
+    world = np.tile(np.eye(3), (t, rig.num_joints, 1, 1))
+    sink = 0.06 * np.exp(-0.5 * ((np.arange(t) - 30) / 4.0) ** 2)  # m, a smooth dip of the whole body
+    root = np.stack([np.zeros(t), 0.87 - sink, np.zeros(t)], 1)
+    stand_y = 0.0  # a standing ankle (rest pose: the ankle 0.87 m under the root)
+    locked = np.zeros((t, 2))
+    locked[:, 0] = 1.0  # the left foot stands (its lock is what holds it), the right swings
+    new, lift = clamp_swing(world, root, rig, stand_y, 1 / 30, locked)
+    _, knees, ankles = leg_points(new, root, rig)
+    _, _, before = leg_points(world, root, rig)
+    tol = SwingSettings().tolerance_m
+    assert before[30, 1, 1] < -0.05 and ankles[:, 1, 1].min() > stand_y - tol - 1e-3
+    assert lift[:, 0].max() == 0.0 and lift[30, 1] >= 0.06 - tol - 1e-9
+    left = [rig.names.index(n) for n in ("LeftUpLeg", "LeftLeg", "LeftFoot")]
+    np.testing.assert_array_equal(new[:, left], world[:, left])
+    far = lift[:, 1] == 0
+    assert far[:5].all() and far[-5:].all()
+    np.testing.assert_array_equal(new[far], world[far])
+    assert (knees[30, 1, 2] > knees[0, 1, 2] + 0.05)  # the knee bends forwards (+Z), not backwards
+    step = np.linalg.norm(np.diff(ankles[:, 1], axis=0), axis=1)
+    assert step.max() < 0.02  # m per frame: eased, no pop (the dip itself moves the ankle up to 1.4 cm a frame)

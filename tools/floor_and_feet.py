@@ -91,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
                             f"/ {_cm(m.height_p95)} | {_cm(m.clearance_median)} / {_cm(m.clearance_p95)} "
                             f"| {100 * m.within:.0f} | {m.phases} | {_cm(m.slide_median)} / {_cm(m.slide_max)} "
                             f"| {100 * m.slide_under:.0f} | {m.locked_phases} | {m.held_frames} | {m.bone_cv:.4f} "
-                            f"| {_cm(m.step_max)} / {_cm(m.accel_p99)} |")
+                            f"| {_cm(m.step_max)} / {_cm(m.accel_p99)} | {m.under_frames} / {len(motion.root)} "
+                            f"| {_cm(m.under_max)} |")
     print("| clip | fitted | pitch (deg) | roll (deg) | feet-only pitch | body-axis pitch | camera height (m) "
           "| inliers / stance ankles | scale (cm) | spread (m) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -99,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print("| clip | person | export | stance frames | ankle height median / p95 (cm) | off the floor median / p95 (cm) "
           "| within 3 cm (%) | stance phases | slide median / max (cm) | phases under 2 cm (%) | locked | held frames "
-          "| bone CV | largest joint step / accel p99 (cm/frame, cm/frame^2) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| bone CV | largest joint step / accel p99 (cm/frame, cm/frame^2) | frames with an ankle > 3 cm under "
+          "standing | deepest (cm) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0
 

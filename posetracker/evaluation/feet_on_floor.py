@@ -12,6 +12,8 @@ BVH space: Y = 0 is the person's floor) and the stance phases the floor fit foun
 - ``slide``: per stance phase, the largest distance between two of its ankle positions (3-D;
   :func:`posetracker.analysis.stance.slide`): median and largest over the phases, and the share
   under ``slide_m`` (2 cm);
+- ``under_frames``, ``under_max``: frames where an ankle is more than ``within_m`` below standing on the floor
+  (a swinging foot through it; any frame, stance or not) and the deepest, metres below standing;
 - ``held_frames``: frames where the whole pose holds (the report's ``held_pose``);
 - ``bone_cv``: the largest coefficient of variation of a bone's length over the motion;
 - ``step_max``, ``accel_p99``: the largest distance a joint moves between two frames and the 99th
@@ -54,6 +56,8 @@ class FeetOnFloor:
     bone_cv: float
     step_max: float
     accel_p99: float
+    under_frames: int = 0
+    under_max: float = 0.0
 
 
 def joint_positions(motion: BvhMotion) -> np.ndarray:
@@ -98,6 +102,7 @@ def feet_on_floor(motion: BvhMotion, track: PersonTrack, phases: list[ContactPha
     step = np.linalg.norm(np.diff(pos, axis=0), axis=-1)
     accel = np.linalg.norm(np.diff(pos, 2, axis=0), axis=-1)
     lock = motion.report.get("foot_lock", {})
+    depth = ankle_height - ankles[..., 1].min(axis=1)  # (T,) how far the lower ankle is below standing
     return FeetOnFloor(
         int(track.track_id), len(h), len(s),
         float(np.median(h)) if len(h) else nan, float(np.percentile(h, 95)) if len(h) else nan,
@@ -107,4 +112,5 @@ def feet_on_floor(motion: BvhMotion, track: PersonTrack, phases: list[ContactPha
         float(np.mean(s < slide_m)) if len(s) else nan,
         int(lock.get("locked_phases", 0)),
         int(sum(b - a for a, b in (h_["bvh_frames"] for h_ in motion.report.get("held_pose", [])))), cv,
-        float(step.max()) if step.size else nan, float(np.percentile(accel, 99)) if accel.size else nan)
+        float(step.max()) if step.size else nan, float(np.percentile(accel, 99)) if accel.size else nan,
+        int((depth > within_m).sum()), float(max(depth.max(initial=0.0), 0.0)))

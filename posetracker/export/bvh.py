@@ -60,7 +60,7 @@ import numpy as np
 
 from posetracker.analysis.gait import repair_legs
 from posetracker.analysis.ground import Ground, ground_from_tracks
-from posetracker.export.bvh_feet import LockSettings, lock_feet, lock_report, motion_phases
+from posetracker.export.bvh_feet import LockSettings, clamp_swing, lock_feet, lock_report, motion_phases
 from posetracker.export.bvh_rig import (
     BVH_FROM_CAMERA,
     HUMANOID_REQUIRED,
@@ -246,9 +246,12 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         swaps = [] if contacts is None else [int(slots[i]) - first for i in contacts.swaps]
         cuts = [int(np.searchsorted(grid, c)) for c in swaps if 0 <= c < len(ok)]  # first complete frame from it
         result = lock_feet(world, root, rig, phases, stand, dt, LockSettings(), cuts)
-        world, root = result.world, result.root
+        world, lift = clamp_swing(result.world, result.root, rig, stand, dt, result.weight)
+        root = result.root
         lock = {"enabled": True, "reason": "", "blend_frames": int(round(LockSettings().blend_s / dt)),
-                **lock_report(result, grid, phases, scale, stand - floor)}
+                **lock_report(result, grid, phases, scale, stand - floor),
+                "swing_lifted_frames": int((lift > 0).any(1).sum()),
+                "swing_lift_max": round(scale * float(lift.max(initial=0.0)), 3)}
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 

@@ -31,6 +31,8 @@ ankle after it is the other foot); 0 elsewhere.
    moves by the mean of what the fully locked feet miss (``rounds`` times at most, until
    they miss less than 0.01 mm): two feet that stand farther apart than the legs reach
    lower the hips. Where ``w_f = 0`` the leg's rotations are left exactly as they were.
+3. Swing (:func:`clamp_swing`). Outside a full lock, an ankle the motion puts below standing
+   height (a swinging foot through the floor) is raised there by the same IK, eased in and out.
 
 Shapes: T frames, J rig joints (:data:`~posetracker.export.bvh_rig.HUMANOID`), F = 2 feet
 (left, right), P phases; positions in metres.
@@ -255,6 +257,45 @@ def lock_feet(world: np.ndarray, root: np.ndarray, rig: Rig, phases: list[Contac
         rep["height_after_m"] = float(np.median(seg[:, 1])) - stand_y
         rep["slide_after_m"] = slide(seg)
     return LockResult(new_world, new_root, shift, weight, before, after, reports)
+
+
+@dataclass(frozen=True)
+class SwingSettings:
+    """smooth_s: a swinging foot's lift is spread over about this much either side of where it dips (seconds);
+    ramp_m: the lift over which the leg's IK fades in (a tiny dip turns the leg a little, never all at once);
+    tolerance_m: an ankle this little below standing height is left where it is."""
+
+    smooth_s: float = 0.1
+    ramp_m: float = 0.01
+    tolerance_m: float = 0.005
+
+
+def clamp_swing(world: np.ndarray, root: np.ndarray, rig: Rig, stand_y: float, frame_time: float,
+                locked: np.ndarray, settings: SwingSettings | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Keep swinging feet out of the floor: where an ankle dips more than ``tolerance_m`` below ``stand_y`` (a
+    standing ankle's Y) outside a full lock, the leg is bent by two-bone IK to raise it there. The lift ``d`` (T, F) is the dip, spread by a
+    maximum filter over ``smooth_s`` either side then smoothed (never below the dip itself), and the thigh and
+    shin turn ``smoothstep(d / ramp_m)`` of the way to the IK's pose (hip and root unchanged), so a leg eases
+    up and down; legs that never dip keep their rotations exactly.
+
+    world: (T, J, 3, 3) world rotations; root: (T, 3) (floor frame, m); locked: (T, F) the lock's weights (1:
+    standing, left alone). Returns (new world rotations, (T, F) the lift asked for, m).
+    """
+    from scipy.ndimage import maximum_filter1d
+
+    settings = settings or SwingSettings()
+    _, _, ankles = leg_points(world, root, rig)
+    dip = np.where(locked >= 1.0, 0.0, np.maximum(0.0, stand_y - settings.tolerance_m - ankles[..., 1]))
+    if not dip.any():
+        return world, np.zeros_like(dip)
+    n = max(1, int(round(settings.smooth_s / frame_time))) if frame_time > 0 else 1
+    lift = gaussian_filter1d(maximum_filter1d(dip, size=2 * n + 1, axis=0, mode="nearest"), n / 2.0, axis=0,
+                             mode="nearest")
+    lift = np.where(locked >= 1.0, 0.0, np.maximum(lift, dip))
+    weight = _smoothstep(lift / settings.ramp_m)
+    goal = ankles + lift[..., None] * Y
+    new_world, _ = _legs_to(world, root, rig, weight, goal)
+    return new_world, lift
 
 
 def motion_phases(phases: list[ContactPhase], slots: np.ndarray, first: int, ok: np.ndarray
