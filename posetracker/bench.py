@@ -121,6 +121,7 @@ class PipelineResult:
     lookahead: int = 0  # live: frames the output waits for (0 for offline)
     refiners: tuple[str, ...] = ()  # the refiners the session ran
     people: float = 0.0  # median people (or animals) tracked per frame
+    backbone: str = "float"  # live: "int8" when the graph with the 8-bit body ran (model/int8.py)
 
 
 def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] | None = None) -> tuple[float, list[float]]:
@@ -164,13 +165,13 @@ def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, f
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
                           lookahead if mode == "live" else 0, tuple(session.refiners.names),
-                          float(med(people)) if people else 0.0)
+                          float(med(people)) if people else 0.0, "int8" if getattr(session.stream, "int8", False) else "float")
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
                    refiners: tuple[str, ...] | None = None, tile_grid: int | None = None, skeleton: str | None = None,
-                   max_people: int | None = None, crop_budget_ms: float | None = None) -> PipelineResult:
+                   max_people: int | None = None, crop_budget_ms: float | None = None, int8: bool = True) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
@@ -181,7 +182,7 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
     if crop_budget_ms is not None:
         extra["crop_budget_ms"] = crop_budget_ms
     config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), **extra)
+                           refiners=None if refiners is None else tuple(refiners), int8=int8, **extra)
     session = TrackingSession.open(skeleton, weights, config)
     _pipeline_run(session, path, mode, frames)  # warm-up
     fps, lat, people = [], [], []
@@ -215,7 +216,8 @@ class VersusResult:
 
 def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
                            lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None, core: int = 0,
-                           tile_grid: int | None = None, crop_budget_ms: float | None = None) -> VersusResult:
+                           tile_grid: int | None = None, crop_budget_ms: float | None = None, int8: bool = True
+                           ) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
     ``frames`` frames, both pinned to CPU ``core``; each side's warm-up is not timed."""
@@ -227,7 +229,7 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
 
     budget = {} if crop_budget_ms is None else {"crop_budget_ms": crop_budget_ms}
     config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), **budget)
+                           refiners=None if refiners is None else tuple(refiners), int8=int8, **budget)
     session = TrackingSession.open(weights=weights, config=config)
     before = os.sched_getaffinity(0)
     ours, lat, peer, people = [], [], [], []
@@ -274,7 +276,7 @@ class PacedResult:
 
 
 def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None,
-                lookahead: int = DEFAULT_LOOKAHEAD) -> PacedResult:
+                lookahead: int = DEFAULT_LOOKAHEAD, int8: bool = True) -> PacedResult:
     """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up).
 
     The latency of a frame runs from its read until its own pose is out: with look-ahead that is
@@ -287,7 +289,8 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     from posetracker.session import SessionConfig, TrackingSession
     from posetracker.types import Frame
 
-    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=threads, lookahead=lookahead))
+    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=threads, lookahead=lookahead,
+                                                                         int8=int8))
     read_at: dict[int, float] = {}
     lock, done = threading.Lock(), threading.Event()
     slot: list = [None]  # (frame, time read) or None: a one-item latest-wins mailbox

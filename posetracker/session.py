@@ -82,6 +82,7 @@ class SessionConfig:
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
+    int8: bool = True  # live, ONNX Runtime: the 8-bit backbone body where its companion ships (model/int8.py)
     # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
     # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
     fit_input: bool = True
@@ -200,7 +201,8 @@ class TrackingSession:
         first_id = self.tracker.ids_handed_out if keep_ids and hasattr(self, "tracker") else 0
         mode = self.config.mode
         if getattr(self, "stream", None) is None:  # live: backbone, temporal step and heads as one runtime call
-            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads) if mode == "live" \
+            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads, self.config.int8) \
+                if mode == "live" \
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
         self._pending: deque[_Pending] = deque()

@@ -25,14 +25,15 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.versus_mediapipe:
             r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
                                              weights=args.weights, lookahead=args.lookahead, refiners=chosen_refiners(args),
-                                             tile_grid=args.tiles, **crop_budget(args))
+                                             tile_grid=args.tiles, int8=not args.float_backbone, **crop_budget(args))
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
                                   "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "core": r.core}, indent=2))
             else:
                 print(f"Live on one core ({r.core}) of {bench.machine_description()}, {args.input}, "
                       f"{r.ours.frames_per_run} frames a run, {args.runs} runs each, interleaved")
-                print(f"PoseTracker (live, look-ahead {r.ours.lookahead}, 1 inference thread, 2-D + 3-D, everyone): "
+                print(f"PoseTracker (live, look-ahead {r.ours.lookahead}, {r.ours.backbone} body, 1 inference thread, "
+                      f"2-D + 3-D, everyone): "
                       f"{r.ours.median_fps:.1f} fps ({r.ours.min_fps:.1f}-{r.ours.max_fps:.1f})")
                 print(f"MediaPipe Pose full (smoothing on, one person): {r.mediapipe_median:.1f} fps "
                       f"({min(r.mediapipe_fps):.1f}-{max(r.mediapipe_fps):.1f})")
@@ -41,7 +42,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return 0
         if args.paced:
             r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
-                                  lookahead=args.lookahead)
+                                  lookahead=args.lookahead, int8=not args.float_backbone)
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "paced": asdict(r)}, indent=2))
             else:
@@ -57,7 +58,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             results.append(bench.bench_pipeline(args.input, mode, runs=args.runs, frames=args.frames * 4,
                                                 threads=args.threads or 1, weights=args.weights,
                                                 lookahead=args.lookahead, refiners=chosen_refiners(args),
-                                                tile_grid=args.tiles, skeleton=args.skeleton,
+                                                tile_grid=args.tiles, skeleton=args.skeleton, int8=not args.float_backbone,
                                                 max_people=args.max_people, **crop_budget(args)))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
@@ -109,6 +110,8 @@ def add_bench_parser(sub) -> None:
                    help=f"with INPUT: live look-ahead frames (default {DEFAULT_LOOKAHEAD}, as the app)")
     b.add_argument("--runtime", choices=["torch", "onnxruntime", "both"], default="both",
                    help="network bench: run the backbone in torch, ONNX Runtime, or time both")
+    b.add_argument("--float-backbone", action="store_true",
+                   help="with INPUT: live mode with the float backbone (default: the 8-bit body where it ships)")
     b.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_refiners_argument(b, "end to end with these refiners on (read beside --weights, else the shipped ones)")
     add_tiles_argument(b)

@@ -124,6 +124,8 @@ class FusedStream(CausalStream):
     """``CausalStream`` whose steady-state push is one ONNX Runtime call (:class:`LiveStep`); the same
     outputs (T = 1) and the same state, so it can hand over to the separate calls at any frame."""
 
+    int8 = False  # the graph's body is 8-bit (model/int8.py)
+
     def __init__(self, net: PoseNet, lookahead: int, session):
         super().__init__(net, lookahead)
         self.session = session
@@ -148,13 +150,27 @@ class FusedStream(CausalStream):
         return {k: got[k][:, None] for k in output_keys(self.net)}
 
 
-def live_stream(net: PoseNet, lookahead: int, threads: int = 1) -> CausalStream:
+def live_stream(net: PoseNet, lookahead: int, threads: int = 1, int8: bool = False) -> CausalStream:
     """The live stream for ``net``: a :class:`FusedStream` when ONNX Runtime runs the network (its graph
-    exported once and cached beside the other exports), else the plain ``CausalStream``."""
+    exported once and cached beside the other exports), else the plain ``CausalStream``. ``int8``: the
+    graph with the 8-bit body (``model/int8.py``) where a companion made for these weights ships; the
+    first push and the flush then still run the float separate calls."""
     from posetracker.model.runtime import OnnxBackbone, _session, cache_dir
 
     if not isinstance(net.backbone, OnnxBackbone):
         return CausalStream(net, lookahead)
+    if int8:
+        from posetracker.model.int8 import companion_for, int8_session
+
+        try:
+            companion = companion_for(net)
+            session = companion and int8_session(net, lookahead, companion, threads)
+            if session is not None:
+                stream = FusedStream(net, lookahead, session)
+                stream.int8 = True
+                return stream
+        except Exception as exc:  # the float graph then, say why
+            warnings.warn(f"8-bit live graph not used ({exc}); float", RuntimeWarning, stacklevel=2)
     path = cache_dir() / f"live-{fused_key(net, lookahead)}.onnx"
     try:
         if not path.exists():

@@ -1,0 +1,195 @@
+"""The live graph with an 8-bit MobileNetV2 body (ONNX Runtime static quantization, QDQ).
+
+The fused live graph (``model/fused.py``) is exported in float, then the convolutions of the
+backbone's MobileNetV2 body (all but the stem) are quantised: per-channel int8 weights, uint8
+activations whose ranges were calibrated once on frames of the training clips. The FPN, the
+temporal block and the heads stay float; the FPN was fine-tuned on the 8-bit body's outputs to
+reproduce the float model's features (``tools/int8_backbone.py``), so it differs from the float
+model's FPN.
+
+What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *companion*):
+
+- tensors ``fpn.*``: the FPN fine-tuned for the 8-bit body (shapes as ``MoveNetBackbone.fpn``);
+- metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the body's activations;
+  ``body`` / ``fpn_from``: hashes of the float body and FPN it was made for (other weights: not used);
+  ``keep_float``: name fragments of the body's layers left in float.
+
+At first use the graph is exported and quantised with those ranges, and cached like the other
+exports. Shapes are those of ``fused.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from posetracker.model.network import PoseNet
+
+BODY = "/backbone/body/"
+KEEP_FLOAT = ("/backbone/body/stem/",)  # the first convolution reads the raw image: kept float
+FORMAT = "posetracker-int8-1"
+
+
+def part_hash(net: PoseNet, part: str = "body") -> str:
+    """16 hex digits naming the float weights of the backbone's ``part`` ("body" or "fpn"), independent of
+    the torch version."""
+    module = getattr(getattr(net.backbone, "fallback", net.backbone), part)
+    h = hashlib.sha256()
+    for name, t in sorted(module.state_dict().items()):
+        h.update(name.encode())
+        h.update(t.detach().cpu().float().numpy().tobytes())
+    return h.hexdigest()[:16]
+
+
+def companion_for(net: PoseNet) -> Path | None:
+    """The shipped companion made for ``net``'s float body and FPN, or None (other weights: no 8-bit graph)."""
+    from posetracker.model.weights import default_weights_path
+
+    path = companion_path(default_weights_path(net.spec.name))
+    if not path.is_file():
+        return None
+    try:
+        _, meta = read_companion(path)
+    except Exception:  # unreadable: the float graph
+        return None
+    fits = meta.get("body") == part_hash(net, "body") and meta.get("fpn_from") == part_hash(net, "fpn")
+    return path if fits else None
+
+
+def companion_path(weights: str | Path) -> Path:
+    weights = Path(weights)
+    return weights.with_name(weights.name.replace(".safetensors", ".int8.safetensors"))
+
+
+def quantised_nodes(model, keep_float: tuple[str, ...] = KEEP_FLOAT) -> list[str]:
+    """Names of the body's nodes to quantise in ``model`` (an onnx ModelProto)."""
+    return [n.name for n in model.graph.node if n.name.startswith(BODY) and not any(k in n.name for k in keep_float)]
+
+
+def calibrate(float_path: Path, feeds: list[dict[str, np.ndarray]], percentile: float = 99.99,
+              keep_float: tuple[str, ...] = KEEP_FLOAT, samples: int = 4096, seed: int = 0) -> dict[str, list[float]]:
+    """Activation ranges {tensor: [lowest, highest]} of the body's tensors in the float live graph at
+    ``float_path``, over ``feeds`` (the graph's inputs): the ``100 - percentile`` and ``percentile``
+    percentiles of ``samples`` values drawn per tensor and feed (with 0 inside the range). Memory grows
+    with samples x feeds, not with the tensors' sizes (ORT's own calibrator keeps every value)."""
+    import onnx
+    import onnxruntime as ort
+
+    model = onnx.load(str(float_path))
+    nodes = set(quantised_nodes(model, keep_float))
+    consts = {i.name for i in model.graph.initializer}
+    wanted = sorted({t for n in model.graph.node if n.name in nodes for t in (*n.input, *n.output)
+                     if t and t not in consts})
+    have = {o.name for o in model.graph.output}
+    for name in wanted:
+        if name not in have:
+            model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    opts = ort.SessionOptions()
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL  # keep every tensor
+    opts.log_severity_level = 3
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(seed)
+    drawn: dict[str, list[np.ndarray]] = {k: [] for k in wanted}
+    names = [o.name for o in sess.get_outputs()]
+    for feed in feeds:
+        for name, value in zip(names, sess.run(None, feed)):
+            if name in drawn:
+                flat = value.ravel()
+                pick = rng.integers(0, flat.size, min(samples, flat.size))
+                drawn[name].append(np.concatenate([flat[pick], [flat.min(), flat.max()]]))
+    out = {}
+    for name, parts in drawn.items():
+        x = np.concatenate(parts)
+        out[name] = [float(min(0.0, np.percentile(x, 100 - percentile))), float(max(0.0, np.percentile(x, percentile)))]
+    return out
+
+
+def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
+             keep_float: tuple[str, ...] = KEEP_FLOAT) -> Path:
+    """Write ``float_path`` with its body quantised (per-channel int8 weights, uint8 activations in
+    ``ranges``) to ``dst``, atomically."""
+    import onnx
+    from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
+    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData
+
+    nodes = quantised_nodes(onnx.load(str(float_path)), keep_float)
+    data = TensorsData(CalibrationMethod.Percentile, {
+        k: TensorData(lowest=np.float32(lo), highest=np.float32(hi)) for k, (lo, hi) in ranges.items()})
+    with tempfile.TemporaryDirectory() as tmp:
+        from onnxruntime.quantization.calibrate import save_tensors_data
+
+        cache = Path(tmp) / "ranges.json"
+        save_tensors_data(data, cache)
+        out = Path(tmp) / "q.onnx"
+        quantize_static(str(float_path), str(out), None, quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=nodes,
+                        calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=str(cache))
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        tmp_dst = dst.with_suffix(".tmp")
+        onnx.save(onnx.load(str(out)), str(tmp_dst))
+        tmp_dst.replace(dst)
+    return dst
+
+
+def read_companion(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
+    from safetensors.torch import load_file
+    from safetensors import safe_open
+
+    with safe_open(str(path), "pt") as f:
+        meta = f.metadata() or {}
+    if meta.get("format") != FORMAT:
+        raise ValueError(f"{path} is not an int8 companion (format {meta.get('format')!r})")
+    return load_file(str(path)), meta
+
+
+def write_companion(path: Path, fpn: torch.nn.Module, net: PoseNet, ranges: dict[str, list[float]],
+                    keep_float: tuple[str, ...] = KEEP_FLOAT, note: str = "") -> None:
+    from safetensors.torch import save_file
+
+    state = {f"fpn.{k}": v.detach().cpu().contiguous() for k, v in fpn.state_dict().items()}
+    meta = {"format": FORMAT, "body": part_hash(net, "body"), "fpn_from": part_hash(net, "fpn"), "ranges": json.dumps(ranges), "keep_float": json.dumps(keep_float),
+            "note": note}
+    save_file(state, str(path), meta)
+
+
+def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor]) -> PoseNet:
+    """A torch copy of ``net`` (ONNX drop-ins unwrapped; ``net`` untouched) whose FPN has ``fpn_state``."""
+    from posetracker.model.fused import torch_parts
+
+    backbone, fwd, bwd, heads, fusion = torch_parts(net)
+    new = PoseNet(net.spec)
+    if net.walk is not None:
+        new.add_walk_head().load_state_dict(net.walk.state_dict())
+    for dst, src in ((new.backbone, backbone), (new.temporal.forward_dir, fwd), (new.temporal.backward_dir, bwd),
+                     (new.heads, heads), (new.temporal.fusion, fusion)):
+        dst.load_state_dict(src.state_dict())
+    new.backbone.fpn.load_state_dict(fpn_state)
+    return new.eval()
+
+
+def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1):
+    """The ONNX Runtime session of the 8-bit live graph for ``net`` (built and cached at first use), or
+    None when the companion does not fit ``net``'s body."""
+    from posetracker.model.fused import export_live_step, fused_key
+    from posetracker.model.runtime import _session, cache_dir
+
+    tensors, meta = read_companion(companion)
+    if meta.get("body") != part_hash(net, "body") or meta.get("fpn_from") != part_hash(net, "fpn"):
+        return None
+    fpn = {k[len("fpn."):]: v for k, v in tensors.items() if k.startswith("fpn.")}
+    tuned = with_fpn(net, fpn)
+    key = hashlib.sha256((fused_key(tuned, lookahead) + meta["ranges"] + meta["keep_float"]).encode()).hexdigest()[:16]
+    path = cache_dir() / f"live-int8-{key}.onnx"
+    if not path.exists():
+        raw = cache_dir() / f"live-int8-{key}.float.onnx"
+        try:
+            export_live_step(tuned, lookahead, raw)
+            quantise(raw, json.loads(meta["ranges"]), path, tuple(json.loads(meta["keep_float"])))
+        finally:
+            raw.unlink(missing_ok=True)
+    return _session(path, threads)
