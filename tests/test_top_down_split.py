@@ -165,3 +165,24 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
     assert TrackingSession(new_detector(plain, load_posenet()), config, tmp_path).crop_model is None
     with pytest.raises(WeightsError, match="crops.safetensors"):
         TrackingSession(centre, config, tmp_path / "elsewhere")
+
+
+def test_resume_goes_on_from_a_trained_detector_with_the_same_body():
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.train.detector import new_detector
+    from posetracker.train.detector_run import TrainingError, resume_detector
+
+    human = load_posenet()
+    fresh, done = new_detector(FLY, human), new_detector(FLY, human)
+    with torch.no_grad():
+        done.heads.keypoints.out.bias.fill_(1.5)
+        done.backbone.fpn.state_dict()[next(iter(done.backbone.fpn.state_dict()))].add_(0.25)
+    got = resume_detector(fresh, done, "done")
+    for k, v in done.state_dict().items():
+        torch.testing.assert_close(got.state_dict()[k], v)
+    with torch.no_grad():
+        next(done.backbone.body.parameters()).add_(1.0)
+    with pytest.raises(TrainingError, match="body"):
+        resume_detector(new_detector(FLY, human), done, "done")

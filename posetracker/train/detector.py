@@ -80,6 +80,9 @@ class DetectorConfig:
     # skeleton), "frames" whole frames only (a top-down mode's centre model), "centred" crops around each animal
     # with its points only (the crop model)
     samples: str = "auto"
+    # a detector of this skeleton (same frozen body as init_weights) whose FPN and heads training goes on from,
+    # e.g. a short run's weights; "" = new heads from init_weights
+    resume: str = ""
 
     def path(self, p: str) -> Path:
         q = Path(p)

@@ -103,6 +103,8 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
         f"({time.time() - t0:.0f} s); {len(val_items)} held out")
     if cancel is not None and cancel():
         raise TrainingCancelled("training cancelled")
+    if cfg.resume:  # after the samples: they are cached under the frozen body's key, which resuming keeps
+        net = resume_detector(net, load_posenet(cfg.path(cfg.resume), spec), cfg.resume)
     graph = build_refiner("graph", spec, **cfg.graph)
     net.train()
     groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
@@ -129,6 +131,17 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     save_posenet(net, out, source=src, trained="heads")
     log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
     return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
+
+
+def resume_detector(net, done, name: str):
+    """``net`` (a new detector) with the FPN and heads of ``done``, a trained detector of the same skeleton
+    whose frozen MobileNetV2 body must equal ``net``'s (the cached samples are that body's outputs)."""
+    from posetracker.model.weights import weights_key
+
+    if weights_key(done.backbone.body) != weights_key(net.backbone.body):
+        raise TrainingError(f"resume: {name} has another backbone body than init_weights")
+    net.load_state_dict(done.state_dict(), strict=False)
+    return net
 
 
 def held_out_report(spec, weights: Path, val_items, cols, combos=REPORT_REFINERS, threads: int = 1,
