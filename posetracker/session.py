@@ -142,16 +142,20 @@ class TrackingSession:
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
+        self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
         kinds = self.config.refiners
         if kinds is None:
             kinds = default_refiners(self.spec.name, self.config.mode, refiners_dir)
+            if missing := [k for k in default_refiners(self.spec.name, self.config.mode) if k not in kinds]:
+                self.notices.append(f"{self.config.mode} mode runs without its default refiner(s) {', '.join(missing)}: "
+                                    f"no {self.spec.name} weights for them beside the model in {refiners_dir} "
+                                    f"(copy them there from the shipped models, or name refiners to use)")
         self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir)
         self.refiners.check_budgets(net)
         if self.config.runtime == "auto":
             self.refiners.accelerate(self.config.threads)
         self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
-        self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
         prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
         self.depth = DepthEstimator(self.spec, self.config.fov_deg, self.depth_trained, prior, self.config.far_depth)
         self.decoder = TreeDecoder(

@@ -137,3 +137,25 @@ def test_reset_keeping_ids_hands_out_new_ones():
     session.reset()
     afresh = {int(i) for f in frames for i in session.step(f).track_ids}
     assert first - {-1} == {0} and min(again - {-1}) > max(first) and afresh - {-1} == {0}
+
+
+def test_a_model_away_from_its_refiners_says_it_runs_without_them(tmp_path):
+    """Weights copied out of models/ leave the offline precision stage behind: the session says so (the CLI
+    prints its notices), instead of quietly measuring something else; beside them it is used, silently."""
+    import shutil
+
+    from posetracker.refiners import available_refiners
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.weights_file import MODELS_DIR
+
+    if "crop" not in available_refiners("human18"):
+        pytest.skip("no shipped crop refiner")
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy2(MODELS_DIR / "posenet-human18.safetensors", alone / "posenet-human18.safetensors")
+    session = TrackingSession.open(weights=alone / "posenet-human18.safetensors", config=SessionConfig(mode="offline"))
+    assert not session.refiners and any("without its default refiner(s) crop" in n for n in session.notices)
+    shipped = TrackingSession.open(config=SessionConfig(mode="offline"))
+    assert shipped.refiners and not any("default refiner" in n for n in shipped.notices)
+    live = TrackingSession.open(weights=alone / "posenet-human18.safetensors", config=SessionConfig(mode="live"))
+    assert not any("default refiner" in n for n in live.notices)  # live has none by default

@@ -42,6 +42,8 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
                            refiners=chosen_refiners(args), tile_grid=args.tiles,
                            walk_fallback=not args.no_walk_fallback)
     session = TrackingSession.open(weights=args.weights, config=config)
+    for notice in session.notices:
+        print(f"warning: {notice}", file=sys.stderr)
     grid = session.image_tile_grid
     label = f"PoseTracker tree decoder ({session.decoder.vector_read} vectors, tiles {grid}x{grid})"
     if session.refiners:

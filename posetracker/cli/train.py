@@ -105,6 +105,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
                                    fix_swaps=not args.no_swap_fix, walk_fallback=not args.no_walk_fallback,
                                    **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
+            for notice in session.notices:
+                _log(f"warning: {Path(weights).name}: {notice}")
             r, run = evaluate_clip(session, path, labels, baseline=baselines.get(rel))
             baselines.setdefault(rel, run)
             results[f"{Path(weights).name} | {rel}"] = r
