@@ -186,3 +186,29 @@ def test_resume_goes_on_from_a_trained_detector_with_the_same_body():
         next(done.backbone.body.parameters()).add_(1.0)
     with pytest.raises(TrainingError, match="body"):
         resume_detector(new_detector(FLY, human), done, "done")
+
+
+def test_train_detector_cli_overrides_batch_and_resume(monkeypatch):
+    import argparse
+
+    from posetracker.cli import train_detector as cli
+
+    seen = {}
+    monkeypatch.setattr(cli, "_setup", lambda args: (__import__("posetracker.train.detector", fromlist=["x"])
+                                                     .DetectorConfig(skeleton="fly13", data="x.json"), FLY, [], [], None))
+
+    def fake_train(cfg, *a, **k):
+        seen["cfg"] = cfg
+        raise SystemExit(0)
+
+    monkeypatch.setattr("posetracker.train.detector_run.train_detector", fake_train)
+    parser = argparse.ArgumentParser()
+    cli.add_detector_parsers(parser.add_subparsers())
+    args = parser.parse_args(["detector", "--config", "c.yaml", "--batch", "8", "--resume", "a.safetensors"])
+    with pytest.raises(SystemExit):
+        args.func(args)
+    assert (seen["cfg"].batch, seen["cfg"].resume) == (8, "a.safetensors")
+    args = parser.parse_args(["detector", "--config", "c.yaml"])
+    with pytest.raises(SystemExit):
+        args.func(args)
+    assert (seen["cfg"].batch, seen["cfg"].resume) == (16, "")

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -48,6 +49,7 @@ def cmd_detector(args: argparse.Namespace) -> int:
     from posetracker.train.detector_run import TrainingError, train_detector
 
     cfg, spec, train_items, val_items, cols = _setup(args)
+    cfg = dataclasses.replace(cfg, **{k: v for k, v in (("batch", args.batch), ("resume", args.resume)) if v})
     try:
         run = train_detector(cfg, spec, train_items, val_items, cols, args.steps, args.out, _log,
                              samples=lambda net: _samples(cfg, spec, net, train_items, cols))
@@ -167,6 +169,8 @@ def add_detector_parsers(tsub) -> None:
     d = tsub.add_parser("detector", parents=[common],
                         help="train a skeleton's heads and its graph refiner (method C) from labelled images")
     d.add_argument("--steps", type=int, help="override the config's steps")
+    d.add_argument("--batch", type=int, help="override the config's batch")
+    d.add_argument("--resume", help="go on from these weights of the same skeleton (override the config's resume)")
     d.add_argument("--out", help="detector weights (default: the config's out); the refiner goes beside it")
     d.add_argument("--log", help="per-step losses as JSON (default: beside the weights, .losses.json)")
     d.set_defaults(func=cmd_detector)
