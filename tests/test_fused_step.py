@@ -3,13 +3,13 @@
 import numpy as np
 import pytest
 import torch
+from test_runtime import busy_net
 
 from posetracker.model.fused import FusedStream, LiveStep, live_stream
 from posetracker.model.network import CausalStream
 from posetracker.model.runtime import accelerate
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.types import Frame
-from test_runtime import busy_net
 
 pytest.importorskip("onnxruntime")
 

@@ -6,12 +6,12 @@ import numpy as np
 import onnx
 import pytest
 import torch
+from test_runtime import busy_net
 
 from posetracker.model import int8
 from posetracker.model.fused import FusedStream, export_live_step, live_stream
 from posetracker.model.network import CausalStream
 from posetracker.model.runtime import _session, accelerate
-from test_runtime import busy_net
 
 pytest.importorskip("onnxruntime")
 
@@ -58,7 +58,7 @@ def test_companion_round_trip_and_weights_check(human18, tmp_path, monkeypatch):
     path = tmp_path / "posenet-human18.int8.safetensors"
     int8.write_companion(path, tuned, net, ranges, note="test")
     tensors, meta = int8.read_companion(path)
-    assert set(k[4:] for k in tensors) == set(tuned.state_dict()) and meta["note"] == "test"
+    assert {k[4:] for k in tensors} == set(tuned.state_dict()) and meta["note"] == "test"
     accelerate(net)
     monkeypatch.setattr(int8, "companion_for", lambda n: path)
     stream = live_stream(net, 1, int8=True)

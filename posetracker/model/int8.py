@@ -115,7 +115,11 @@ def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
     ``ranges``) to ``dst``, atomically."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
-    from onnxruntime.quantization.calibrate import CalibrationMethod, TensorData, TensorsData
+    from onnxruntime.quantization.calibrate import (
+        CalibrationMethod,
+        TensorData,
+        TensorsData,
+    )
 
     nodes = quantised_nodes(onnx.load(str(float_path)), keep_float)
     data = TensorsData(CalibrationMethod.Percentile, {
@@ -137,8 +141,8 @@ def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
 
 
 def read_companion(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]:
-    from safetensors.torch import load_file
     from safetensors import safe_open
+    from safetensors.torch import load_file
 
     with safe_open(str(path), "pt") as f:
         meta = f.metadata() or {}
