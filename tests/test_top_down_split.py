@@ -212,3 +212,18 @@ def test_train_detector_cli_overrides_batch_and_resume(monkeypatch):
     with pytest.raises(SystemExit):
         args.func(args)
     assert (seen["cfg"].batch, seen["cfg"].resume) == (16, "")
+
+
+def test_a_config_can_make_its_skeleton_top_down(tmp_path):
+    from posetracker.train.detector import config_spec, load_detector_config
+
+    path = tmp_path / "c.yaml"
+    path.write_text("skeleton: fly13\ndata: x.json\nsamples: centred\n"
+                    "top_down: {crop_px: 256, crop_weights: posenet-fly13-crops.safetensors}\n")
+    spec = config_spec(load_detector_config(path))
+    assert spec.name == "fly13" and spec.top_down == {"crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors"}
+    path.write_text("skeleton: fly13\ndata: x.json\n")
+    assert config_spec(load_detector_config(path)).top_down == load_skeleton("fly13").top_down == {}
+    path.write_text("skeleton: fly13\ndata: x.json\ntop_down: {crop_weights: a}\n")
+    with pytest.raises(SkeletonError, match="top_down"):
+        config_spec(load_detector_config(path))

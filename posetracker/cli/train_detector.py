@@ -151,11 +151,10 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     items = [it for it in items if it.video == video]
     session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
                                                                 max_people=args.max_people, refiners=()))
-    with open_source(str(video)) as src:
-        frames = list(iter(src.read, None))
-    seq = session.run(iter(frames), fps=30.0, total=len(frames))
+    with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
+        seq = session.run(iter(src.read, None), fps=30.0, total=src.frame_count)
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)
-    _log(f"tracking {video.name}: {len(frames)} frames, {r['switches']} identity switches over {r['frames']} "
+    _log(f"tracking {video.name}: {len(seq.frames)} frames, {r['switches']} identity switches over {r['frames']} "
          f"labelled frames ({r['matched']}/{r['track_frames']} labelled animals matched to a track)"
          + (f"; at frames {r['switch_frames'][:20]}" if r["switch_frames"] else ""))
     return r

@@ -83,6 +83,9 @@ class DetectorConfig:
     # a detector of this skeleton (same frozen body as init_weights) whose FPN and heads training goes on from,
     # e.g. a short run's weights; "" = new heads from init_weights
     resume: str = ""
+    # the skeleton's top_down options for this run ({crop_px, crop_weights}, as in a skeleton YAML), e.g. to train
+    # and score a top-down split of a skeleton that ships bottom-up; {} = the skeleton's own
+    top_down: dict = field(default_factory=dict)
 
     def path(self, p: str) -> Path:
         q = Path(p)
@@ -111,6 +114,16 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
     if raw.get("samples", "auto") not in SAMPLE_KINDS:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
     return DetectorConfig(**raw)
+
+
+def config_spec(cfg: DetectorConfig) -> SkeletonSpec:
+    """The skeleton of a config, with the config's ``top_down`` options when it has them."""
+    from dataclasses import replace
+
+    from posetracker.skeletons import _top_down_options, load_skeleton
+
+    spec = load_skeleton(cfg.skeleton)
+    return replace(spec, top_down=_top_down_options(cfg.top_down, cfg.skeleton)) if cfg.top_down else spec
 
 
 def new_detector(spec: SkeletonSpec, init: PoseNet) -> PoseNet:

@@ -48,14 +48,13 @@ def load_training(config_path: str | Path, threads: int = 1):
     threads and seed as ``posetracker train detector`` does. TrainingError when the labelled set is missing."""
     import torch
 
-    from posetracker.skeletons import load_skeleton
-    from posetracker.train.detector import load_detector_config
+    from posetracker.train.detector import config_spec, load_detector_config
     from posetracker.train.detector_samples import load_split
 
     torch.set_num_threads(max(1, threads))
     torch.manual_seed(0)
     cfg = load_detector_config(config_path)
-    spec = load_skeleton(cfg.skeleton)
+    spec = config_spec(cfg)
     if cfg.teacher_config:
         return cfg, spec, [], [], None
     if not cfg.data_path.is_file():
