@@ -6,6 +6,7 @@ import time
 from functools import partial
 
 import pytest
+from PySide6.QtCore import Qt
 
 from gui_helpers import FakeSession, LookaheadSession, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
 from posetracker.capture import FakeCamera, VideoFileSource, WebcamSource
@@ -156,3 +157,46 @@ def test_a_seek_or_loop_keeps_ids_going(qtbot, controller, clip):
     controller.seek(20)
     qtbot.waitUntil(lambda: controller.snapshot().position == 20, timeout=3000)
     qtbot.waitUntil(lambda: made[0].kept_ids is True, timeout=3000)
+
+
+def test_poses_reach_the_gui_in_batches_and_old_ones_drop_their_frames(qtbot):
+    """A GUI thread behind the model: one poses_ready for all that waited, every pose in order, only the newest
+    FRAMES_KEPT still holding their image; at MAX_WAITING the worker waits until the GUI takes them."""
+    import threading
+
+    import numpy as np
+
+    from posetracker.types import Frame, PoseFrame
+    from ui.packets import LatestSlot, PoseResult
+    from ui.workers import NO_IMAGE, InferenceWorker
+
+    worker = InferenceWorker(LatestSlot(), LatestSlot(), lambda: None)
+    signals: list[int] = []
+    worker.poses_ready.connect(lambda: signals.append(1), Qt.ConnectionType.DirectConnection)
+
+    def result(i: int) -> PoseResult:
+        pose = PoseFrame(i, i / 30, np.zeros((0, 18, 3), np.float32), np.zeros((0, 18), np.float32),
+                         np.zeros(0, np.float32), np.zeros(0, np.int64), (8, 8), None)
+        return PoseResult(Frame(i, i / 30, np.zeros((8, 8, 3), np.uint8)), pose, 0.0, 0)
+
+    n = InferenceWorker.FRAMES_KEPT + 4
+    for i in range(n):
+        worker._deliver(result(i))
+    assert len(signals) == 1
+    got = worker.take_poses()
+    assert [r.pose.index for r in got] == list(range(n))
+    assert [r.frame.image is NO_IMAGE for r in got] == [True] * 4 + [False] * InferenceWorker.FRAMES_KEPT
+    worker._deliver(result(n))
+    assert len(signals) == 2 and worker.take_poses()[0].pose.index == n
+
+    def fill() -> None:
+        for i in range(InferenceWorker.MAX_WAITING + 1):
+            worker._deliver(result(i))
+
+    filler = threading.Thread(target=fill)
+    filler.start()
+    filler.join(timeout=2.0)
+    assert filler.is_alive()  # waiting for the GUI
+    assert len(worker.take_poses()) == InferenceWorker.MAX_WAITING
+    filler.join(timeout=2.0)
+    assert not filler.is_alive() and len(worker.take_poses()) == 1

@@ -115,7 +115,7 @@ class PipelineController(QObject):
         self.inference = InferenceWorker(self.frames, self.display, factory)
         self.inference.ready.connect(self._on_model_ready)
         self.inference.failed.connect(self._on_inference_failed)
-        self.inference.pose_ready.connect(self._on_pose_ready)
+        self.inference.poses_ready.connect(self._on_poses_ready)
         if self.recorder is not None:
             self.inference.tap = self.recorder.offer
         self._spawn(self.inference, "inference")
@@ -266,10 +266,11 @@ class PipelineController(QObject):
             self._autoplay = False
             self.play()
 
-    @Slot(object)
-    def _on_pose_ready(self, result) -> None:
+    @Slot()
+    def _on_poses_ready(self) -> None:
         if self._current(self.inference):
-            self.pose_ready.emit(result)
+            for result in self.inference.take_poses():  # every pose, in order; one event for all that waited
+                self.pose_ready.emit(result)
 
     @Slot(str)
     def _on_recorder_failed(self, message: str) -> None:

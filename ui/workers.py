@@ -18,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ SourceOpener = Callable[[], FrameSource]
 SessionFactory = Callable[[], PoseSession]
 # No new frame for this long (paused, stepped, seeked, at the end): hand out the poses a look-ahead holds back.
 FLUSH_AFTER_S = 0.25
+NO_IMAGE = np.zeros((1, 1, 3), np.uint8)  # stands in for a buffered result's image once it is too old to be drawn
 
 
 def source_info(src: FrameSource) -> SourceInfo:
@@ -185,10 +187,20 @@ class CaptureWorker(QObject):
 
 
 class InferenceWorker(QObject):
+    """Runs the session on the newest captured frame. Every pose goes to the GUI thread, in order, through a
+    buffer drained in batches (:meth:`take_poses`): ``poses_ready`` is emitted once when the buffer fills from
+    empty, so a GUI thread that falls behind gets one event for many poses instead of one queued event per
+    pose. Once more than ``FRAMES_KEPT`` results wait, the older ones give up their image (``frame.image``
+    becomes a 1 x 1 stand-in; the video view draws only the newest result), and at ``MAX_WAITING`` the worker
+    waits for the GUI before it takes the next frame (the capture's latest-wins slot drops frames meanwhile,
+    counted as dropped): a source faster than the GUI costs frames, never memory or a pose already made."""
+
     ready = Signal(object)  # ModelInfo
-    pose_ready = Signal(object)  # PoseResult
+    poses_ready = Signal()  # the buffer has poses for take_poses()
     failed = Signal(str)
     finished = Signal()
+    FRAMES_KEPT = 16
+    MAX_WAITING = 256
 
     def __init__(self, frames: LatestSlot[Captured], display: LatestSlot[PoseResult], factory: SessionFactory):
         super().__init__()
@@ -198,9 +210,33 @@ class InferenceWorker(QObject):
         self.meter = RateMeter()
         self.latency = MeanMeter()
         self.ready_flag = False
+        self._pending: deque[PoseResult] = deque()
+        self._pending_lock = threading.Condition()
 
     def stop(self) -> None:
         self._stop.set()
+
+    def take_poses(self) -> list[PoseResult]:
+        """Any thread (the GUI's): the results waiting, oldest first; the next result emits ``poses_ready`` again."""
+        with self._pending_lock:
+            out = list(self._pending)
+            self._pending.clear()
+            self._pending_lock.notify_all()
+        return out
+
+    def _deliver(self, result: PoseResult) -> None:
+        with self._pending_lock:
+            notify = not self._pending
+            self._pending.append(result)
+            if len(self._pending) > self.FRAMES_KEPT:
+                old = self._pending[-self.FRAMES_KEPT - 1]
+                if old.frame.image is not NO_IMAGE:
+                    self._pending[-self.FRAMES_KEPT - 1] = replace(old, frame=replace(old.frame, image=NO_IMAGE))
+        if notify:
+            self.poses_ready.emit()
+        with self._pending_lock:  # the GUI is far behind: let it catch up before the next frame
+            while len(self._pending) >= self.MAX_WAITING and not self._stop.is_set():
+                self._pending_lock.wait(0.05)
 
     @Slot()
     def run(self) -> None:
@@ -267,7 +303,7 @@ class InferenceWorker(QObject):
             self.latency.add(latency)
         result = PoseResult(cap.frame, pose, latency, cap.epoch)
         self._display.put(result)
-        self.pose_ready.emit(result)
+        self._deliver(result)
         tap = self.tap
         if tap is not None:
             tap(pose)
