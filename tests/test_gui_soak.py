@@ -42,7 +42,7 @@ def test_an_hour_of_webcam_poses_keeps_memory_flat(qtbot):
     while window.poses_received < HOUR:
         qtbot.wait(2000)
         samples.append(rss_bytes())
-            assert time.monotonic() - t0 < 1800, f"too slow: {window.poses_received} poses"
+        assert time.monotonic() - t0 < 1800, f"too slow: {window.poses_received} poses"
     gc.collect()
     end = rss_bytes()
     rate = (window.poses_received - seen0) / (time.monotonic() - t0)
