@@ -143,20 +143,28 @@ def test_35mm_equivalent_focal_length_to_the_long_side():
         fov_from_35mm(26.0, 0, 1080)
 
 
-def test_the_field_of_view_is_read_from_quicktime_tags_and_exif(tmp_path):
+def tiny_video(path, f35_mm: str | None = None, frames: int = 1):
+    """A 64 x 36 mpeg4 clip of ``frames`` black frames, tagged with a QuickTime 35 mm-equivalent focal length."""
     import av
-    from PIL import Image
 
-    video = tmp_path / "tagged.mp4"
-    with av.open(str(video), "w", options={"movflags": "use_metadata_tags"}) as out:
-        out.metadata["com.apple.quicktime.camera.focal_length.35mm_equivalent"] = "26"
+    options = {"movflags": "use_metadata_tags"} if f35_mm is not None else {}
+    with av.open(str(path), "w", options=options) as out:
+        if f35_mm is not None:
+            out.metadata["com.apple.quicktime.camera.focal_length.35mm_equivalent"] = f35_mm
         stream = out.add_stream("mpeg4", rate=10)
         stream.width, stream.height, stream.pix_fmt = 64, 36, "yuv420p"
-        for _ in range(2):
+        for _ in range(frames):
             for packet in stream.encode(av.VideoFrame.from_ndarray(np.zeros((36, 64, 3), np.uint8), format="rgb24")):
                 out.mux(packet)
         for packet in stream.encode():
             out.mux(packet)
+    return path
+
+
+def test_the_field_of_view_is_read_from_quicktime_tags_and_exif(tmp_path):
+    from PIL import Image
+
+    video = tiny_video(tmp_path / "tagged.mp4", "26", frames=2)
     fov = fov_from_metadata(video)
     assert fov is not None and fov.source == "metadata" and fov.fov_deg == pytest.approx(fov_from_35mm(26.0, 64, 36))
     assert "26 mm" in fov.detail
@@ -169,14 +177,7 @@ def test_the_field_of_view_is_read_from_quicktime_tags_and_exif(tmp_path):
     assert fov_from_metadata(tmp_path).fov_deg == pytest.approx(fov.fov_deg)  # a folder: its first image
     Image.new("RGB", (60, 40)).save(tmp_path / "plain.png")
     assert fov_from_metadata(tmp_path / "plain.png") is None  # no EXIF
-    untagged = tmp_path / "untagged.mp4"
-    with av.open(str(untagged), "w") as out:
-        stream = out.add_stream("mpeg4", rate=10)
-        stream.width, stream.height, stream.pix_fmt = 64, 36, "yuv420p"
-        for packet in stream.encode(av.VideoFrame.from_ndarray(np.zeros((36, 64, 3), np.uint8), format="rgb24")):
-            out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
+    untagged = tiny_video(tmp_path / "untagged.mp4")
     assert fov_from_metadata(untagged) is None
     assert fov_from_metadata(tmp_path / "missing.mp4") is None
     (tmp_path / "junk.mp4").write_bytes(b"not a video")
@@ -213,19 +214,9 @@ def test_the_fov_option_takes_degrees_or_auto():
 def test_auto_camera_after_the_fact_takes_the_tag_else_the_people(tmp_path):
     """The app's whole-file processing: a clip tracked at 60 deg is re-lifted with its file's tag when it has
     one (root distances scale, 2-D unchanged), else with the people's estimate; no file: the people."""
-    import av
-
     from posetracker.analysis.camera_fov import auto_camera
 
-    video = tmp_path / "tagged.mp4"
-    with av.open(str(video), "w", options={"movflags": "use_metadata_tags"}) as out:
-        out.metadata["com.apple.quicktime.camera.focal_length.35mm_equivalent"] = "26"
-        stream = out.add_stream("mpeg4", rate=10)
-        stream.width, stream.height, stream.pix_fmt = 64, 36, "yuv420p"
-        for packet in stream.encode(av.VideoFrame.from_ndarray(np.zeros((36, 64, 3), np.uint8), format="rgb24")):
-            out.mux(packet)
-        for packet in stream.encode():
-            out.mux(packet)
+    video = tiny_video(tmp_path / "tagged.mp4", "26")
     seq = _scene(45.0, pitch_deg=15.0)
     tagged, camera = auto_camera(seq, video, 60.0)
     assert camera.source == "metadata" and camera.fov_deg == pytest.approx(fov_from_35mm(26.0, 64, 36))
