@@ -17,6 +17,8 @@ The CLI, the tests and the GUI worker all use this class and nothing below it.
 Modes:
 - ``live``: one frame in, one PoseFrame out (``step``), delayed by
   ``lookahead`` frames; forward GRU state carried; One Euro smoothing.
+  ``step`` is ``prepare``, ``infer`` (the network) and ``finish`` (the rest);
+  ``run`` overlaps them on two threads (``posetracker.pipeline_live``).
 - ``offline``: whole sources (``run``) in bidirectional chunks of ``chunk``
   frames, each seeing ``overlap`` further frames backwards in time;
   zero-lag Savitzky-Golay smoothing per track after tracking.
@@ -27,9 +29,8 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import torch
@@ -38,99 +39,22 @@ from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_tile_people, shift_people
 from posetracker.decoding.top_down import load_crop_model, read_crops
-from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.model.fused import live_stream
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
+from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, live_poses, sequential_poses
+from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
+from posetracker.session_config import TILE_GRID, Mode, SessionConfig, default_vector_read  # noqa: F401 (re-exported)
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
-Mode = Literal["live", "offline"]
-# SessionConfig.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
-# 5.1 fps with them, the precision stage on; docs/experiments/tiles-and-crowds.md)
-TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
-Progress = Callable[[int, int | None], None]
-
-
-@dataclass(frozen=True)
-class SessionConfig:
-    """Parameters of a TrackingSession (all have working defaults)."""
-
-    mode: Mode = "live"
-    lookahead: int = DEFAULT_LOOKAHEAD  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
-    chunk: int = 16  # offline: frames emitted per bidirectional pass
-    overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
-    max_people: int = DEFAULT_MAX_PEOPLE
-    score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
-    keypoint_threshold: float = 0.1
-    vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
-    walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
-    fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
-    smoothing: bool = True
-    far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
-    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
-    rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
-    track: bool = True
-    fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
-    keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
-    threads: int = 1  # threads for inference
-    runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
-    int8: bool = True  # live, ONNX Runtime: the 8-bit backbone body where its companion ships (model/int8.py)
-    # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
-    # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
-    fit_input: bool = True
-    # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
-    # defaults (refiners.DEFAULT_REFINERS: offline and still images the precision stage, live none), where trained
-    refiners: tuple[str, ...] | None = None
-    crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
-    # small people: the frame also read as tile_grid x tile_grid overlapping tiles (decoding.tiles), their new
-    # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
-    tile_grid: int | None = None
-
-    def __post_init__(self) -> None:
-        if self.mode not in ("live", "offline"):
-            raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
-        if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
-            raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
-        if self.tile_grid is not None and self.tile_grid < 1:
-            raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
-
-
-def default_vector_read(net: PoseNet) -> Literal["centre", "parent"]:
-    """Where the decoder reads tree vectors for these weights: at the located parent (method A's walk) when
-    the vector head was trained for it (``walk`` among the weights' trained parts), else at the centre."""
-    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "centre"
-
-
-@dataclass
-class StageTimes:
-    """Milliseconds spent in each stage for the last frame (network includes pre-processing)."""
-
-    network_ms: float = 0.0
-    decode_ms: float = 0.0
-    track_ms: float = 0.0
-    history: deque = field(default_factory=lambda: deque(maxlen=120))
-
-    @property
-    def total_ms(self) -> float:
-        return self.network_ms + self.decode_ms + self.track_ms
-
-
-@dataclass(frozen=True)
-class _Pending:
-    index: int
-    timestamp: float
-    box: Letterbox
-    image: torch.Tensor | None = None  # (1, 3, H, W) network input, kept only for a maps-stage refiner
-    frame: np.ndarray | None = None  # (H, W, 3) uint8 source frame, kept only for a frame-stage refiner or tiles
-    tiles: int = 1  # tile grid of this frame (1: the whole frame only)
 
 
 class TrackingSession:
@@ -209,7 +133,7 @@ class TrackingSession:
                 if mode == "live" \
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
-        self._pending: deque[_Pending] = deque()
+        self._pending: deque[Pending] = deque()
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
@@ -240,15 +164,15 @@ class TrackingSession:
         img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
         return to_tensor(img)[None], box
 
-    def _prepare(self, frame: Frame, tiles: int | None = None) -> tuple[torch.Tensor, _Pending]:
+    def _prepare(self, frame: Frame, tiles: int | None = None) -> tuple[torch.Tensor, Pending]:
         """tiles: the tile grid for this frame (None: the video one, ``self.tile_grid``)."""
         tiles = self.tile_grid if tiles is None else tiles
         x, box = self._input(frame.image)
-        return x, _Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
+        return x, Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
                            frame.image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
                            tiles)
 
-    def _people(self, out: dict[str, torch.Tensor], meta: _Pending, budget_ms: float | None = None,
+    def _people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None = None,
                 tracked: bool = True) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
         budget_ms: time for the frame stage (live); None: it refines every person (offline, still images).
@@ -313,7 +237,7 @@ class TrackingSession:
         img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
         return self._still_people(img[None])[0], box.scale
 
-    def _post_live(self, pose: PoseFrame) -> PoseFrame:
+    def _post_live(self, pose: PoseFrame, network_ms: float) -> PoseFrame:
         t0 = time.perf_counter()
         if self.config.track:
             pose = self._track(pose)
@@ -321,27 +245,46 @@ class TrackingSession:
                 pose = self.smoother.update(pose)
             pose = self.bones.update(pose)
         self.times.track_ms = (time.perf_counter() - t0) * 1000
-        self.times.history.append((self.times.network_ms, self.times.decode_ms, self.times.track_ms))
+        self.times.history.append((network_ms, self.times.decode_ms, self.times.track_ms))
         return pose
+
+    def prepare(self, frame: Frame) -> Prepared:
+        """Live, stage 1a (pure: any thread): letterbox one frame for :meth:`infer`."""
+        t0 = time.perf_counter()
+        with torch.inference_mode():
+            x, meta = self._prepare(frame)
+        return Prepared(x, meta, (time.perf_counter() - t0) * 1000)
+
+    def infer(self, prepared: Prepared) -> Inferred | None:
+        """Live, stage 1b: push a prepared frame through the network; the outputs of the frame ``lookahead``
+        pushes ago (None while the look-ahead fills). The only stage with the network's state."""
+        t0 = time.perf_counter()
+        with torch.inference_mode(), _threads(self.config.threads):
+            self._pending.append(prepared.meta)
+            out = self.stream.push(prepared.x)
+        self.times.network_ms = prepared.ms + (time.perf_counter() - t0) * 1000
+        return None if out is None else Inferred(out, self._pending.popleft(), self.times.network_ms)
+
+    def infer_flush(self) -> list[Inferred]:
+        """Live, stage 1 at the end of a stream: the outputs the look-ahead still holds back."""
+        with torch.inference_mode(), _threads(self.config.threads):
+            outs = self.stream.flush()
+        return [Inferred(o, self._pending.popleft(), self.times.network_ms) for o in outs]
+
+    def finish(self, item: Inferred) -> PoseFrame:
+        """Live, stage 2: people, 3-D, ids, smoothing and bone lengths of an inferred frame. Frames must come
+        in their order, one at a time (the tracker's, smoother's and depth's state); any thread."""
+        return self._post_live(self._people(item.out, item.meta, self.config.crop_budget_ms), item.network_ms)
 
     def step(self, frame: Frame) -> PoseFrame | None:
         """Live mode: push one frame; returns the PoseFrame of the frame ``lookahead`` frames
-        ago (None while the look-ahead fills)."""
-        t0 = time.perf_counter()
-        with torch.inference_mode(), _threads(self.config.threads):
-            x, meta = self._prepare(frame)
-            self._pending.append(meta)
-            out = self.stream.push(x)
-        self.times.network_ms = (time.perf_counter() - t0) * 1000
-        if out is None:
-            return None
-        return self._post_live(self._people(out, self._pending.popleft(), self.config.crop_budget_ms))
+        ago (None while the look-ahead fills). The three stages in a row (``pipeline_live``)."""
+        item = self.infer(self.prepare(frame))
+        return None if item is None else self.finish(item)
 
     def flush(self) -> list[PoseFrame]:
         """Live mode: the PoseFrames still held back by the look-ahead at the end of a stream."""
-        with torch.inference_mode(), _threads(self.config.threads):
-            outs = self.stream.flush()
-        return [self._post_live(self._people(o, self._pending.popleft(), self.config.crop_budget_ms)) for o in outs]
+        return [self.finish(item) for item in self.infer_flush()]
 
     def process_image(self, rgb: np.ndarray) -> PoseFrame:
         """One still image (H, W, 3) uint8 RGB -> untracked PoseFrame (no temporal context)."""
@@ -383,7 +326,8 @@ class TrackingSession:
                 failure.append(str(exc))
 
         if self.config.mode == "live":
-            poses = self._run_live(guarded(), total, progress, cancel)
+            poses = list((live_poses if self.config.two_stage else sequential_poses)(
+                self, guarded(), total, progress, cancel))
             if self.config.track:  # the whole source is at hand: ids for the frames before each track's confirmation
                 poses = backfill_ids(poses, self.sigmas)
         else:
@@ -397,22 +341,10 @@ class TrackingSession:
             meta["skipped"] = list(frames.skipped)
         return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
 
-    def _run_live(self, frames, total, progress, cancel) -> list[PoseFrame]:
-        poses: list[PoseFrame] = []
-        for i, frame in enumerate(frames):
-            if cancel and cancel():
-                break
-            pose = self.step(frame)
-            if pose is not None:
-                poses.append(pose)
-            if progress:
-                progress(i + 1, total)
-        return poses + self.flush()
-
     def _run_offline(self, frames, total, progress, cancel) -> list[PoseFrame]:
         cfg = self.config
         feats: list[torch.Tensor] = []
-        metas: list[_Pending] = []
+        metas: list[Pending] = []
         raw: list[PoseFrame] = []
         h_fwd = None
 
@@ -445,18 +377,3 @@ class TrackingSession:
             tracked = smooth_tracks(tracked)
         return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked
 
-
-class _threads:
-    """Context manager: run torch with ``n`` threads, then restore."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __enter__(self) -> None:
-        self.prev = torch.get_num_threads()
-        if self.n and self.n != self.prev:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc) -> None:
-        if self.n and self.n != self.prev:
-            torch.set_num_threads(self.prev)

@@ -1,0 +1,175 @@
+"""A live frame in two stages, and the two-stage pipeline that overlaps them.
+
+``TrackingSession.step`` is three calls of the session (``posetracker.session``):
+
+    prepare(frame)  Frame (H, W, 3) uint8 RGB -> Prepared: network input (1, 3, h, w) float 0..255, its letterbox
+    infer(prepared) -> Inferred of the frame ``lookahead`` pushes ago (None while the look-ahead fills):
+                    heads' outputs (1, 1, C, h/4, w/4) each; the only call that touches the temporal state
+    finish(inferred) -> PoseFrame: people decoding, refiners, 3-D, tracking, smoothing, bone lengths
+
+``prepare`` is pure; ``finish`` keeps the tracker's, smoother's and depth's state, so it must see the frames
+in order, one at a time; ``infer`` keeps the network's. :func:`live_poses` runs ``infer`` on the calling
+thread and ``prepare`` (with the reading of the source) and ``finish`` on one helper thread: while ONNX
+Runtime runs frame t+1 (it releases the GIL), the helper decodes, tracks and smooths frame t and reads and
+letterboxes frame t+2. The poses are the sequential path's, bit for bit, in the same order
+(tests/test_pipeline_live.py).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import torch
+
+if TYPE_CHECKING:
+    from posetracker.model.preprocess import Letterbox
+    from posetracker.session import TrackingSession
+    from posetracker.types import Frame, PoseFrame
+
+Progress = Callable[[int, int | None], None]
+IN_FLIGHT = 2  # frames past the network whose finish() may wait on the helper before the network waits for it
+
+
+@dataclass
+class StageTimes:
+    """Milliseconds spent in each stage for the last frame (network includes pre-processing)."""
+
+    network_ms: float = 0.0
+    decode_ms: float = 0.0
+    track_ms: float = 0.0
+    history: deque = field(default_factory=lambda: deque(maxlen=120))
+
+    @property
+    def total_ms(self) -> float:
+        return self.network_ms + self.decode_ms + self.track_ms
+
+
+@dataclass(frozen=True)
+class Pending:
+    """What the decoding of a frame needs besides the network's outputs."""
+
+    index: int
+    timestamp: float
+    box: Letterbox
+    image: torch.Tensor | None = None  # network input, kept only for a maps-stage refiner
+    frame: np.ndarray | None = None  # source frame, kept only for a frame-stage refiner, tiles or top-down
+    tiles: int = 1  # tile grid of this frame (1: the whole frame only)
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A frame letterboxed for the network: ``x`` its input, ``meta`` the rest, ``ms`` the time it took."""
+
+    x: torch.Tensor
+    meta: Pending
+    ms: float
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """The network's outputs of one frame (``out``) with what its decoding needs; ``network_ms``: its
+    preparation and network time."""
+
+    out: dict[str, torch.Tensor]
+    meta: Pending
+    network_ms: float
+
+
+class torch_threads:
+    """Context manager: run torch with ``n`` threads, then restore."""
+
+    def __init__(self, n: int):
+        self.n = n
+
+    def __enter__(self) -> None:
+        self.prev = torch.get_num_threads()
+        if self.n and self.n != self.prev:
+            torch.set_num_threads(self.n)
+
+    def __exit__(self, *exc) -> None:
+        if self.n and self.n != self.prev:
+            torch.set_num_threads(self.prev)
+
+
+def sequential_poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+                     progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+                     on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
+    """Every frame's PoseFrame, in order, one ``step`` at a time on the calling thread; ``cancel()`` is asked
+    after each frame is read (True: stop, then the look-ahead's poses), ``progress(frames pushed, total)``,
+    ``on_finish(pose)`` as each pose is done."""
+    for i, frame in enumerate(frames):
+        if cancel and cancel():
+            break
+        pose = session.step(frame)
+        if pose is not None:
+            if on_finish is not None:
+                on_finish(pose)
+            yield pose
+        if progress:
+            progress(i + 1, total)
+    for pose in session.flush():
+        if on_finish is not None:
+            on_finish(pose)
+        yield pose
+
+
+_END = object()
+
+
+def live_poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+               progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
+               on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
+    """:func:`sequential_poses` in two stages: the network on the calling thread, the reading of ``frames``
+    (with the letterbox) and each frame's ``finish`` on one helper thread, the next frame's network
+    overlapping the last one's decoding and tracking. Same poses, same order; ``cancel`` and ``progress``
+    are called on the calling thread as there (the helper may have read one frame more when ``cancel`` says
+    stop). An error reading a frame or finishing one is raised here after the poses finished before it; a
+    source that ends (a ``guarded`` capture failure included) ends the stream after the look-ahead's poses.
+    ``on_finish(pose)``: called on the helper thread as each pose is done (before it is yielded here). The
+    helper thread is gone when the generator is done or closed."""
+    it = iter(frames)
+
+    def read() -> Prepared | object:
+        frame = next(it, _END)
+        return frame if frame is _END else session.prepare(frame)
+
+    def finish(item: Inferred) -> PoseFrame:
+        pose = session.finish(item)
+        if on_finish is not None:
+            on_finish(pose)
+        return pose
+
+    helper = ThreadPoolExecutor(1, thread_name_prefix="posetracker-live")
+    posts: deque[Future] = deque()  # finish() of the frames past the network, oldest first
+    try:
+        nxt = helper.submit(read)
+        i = 0
+        while True:
+            try:
+                prepared = nxt.result()
+            except BaseException:
+                while posts:  # the frames before the failure first, as the sequential path
+                    yield posts.popleft().result()
+                raise
+            if prepared is _END or (cancel and cancel()):
+                break
+            nxt = helper.submit(read)  # the helper reads frame t+1 once it has finished the older frames
+            item = session.infer(prepared)
+            if item is not None:
+                posts.append(helper.submit(finish, item))
+            i += 1
+            if progress:
+                progress(i, total)
+            while posts and (posts[0].done() or len(posts) > IN_FLIGHT):
+                yield posts.popleft().result()
+        for item in session.infer_flush():
+            posts.append(helper.submit(finish, item))
+        while posts:
+            yield posts.popleft().result()
+    finally:
+        helper.shutdown(wait=True, cancel_futures=True)

@@ -1,0 +1,69 @@
+"""SessionConfig: the parameters of a ``TrackingSession`` (``posetracker.session``), all with working defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+
+if TYPE_CHECKING:
+    from posetracker.model.network import PoseNet
+
+Mode = Literal["live", "offline"]
+# SessionConfig.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
+# 5.1 fps with them, the precision stage on; docs/experiments/tiles-and-crowds.md)
+TILE_GRID = {"image": 2, "offline": 1, "live": 1}
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Parameters of a TrackingSession (all have working defaults)."""
+
+    mode: Mode = "live"
+    lookahead: int = DEFAULT_LOOKAHEAD  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
+    chunk: int = 16  # offline: frames emitted per bidirectional pass
+    overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
+    max_people: int = DEFAULT_MAX_PEOPLE
+    score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
+    keypoint_threshold: float = 0.1
+    vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
+    walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
+    fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
+    smoothing: bool = True
+    far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
+    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
+    rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
+    track: bool = True
+    fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
+    keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
+    threads: int = 1  # threads for inference
+    runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
+    int8: bool = True  # live, ONNX Runtime: the 8-bit backbone body where its companion ships (model/int8.py)
+    # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
+    # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
+    fit_input: bool = True
+    # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
+    # defaults (refiners.DEFAULT_REFINERS: offline and still images the precision stage, live none), where trained
+    refiners: tuple[str, ...] | None = None
+    crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
+    # small people: the frame also read as tile_grid x tile_grid overlapping tiles (decoding.tiles), their new
+    # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
+    tile_grid: int | None = None
+    # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
+    # (pipeline_live.live_poses; the same poses as one step() after another)
+    two_stage: bool = True
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("live", "offline"):
+            raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
+        if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
+            raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
+        if self.tile_grid is not None and self.tile_grid < 1:
+            raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
+
+
+def default_vector_read(net: PoseNet) -> Literal["centre", "parent"]:
+    """Where the decoder reads tree vectors for these weights: at the located parent (method A's walk) when
+    the vector head was trained for it (``walk`` among the weights' trained parts), else at the centre."""
+    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "centre"
