@@ -122,6 +122,7 @@ class PipelineResult:
     refiners: tuple[str, ...] = ()  # the refiners the session ran
     people: float = 0.0  # median people (or animals) tracked per frame
     backbone: str = "float"  # live: "int8" when the graph with the 8-bit body ran (model/int8.py)
+    two_stage: bool = False  # live: the network and the rest on two threads (pipeline_live.live_poses)
 
 
 def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] | None = None) -> tuple[float, list[float]]:
@@ -133,22 +134,33 @@ def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] 
     with open_source(path) as src:
         t_start = time.perf_counter()
         if mode == "live":
+            from posetracker.pipeline_live import live_poses, sequential_poses
+
             session.reset()
             read_at: dict[int, float] = {}
-            n = 0
-            for _ in range(frames):
-                t0 = time.perf_counter()
-                frame = src.read()
-                if frame is None:
-                    break
-                read_at[frame.index] = t0
-                pose = session.step(frame)
-                n += 1
-                if pose is not None:
-                    latencies.append((time.perf_counter() - read_at.pop(pose.index)) * 1000)
-                    if people is not None:
-                        people.append(pose.num_people)
-            session.flush()  # the frames still held back by the look-ahead (their latency is the stream's end)
+            done: list[tuple[int, float]] = []  # (index, latency ms) of each pose as it is finished
+
+            def reading():
+                for _ in range(frames):
+                    t0 = time.perf_counter()
+                    frame = src.read()
+                    if frame is None:
+                        return
+                    read_at[frame.index] = t0
+                    yield frame
+
+            def finished(pose) -> None:
+                done.append((pose.index, (time.perf_counter() - read_at[pose.index]) * 1000))
+                if people is not None:
+                    people.append(pose.num_people)
+
+            for _ in (live_poses if session.config.two_stage else sequential_poses)(session, reading(),
+                                                                                   on_finish=finished):
+                pass
+            n = len(read_at)
+            # the frames held back by the look-ahead come out at the stream's end: not a live latency
+            last = n - 1 - session.config.lookahead
+            latencies = [ms for i, ms in done if i <= last]
         else:
             clip = (f for f in iter(src.read, None))
             seq = session.run((f for _, f in zip(range(frames), clip)), fps=src.fps)
@@ -165,13 +177,15 @@ def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, f
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
                           lookahead if mode == "live" else 0, tuple(session.refiners.names),
-                          float(med(people)) if people else 0.0, "int8" if getattr(session.stream, "int8", False) else "float")
+                          float(med(people)) if people else 0.0, "int8" if getattr(session.stream, "int8", False) else "float",
+                          mode == "live" and session.config.two_stage)
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
                    refiners: tuple[str, ...] | None = None, tile_grid: int | None = None, skeleton: str | None = None,
-                   max_people: int | None = None, crop_budget_ms: float | None = None, int8: bool = True) -> PipelineResult:
+                   max_people: int | None = None, crop_budget_ms: float | None = None, int8: bool = True,
+                   two_stage: bool = True) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
@@ -182,7 +196,8 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
     if crop_budget_ms is not None:
         extra["crop_budget_ms"] = crop_budget_ms
     config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), int8=int8, **extra)
+                           refiners=None if refiners is None else tuple(refiners), int8=int8, two_stage=two_stage,
+                           **extra)
     session = TrackingSession.open(skeleton, weights, config)
     _pipeline_run(session, path, mode, frames)  # warm-up
     fps, lat, people = [], [], []
@@ -198,12 +213,12 @@ PEER_SCRIPT = Path(__file__).resolve().parent / "peers" / "mediapipe_pose.py"
 
 @dataclass(frozen=True)
 class VersusResult:
-    """PoseTracker live against MediaPipe Pose full on the same frames, runs interleaved, on one core."""
+    """PoseTracker live against MediaPipe Pose full on the same frames, runs interleaved, on the same cores."""
 
     ours: PipelineResult
     mediapipe_fps: list[float]
     ratios: list[float]  # ours / MediaPipe, run by run
-    core: int
+    cores: tuple[int, ...]
 
     @property
     def mediapipe_median(self) -> float:
@@ -215,12 +230,15 @@ class VersusResult:
 
 
 def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
-                           lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None, core: int = 0,
-                           tile_grid: int | None = None, crop_budget_ms: float | None = None, int8: bool = True
+                           lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None,
+                           cores: tuple[int, ...] = (0,), tile_grid: int | None = None,
+                           crop_budget_ms: float | None = None, int8: bool = True, two_stage: bool = True
                            ) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
-    ``frames`` frames, both pinned to CPU ``core``; each side's warm-up is not timed."""
+    ``frames`` frames, both pinned to the CPUs ``cores``; each side's warm-up is not timed. On more than one
+    core the peer script reads and converts the next frame on a thread of its own while MediaPipe runs
+    (``--prefetch``), as PoseTracker's two stages read on their helper thread."""
     import json
     import os
     import subprocess
@@ -229,19 +247,21 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
 
     budget = {} if crop_budget_ms is None else {"crop_budget_ms": crop_budget_ms}
     config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), int8=int8, **budget)
+                           refiners=None if refiners is None else tuple(refiners), int8=int8, two_stage=two_stage,
+                           **budget)
     session = TrackingSession.open(weights=weights, config=config)
+    cpus = ",".join(map(str, cores))
+    peer_cmd = ["taskset", "-c", cpus, python, str(PEER_SCRIPT), path, str(frames), *(["--prefetch"] if len(cores) > 1 else [])]
     before = os.sched_getaffinity(0)
     ours, lat, peer, people = [], [], [], []
     try:
-        os.sched_setaffinity(0, {core})
+        os.sched_setaffinity(0, set(cores))
         _pipeline_run(session, path, "live", frames)  # warm-up
         for _ in range(runs):
             f, l = _pipeline_run(session, path, "live", frames, people)
             ours.append(f)
             lat += l
-            out = subprocess.run(["taskset", "-c", str(core), python, str(PEER_SCRIPT), path, str(frames)],
-                                 capture_output=True, text=True, timeout=600)
+            out = subprocess.run(peer_cmd, capture_output=True, text=True, timeout=600)
             lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
             if out.returncode != 0 or not lines:
                 raise RuntimeError(f"MediaPipe run failed ({python}): {(out.stderr or out.stdout).strip()[-500:]}")
@@ -250,7 +270,7 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
     finally:
         os.sched_setaffinity(0, before)
     result = _result(session, "live", ours, lat, runs, frames, lookahead, people)
-    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], core)
+    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], tuple(cores))
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:

@@ -1,5 +1,6 @@
 import csv
 import json
+import os
 
 import pytest
 
@@ -97,6 +98,12 @@ def test_bench_versus_mediapipe_interleaves_runs_with_the_peer(tmp_path, capsys)
     assert doc["ratios"][0] == pytest.approx(doc["ours"]["median_fps"] / 40.0, rel=0.5)
     calls = log.read_text().splitlines()
     assert len(calls) == 2 and calls[0].endswith(f"mediapipe_pose.py {SAMPLE} 8")
+    assert doc["cores"] == [0] and doc["ours"]["two_stage"]
+    if len(os.sched_getaffinity(0)) > 1:  # both on the same two cores: the peer reads on a second thread too
+        assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2", "--json",
+                     "--cores", "0,1"]) == 0
+        assert json.loads(capsys.readouterr().out)["cores"] == [0, 1]
+        assert log.read_text().splitlines()[-1].endswith(f"mediapipe_pose.py {SAMPLE} 8 --prefetch")
     fake.write_text("#!/bin/sh\necho 'No module named mediapipe' >&2\nexit 1\n")
     assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2"]) != 0
     assert "No module named mediapipe" in capsys.readouterr().err
@@ -125,6 +132,14 @@ def test_a_file_corrupt_in_the_middle_keeps_the_frames_read(tmp_path, capsys):
     assert 0 < len(seq) < N
     assert [f.index for f in seq.frames] == list(range(len(seq)))
     assert "incomplete" in seq.metadata
+
+
+def test_bench_one_stage_and_bad_cores(capsys):
+    assert main(["bench", SAMPLE, "--runs", "1", "--frames", "2", "--json", "--one-stage"]) == 0
+    assert [r["two_stage"] for r in json.loads(capsys.readouterr().out)["results"]] == [False, False]
+    with pytest.raises(SystemExit):
+        main(["bench", SAMPLE, "--versus-mediapipe", "python", "--cores", "zero"])
+    assert "CPU numbers" in capsys.readouterr().err
 
 
 def test_bench_paced_json(capsys):

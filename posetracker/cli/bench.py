@@ -25,17 +25,20 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.versus_mediapipe:
             r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
                                              weights=args.weights, lookahead=args.lookahead, refiners=chosen_refiners(args),
-                                             tile_grid=args.tiles, int8=not args.float_backbone, **crop_budget(args))
+                                             cores=args.cores, tile_grid=args.tiles, int8=not args.float_backbone,
+                                             two_stage=not args.one_stage, **crop_budget(args))
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
-                                  "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "core": r.core}, indent=2))
+                                  "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "cores": list(r.cores)}, indent=2))
             else:
-                print(f"Live on one core ({r.core}) of {bench.machine_description()}, {args.input}, "
+                where = f"one core ({r.cores[0]})" if len(r.cores) == 1 else f"cores {','.join(map(str, r.cores))}"
+                print(f"Live on {where} of {bench.machine_description()}, {args.input}, "
                       f"{r.ours.frames_per_run} frames a run, {args.runs} runs each, interleaved")
                 print(f"PoseTracker (live, look-ahead {r.ours.lookahead}, {r.ours.backbone} body, 1 inference thread, "
-                      f"2-D + 3-D, everyone): "
+                      f"{'two stages' if r.ours.two_stage else 'one stage'}, 2-D + 3-D, everyone): "
                       f"{r.ours.median_fps:.1f} fps ({r.ours.min_fps:.1f}-{r.ours.max_fps:.1f})")
-                print(f"MediaPipe Pose full (smoothing on, one person): {r.mediapipe_median:.1f} fps "
+                print(f"MediaPipe Pose full (smoothing on, one person{', reading on a 2nd thread' if len(r.cores) > 1 else ''}): "
+                      f"{r.mediapipe_median:.1f} fps "
                       f"({min(r.mediapipe_fps):.1f}-{max(r.mediapipe_fps):.1f})")
                 print(f"ratio PoseTracker / MediaPipe: {r.ratio:.2f} (median of the run pairs; "
                       f"{min(r.ratios):.2f}-{max(r.ratios):.2f})")
@@ -59,7 +62,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                                                 threads=args.threads or 1, weights=args.weights,
                                                 lookahead=args.lookahead, refiners=chosen_refiners(args),
                                                 tile_grid=args.tiles, skeleton=args.skeleton, int8=not args.float_backbone,
-                                                max_people=args.max_people, **crop_budget(args)))
+                                                max_people=args.max_people, two_stage=not args.one_stage,
+                                                **crop_budget(args)))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
                               "results": [asdict(r) for r in results]}, indent=2))
@@ -89,6 +93,16 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cores(text: str) -> tuple[int, ...]:
+    try:
+        cores = tuple(sorted({int(c) for c in text.split(",")}))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"CPU numbers separated by commas, e.g. 0,1 (got {text!r})") from None
+    if not cores or min(cores) < 0:
+        raise argparse.ArgumentTypeError(f"CPU numbers separated by commas, e.g. 0,1 (got {text!r})")
+    return cores
+
+
 def add_bench_parser(sub) -> None:
     b = sub.add_parser("bench", help="speed: network forward (no INPUT) or the whole pipeline on INPUT")
     b.add_argument("input", nargs="?", help="video for the end-to-end benchmark (live and offline modes)")
@@ -100,9 +114,14 @@ def add_bench_parser(sub) -> None:
                    help="with INPUT: the skeleton / animal mode to time (default human18), e.g. mouse4")
     b.add_argument("--max-people", type=int, default=None, help="with INPUT: most people or animals a frame")
     b.add_argument("--versus-mediapipe", metavar="PYTHON",
-                   help="with INPUT: also time MediaPipe Pose full on the same frames, runs interleaved, both on one "
-                        "core; PYTHON is an interpreter whose environment has mediapipe (a measuring tool, never a "
+                   help="with INPUT: also time MediaPipe Pose full on the same frames, runs interleaved, both on the "
+                        "same --cores; PYTHON is an interpreter whose environment has mediapipe (a measuring tool, never a "
                         "dependency: e.g. a venv made with pip install mediapipe==0.10.21)")
+    b.add_argument("--cores", type=_cores, default=(0,), metavar="0,1",
+                   help="with --versus-mediapipe: the CPUs both programs are pinned to (default: 0, one core)")
+    b.add_argument("--one-stage", action="store_true",
+                   help="with INPUT: live mode's network and the rest one after the other on one thread (default: "
+                        "two stages, the rest of frame t on a second thread while the network runs frame t+1)")
     b.add_argument("--paced", action="store_true",
                    help="with INPUT: play it at its own fps and infer the newest frame, as the app does "
                         "(inference fps, latency from read to pose, dropped frames)")
