@@ -293,11 +293,13 @@ class PacedResult:
     dropped: int  # frames never inferred because a newer one replaced them
     frames: int
     lookahead: int = DEFAULT_LOOKAHEAD
+    two_stage: bool = True  # poses finished on a helper thread while the network takes the next frame
 
 
 def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None,
-                lookahead: int = DEFAULT_LOOKAHEAD, int8: bool = True) -> PacedResult:
-    """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up).
+                lookahead: int = DEFAULT_LOOKAHEAD, int8: bool = True, two_stage: bool = True) -> PacedResult:
+    """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up:
+    ``two_stage``, each pose finished on a helper thread, ``pipeline_live.Finisher``, as the app's worker).
 
     The latency of a frame runs from its read until its own pose is out: with look-ahead that is
     after ``lookahead`` more *inferred* frames, as in the app."""
@@ -334,6 +336,13 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     worker = threading.Thread(target=capture, daemon=True)
     worker.start()
     latencies, t_start, inferred = [], time.perf_counter(), 0
+
+    def out(pose, _tag=None) -> None:
+        latencies.append((time.monotonic() - read_at.pop(pose.index)) * 1000)
+
+    from posetracker.pipeline_live import Finisher
+
+    finisher = Finisher(session, out) if two_stage else None
     while not (done.is_set() and slot[0] is None):
         with lock:
             item, slot[0] = slot[0], None
@@ -341,11 +350,18 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
             time.sleep(0.001)
             continue
         read_at[item[0].index] = item[1]
-        pose = session.step(item[0])
+        if finisher is not None:
+            got = session.infer(session.prepare(item[0]))
+            if got is not None:
+                finisher.submit(got)
+        elif (pose := session.step(item[0])) is not None:
+            out(pose)
         inferred += 1
-        if pose is not None:
-            latencies.append((time.monotonic() - read_at.pop(pose.index)) * 1000)
+    if finisher is not None:
+        finisher.drain()
+        finisher.close()
     elapsed = time.perf_counter() - t_start
     worker.join()
-    return PacedResult(inferred / elapsed, statistics.median(latencies), counts["dropped"], counts["read"], lookahead)
+    return PacedResult(inferred / elapsed, statistics.median(latencies), counts["dropped"], counts["read"], lookahead,
+                       two_stage)
 

@@ -173,3 +173,51 @@ def live_poses(session: TrackingSession, frames: Iterable[Frame], total: int | N
             yield posts.popleft().result()
     finally:
         helper.shutdown(wait=True, cancel_futures=True)
+
+
+class Finisher:
+    """``session.finish`` of inferred frames on one helper thread, in the order submitted, for a caller that
+    runs the network itself on frames it picks (the app's inference worker, ``bench --paced``): ``on_pose(pose,
+    tag)`` is called on the helper thread as each pose is done, ``tag`` being what :meth:`submit` got with
+    its frame. At most ``limit`` frames wait; :meth:`submit` then waits for the oldest. An error of
+    ``finish`` or ``on_pose`` is raised by the next :meth:`submit` or :meth:`drain` (the frames after it
+    are dropped)."""
+
+    def __init__(self, session: TrackingSession, on_pose: Callable[[PoseFrame, object], None],
+                 limit: int = IN_FLIGHT):
+        self.session, self.on_pose, self.limit = session, on_pose, limit
+        self._helper = ThreadPoolExecutor(1, thread_name_prefix="posetracker-finish")
+        self._posts: deque[Future] = deque()
+        self._error: BaseException | None = None
+
+    def _run(self, item: Inferred, tag: object) -> None:
+        if self._error is None:
+            try:
+                self.on_pose(self.session.finish(item), tag)
+            except BaseException as exc:  # kept for the caller's thread
+                self._error = exc
+
+    def _check(self) -> None:
+        while self._posts and self._posts[0].done():
+            self._posts.popleft()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def submit(self, item: Inferred, tag: object = None) -> None:
+        self._check()
+        while len(self._posts) >= self.limit:
+            self._posts[0].result()
+            self._check()
+        self._posts.append(self._helper.submit(self._run, item, tag))
+
+    def drain(self) -> None:
+        """Wait until every frame submitted is finished (e.g. before ``session.reset``)."""
+        while self._posts:
+            self._posts.popleft().result()
+        self._check()
+
+    def close(self) -> None:
+        """Finish what was submitted, then stop the helper thread (errors are dropped)."""
+        self._helper.shutdown(wait=True)
+        self._posts.clear()

@@ -200,3 +200,32 @@ def test_poses_reach_the_gui_in_batches_and_old_ones_drop_their_frames(qtbot):
     assert len(worker.take_poses()) == InferenceWorker.MAX_WAITING
     filler.join(timeout=2.0)
     assert not filler.is_alive() and len(worker.take_poses()) == 1
+
+
+def test_a_tracking_session_runs_in_two_stages_with_the_poses_of_one_step_at_a_time(qtbot, controller, clip):
+    """The worker runs the network on the newest frame and finishes each pose on a helper thread
+    (pipeline_live.Finisher): every inferred frame's pose comes out, in order, equal to step() on those frames."""
+    import numpy as np
+    import torch
+
+    from posetracker.model.network import PoseNet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+
+    torch.manual_seed(0)
+    net = PoseNet(load_skeleton("human18")).eval()
+    results = []
+    controller.pose_ready.connect(results.append)
+    with qtbot.waitSignal(controller.source_ended, timeout=15000):
+        controller.start(partial(VideoFileSource, clip), lambda: TrackingSession(net, SessionConfig(lookahead=1)))
+    qtbot.waitUntil(lambda: results and results[-1].pose.index == 44, timeout=5000)  # the held pose, flushed
+    indices = [r.pose.index for r in results]
+    assert indices == sorted(set(indices)) and all(r.frame.index == r.pose.index for r in results)
+    again = TrackingSession(net, SessionConfig(lookahead=1))
+    with VideoFileSource(clip) as src:
+        frames = {f.index: f for f in src}
+    poses = [p for i in indices if (p := again.step(frames[i])) is not None] + again.flush()
+    assert [p.index for p in poses] == indices
+    for r, p in zip(results, poses):
+        np.testing.assert_array_equal(r.pose.keypoints, p.keypoints)
+        np.testing.assert_array_equal(r.pose.track_ids, p.track_ids)

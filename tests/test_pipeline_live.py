@@ -142,3 +142,28 @@ def test_step_is_the_three_stages(tiny_net):
         if one is not None:
             np.testing.assert_array_equal(one.keypoints, two.keypoints)
     assert [p.index for p in a.flush()] == [p.index for p in map(b.finish, b.infer_flush())] == [3]
+
+
+def test_finisher_keeps_order_bounds_the_wait_and_hands_errors_back(tiny_net):
+    from posetracker.pipeline_live import Finisher
+
+    session = TrackingSession(tiny_net, SessionConfig(lookahead=0))
+    got = []
+    finisher = Finisher(session, lambda pose, tag: got.append((pose.index, tag, threading.current_thread().name)))
+    items = [session.infer(session.prepare(f)) for f in _frames(6)]
+    for item in items[:4]:
+        finisher.submit(item, f"t{item.meta.index}")
+        assert len(finisher._posts) <= finisher.limit
+    finisher.drain()
+    assert [(i, t) for i, t, _ in got] == [(i, f"t{i}") for i in range(4)]
+    assert all(name.startswith("posetracker-finish") for *_, name in got)
+    finish = session.finish
+    session.finish = lambda item: (_ for _ in ()).throw(RuntimeError("decoding failed"))
+    finisher.submit(items[4])
+    with pytest.raises(RuntimeError, match="decoding failed"):
+        finisher.drain()
+    session.finish = finish
+    finisher.submit(items[5])
+    finisher.drain()
+    assert got[-1][0] == 5
+    finisher.close()

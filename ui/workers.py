@@ -264,40 +264,69 @@ class InferenceWorker(QObject):
         return session
 
     def _serve(self, session: PoseSession) -> None:
+        """A TrackingSession runs in two stages (``posetracker.pipeline_live``): the network here, on the newest
+        frame, and each pose's decoding, 3-D, tracking and smoothing on a helper thread (a ``Finisher``, which
+        also hands the pose on), so the network takes the next frame meanwhile. Other sessions (replay, test
+        fakes) ``step`` here."""
         recent: deque[Captured] = deque(maxlen=64)
         epoch: int | None = None
         held, last_frame = False, time.monotonic()  # held: the session may hold poses back (look-ahead)
-        while not self._stop.is_set():
-            item = self._frames.take(timeout=0.05)
-            if item is None:
-                if held and time.monotonic() - last_frame > FLUSH_AFTER_S:  # paused, stepped or at the end
-                    held = False
-                    try:
-                        poses = session.flush()
-                    except Exception as exc:  # noqa: BLE001
-                        self.failed.emit(f"Inference stopped: {describe_error(exc)}")
-                        return
-                    for pose in poses:
-                        self._emit(pose, recent, timed=False)
-                continue
-            held, last_frame = True, time.monotonic()
-            if item.epoch != epoch:  # a seek or a loop: the same source, so ids go on (unique in a recording)
-                session.reset(keep_ids=epoch is not None)
-                recent.clear()
-                epoch = item.epoch
-            recent.append(item)
-            try:
-                pose = session.step(item.frame)
-            except Exception as exc:  # noqa: BLE001
-                self.failed.emit(f"Inference stopped: {describe_error(exc)}")
-                return
-            self.meter.tick()
-            if pose is not None:
-                self._emit(pose, recent)
+        finisher = None
+        if all(hasattr(session, k) for k in ("prepare", "infer", "infer_flush", "finish")):
+            from posetracker.pipeline_live import Finisher
 
-    def _emit(self, pose: PoseFrame, recent: deque[Captured], timed: bool = True) -> None:
-        """timed: count the latency (not for poses handed out after a pause: that wait is the user's)."""
-        cap = next((c for c in reversed(recent) if c.frame.index == pose.index), recent[-1])
+            finisher = Finisher(session, lambda pose, tag: self._emit(pose, *tag))
+        try:
+            while not self._stop.is_set():
+                item = self._frames.take(timeout=0.05)
+                if item is None:
+                    if held and time.monotonic() - last_frame > FLUSH_AFTER_S:  # paused, stepped or at the end
+                        held = False
+                        try:
+                            self._flush(session, finisher, recent)
+                        except Exception as exc:  # noqa: BLE001
+                            self.failed.emit(f"Inference stopped: {describe_error(exc)}")
+                            return
+                    continue
+                held, last_frame = True, time.monotonic()
+                try:
+                    if item.epoch != epoch:  # a seek or a loop: the same source, so ids go on (unique in a recording)
+                        if finisher is not None:
+                            finisher.drain()  # the poses before it, with the tracks before the reset
+                        session.reset(keep_ids=epoch is not None)
+                        recent.clear()
+                        epoch = item.epoch
+                    recent.append(item)
+                    if finisher is None:
+                        pose = session.step(item.frame)
+                        self.meter.tick()
+                        if pose is not None:
+                            self._emit(pose, _captured(pose.index, recent))
+                        continue
+                    got = session.infer(session.prepare(item.frame))
+                    self.meter.tick()
+                    if got is not None:
+                        finisher.submit(got, (_captured(got.meta.index, recent),))
+                except Exception as exc:  # noqa: BLE001
+                    self.failed.emit(f"Inference stopped: {describe_error(exc)}")
+                    return
+        finally:
+            if finisher is not None:
+                finisher.close()
+
+    def _flush(self, session: PoseSession, finisher, recent: deque[Captured]) -> None:
+        """The poses a look-ahead holds back (their latency is the user's pause: not timed)."""
+        if finisher is None:
+            for pose in session.flush():
+                self._emit(pose, _captured(pose.index, recent), timed=False)
+            return
+        for got in session.infer_flush():
+            finisher.submit(got, (_captured(got.meta.index, recent), False))
+        finisher.drain()
+
+    def _emit(self, pose: PoseFrame, cap: Captured, timed: bool = True) -> None:
+        """Any thread (the finisher's). timed: count the latency (not for poses handed out after a pause: that
+        wait is the user's)."""
         latency = (time.monotonic() - cap.t_read) * 1000.0
         if timed:
             self.latency.add(latency)
@@ -307,6 +336,11 @@ class InferenceWorker(QObject):
         tap = self.tap
         if tap is not None:
             tap(pose)
+
+
+def _captured(index: int, recent: deque[Captured]) -> Captured:
+    """The captured frame of a pose (by index; the newest if it has gone)."""
+    return next((c for c in reversed(recent) if c.frame.index == index), recent[-1])
 
 
 class RecorderWorker(QObject):

@@ -45,7 +45,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             return 0
         if args.paced:
             r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
-                                  lookahead=args.lookahead, int8=not args.float_backbone)
+                                  lookahead=args.lookahead, int8=not args.float_backbone,
+                                  two_stage=not args.one_stage)
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "paced": asdict(r)}, indent=2))
             else:
