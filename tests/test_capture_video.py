@@ -376,3 +376,20 @@ def test_portrait_phone_video_comes_out_upright(videos: dict[str, Path], tmp_pat
     assert first.shape == (W, H, 3)
     # turned clockwise: the top row (frame index blocks) becomes the right-hand column
     np.testing.assert_array_equal(first, np.rot90(first_plain, -1))
+
+
+def test_read_pending_converts_only_when_asked(tmp_path):
+    """The app's capture thread reads every frame at the file's pace; only those taken are converted to RGB."""
+    from posetracker.capture import PendingFrame
+
+    clip = make_video(tmp_path / "clip.mp4")
+    with VideoFileSource(clip) as a, VideoFileSource(clip) as b:
+        for i in range(3):
+            pending = a.read_pending()
+            assert isinstance(pending, PendingFrame) and pending.index == i and not pending.converted
+            frame = b.read()
+            assert pending.timestamp == frame.timestamp
+            got = pending.frame()
+            assert pending.converted and pending.frame() is got
+            np.testing.assert_array_equal(got.image, frame.image)
+        assert a.read_pending().index == 3  # skipped without conversion, the stream goes on

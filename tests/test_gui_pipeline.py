@@ -229,3 +229,23 @@ def test_a_tracking_session_runs_in_two_stages_with_the_poses_of_one_step_at_a_t
     for r, p in zip(results, poses):
         np.testing.assert_array_equal(r.pose.keypoints, p.keypoints)
         np.testing.assert_array_equal(r.pose.track_ids, p.track_ids)
+
+
+def test_frames_a_slow_model_skips_are_never_converted(qtbot, controller, clip):
+    pending = []
+
+    class Watched(VideoFileSource):
+        def read_pending(self):
+            item = super().read_pending()
+            if item is not None:
+                pending.append(item)
+            return item
+
+    seen = []
+    controller.pose_ready.connect(lambda r: seen.append(r.pose.index))
+    with qtbot.waitSignal(controller.source_ended, timeout=6000):
+        controller.start(partial(Watched, clip), partial(FakeSession, delay=0.1))
+    qtbot.waitUntil(lambda: len(seen) == controller.frames.delivered, timeout=3000)
+    converted = {p.index for p in pending if p.converted}
+    assert controller.frames.dropped > 10 and len(converted) < len(pending) - 10
+    assert set(seen) <= converted  # every frame inferred (and shown) was converted

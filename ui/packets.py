@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
+from posetracker.capture import PendingFrame
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -30,11 +31,20 @@ class PoseSession(Protocol):
 
 @dataclass(frozen=True)
 class Captured:
-    """A frame as read by the capture thread. epoch changes at every seek (discontinuity)."""
+    """A frame as read by the capture thread, converted to RGB when first asked for (``frame``: the frames
+    a busy model skips are never converted). epoch changes at every seek (discontinuity)."""
 
-    frame: Frame
+    pending: PendingFrame
     t_read: float  # time.monotonic() when read
     epoch: int
+
+    @property
+    def frame(self) -> Frame:
+        return self.pending.frame()
+
+    @property
+    def index(self) -> int:
+        return self.pending.index
 
 
 @dataclass(frozen=True)

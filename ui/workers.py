@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QObject, Signal, Slot
 
-from posetracker.capture import CaptureError, FrameSource, UnreadableImageError
+from posetracker.capture import CaptureError, FrameSource, PendingFrame, UnreadableImageError
 from posetracker.recording import RecordingError, SessionRecorder
 from posetracker.types import Frame, PoseFrame, PoseSequence
 from .packets import (
@@ -37,6 +37,10 @@ SessionFactory = Callable[[], PoseSession]
 # No new frame for this long (paused, stepped, seeked, at the end): hand out the poses a look-ahead holds back.
 FLUSH_AFTER_S = 0.25
 NO_IMAGE = np.zeros((1, 1, 3), np.uint8)  # stands in for a buffered result's image once it is too old to be drawn
+
+
+def _ready(frame: Frame | None) -> PendingFrame | None:
+    return None if frame is None else PendingFrame.ready(frame)
 
 
 def source_info(src: FrameSource) -> SourceInfo:
@@ -96,7 +100,7 @@ class CaptureWorker(QObject):
                 continue
             single, self._single = self._single, False
             try:
-                frame = source.read()
+                frame = source.read_pending() if hasattr(source, "read_pending") else _ready(source.read())
             except UnreadableImageError as exc:  # one bad image of a folder: say so, play on
                 self.failed.emit(describe_error(exc))
                 continue
@@ -122,7 +126,7 @@ class CaptureWorker(QObject):
         self.paused, self.at_end, self._anchor = True, True, None
         self.ended.emit()
 
-    def _pace(self, frame: Frame, source: FrameSource) -> None:
+    def _pace(self, frame: PendingFrame, source: FrameSource) -> None:
         """Files: wait until the frame is due at fps x speed (live-like playback)."""
         if source.is_live:
             return
@@ -135,15 +139,15 @@ class CaptureWorker(QObject):
         elif delay < -0.5:  # far behind (slow decode): re-anchor instead of racing
             self._anchor = None
 
-    def _publish(self, frame: Frame) -> None:
+    def _publish(self, frame: PendingFrame) -> None:
         item = Captured(frame, time.monotonic(), self._epoch)
         for slot in self._slots:
             slot.put(item)
         self.position = frame.index
         self.meter.tick()
         tap = self.tap
-        if tap is not None:
-            tap(frame)
+        if tap is not None:  # recording: every frame, converted here
+            tap(frame.frame())
 
     def _handle_commands(self, source: FrameSource) -> None:
         while True:
@@ -340,7 +344,7 @@ class InferenceWorker(QObject):
 
 def _captured(index: int, recent: deque[Captured]) -> Captured:
     """The captured frame of a pose (by index; the newest if it has gone)."""
-    return next((c for c in reversed(recent) if c.frame.index == index), recent[-1])
+    return next((c for c in reversed(recent) if c.index == index), recent[-1])
 
 
 class RecorderWorker(QObject):

@@ -19,11 +19,14 @@ end users and always name the file, folder or camera concerned::
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
+
+import numpy as np
 
 from posetracker.types import Frame
 
@@ -33,6 +36,7 @@ __all__ = [
     "CaptureError",
     "CorruptVideoError",
     "FrameSource",
+    "PendingFrame",
     "NotAVideoError",
     "SourceNotFoundError",
     "UnreadableImageError",
@@ -103,6 +107,37 @@ class CameraDisconnectedError(CaptureError):
     """A camera that was delivering frames stopped (unplugged, driver crash)."""
 
 
+class PendingFrame:
+    """A frame read but maybe not yet converted to RGB (:meth:`FrameSource.read_pending`): its ``index`` and
+    ``timestamp`` now, the :class:`Frame` (image (H, W, 3) uint8 RGB) from :meth:`frame`, converted at its
+    first call by whichever thread makes it; a frame nobody asks for is never converted (the app's capture
+    thread reads every frame of a file at its pace, inference takes only the newest)."""
+
+    __slots__ = ("index", "timestamp", "_convert", "_frame", "_lock")
+
+    def __init__(self, index: int, timestamp: float, convert: Callable[[], np.ndarray] | None = None,
+                 frame: Frame | None = None):
+        self.index, self.timestamp = index, timestamp
+        self._convert, self._frame = convert, frame
+        self._lock = threading.Lock()
+
+    @classmethod
+    def ready(cls, frame: Frame) -> PendingFrame:
+        return cls(frame.index, frame.timestamp, frame=frame)
+
+    @property
+    def converted(self) -> bool:
+        return self._frame is not None
+
+    def frame(self) -> Frame:
+        if self._frame is None:
+            with self._lock:
+                if self._frame is None:
+                    self._frame = Frame(self.index, self.timestamp, self._convert())
+                    self._convert = None
+        return self._frame
+
+
 class FrameSource(ABC):
     """A stream of :class:`Frame` packets: video file, camera, image folder...
 
@@ -123,6 +158,12 @@ class FrameSource(ABC):
     @abstractmethod
     def read(self) -> Frame | None:
         """Return the next frame, or ``None`` at the end of the stream."""
+
+    def read_pending(self) -> PendingFrame | None:
+        """:meth:`read`, the RGB conversion left to :meth:`PendingFrame.frame` where the source can defer it
+        (video files); others convert at once."""
+        frame = self.read()
+        return None if frame is None else PendingFrame.ready(frame)
 
     @abstractmethod
     def close(self) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+from functools import partial
 from pathlib import Path
 
 import av
@@ -35,7 +36,7 @@ from posetracker.capture._av import (
     quarter_turns,
     stream_fps,
 )
-from posetracker.capture.base import CaptureError, CorruptVideoError, FrameSource, UnsupportedCodecError
+from posetracker.capture.base import CaptureError, CorruptVideoError, FrameSource, PendingFrame, UnsupportedCodecError
 from posetracker.types import Frame
 
 __all__ = ["VideoFileSource"]
@@ -168,6 +169,11 @@ class VideoFileSource(FrameSource):
         Raises CorruptVideoError once, after the last good frame, if the data
         is damaged; afterwards returns ``None``.
         """
+        pending = self.read_pending()
+        return None if pending is None else pending.frame()
+
+    def read_pending(self) -> PendingFrame | None:
+        """:meth:`read`, the decoded picture converted to RGB only when :meth:`PendingFrame.frame` asks."""
         with self._lock:
             self._check_open()
             if self._failed:
@@ -180,7 +186,7 @@ class VideoFileSource(FrameSource):
             self._next_index += 1
             ts = self._timestamp(frame, index)
             self._note(frame, ts)
-            return Frame(index=index, timestamp=ts, image=frame_to_rgb(frame))
+            return PendingFrame(index, ts, partial(frame_to_rgb, frame))
 
     def seek(self, index: int) -> None:
         """Make the next ``read()`` return frame ``index`` (see class docstring).
