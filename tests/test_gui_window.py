@@ -402,3 +402,28 @@ def test_file_menu_opens_an_image_folder(qtbot, window, tmp_path, monkeypatch):
     action.trigger()
     qtbot.waitUntil(lambda: window.source_info is not None, timeout=5000)
     assert window.state.source == str(folder) and window.source_info.frame_count == 6
+
+
+def test_the_3d_view_and_plots_are_drawn_less_often_while_inference_lags(qtbot, window, monkeypatch):
+    from ui.packets import PipelineStats
+    from ui.window_events import LAGGING_EVERY, SLOW_EVERY
+
+    window.timer.stop()
+    drawn = {"3d": 0, "plots": 0}
+    monkeypatch.setattr(window.skeleton_view, "set_pose", lambda *a: drawn.__setitem__("3d", drawn["3d"] + 1))
+    monkeypatch.setattr(window.plots, "refresh", lambda: drawn.__setitem__("plots", drawn["plots"] + 1))
+
+    def ticks(stats, n=24):
+        monkeypatch.setattr(window.controller, "snapshot", lambda: stats)
+        for i in range(LAGGING_EVERY + n):  # the first ticks see the rates change
+            if i == LAGGING_EVERY:
+                drawn.update({"3d": 0, "plots": 0})
+            window._pose_3d, window._plots_stale = object(), True
+            window.on_timer_tick()
+        return dict(drawn)
+
+    keeping_up = ticks(PipelineStats(source_fps=30.0, inference_fps=29.5, playing=True))
+    lagging = ticks(PipelineStats(source_fps=50.0, inference_fps=25.0, playing=True))
+    assert keeping_up == {"3d": 24 // SLOW_EVERY, "plots": 24 // SLOW_EVERY}
+    assert lagging == {"3d": 24 // LAGGING_EVERY, "plots": 24 // LAGGING_EVERY}
+    assert ticks(PipelineStats(source_fps=50.0, inference_fps=25.0, playing=False)) == keeping_up  # paused

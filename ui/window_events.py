@@ -17,6 +17,10 @@ from .state import save_layout, save_state
 
 TOO_SMALL = (520, 360)
 SLOW_EVERY = 3  # display ticks per 3-D view / panel refresh
+# while inference lags the source (it infers under LAG_RATIO of the source's frames), the 3-D view and the plots
+# are drawn every LAGGING_EVERY ticks instead: the GUI thread leaves more of the CPU to inference (#21)
+LAGGING_EVERY = 6
+LAG_RATIO = 0.9
 
 
 class WindowEvents:
@@ -28,6 +32,7 @@ class WindowEvents:
     _ticks = 0
     _pose_3d: PoseFrame | None = None  # newest pose not yet drawn in the 3-D view
     _plots_stale = False  # poses arrived since the plots were last refreshed
+    _lagging = False  # inference infers fewer frames than the source plays (status bar's rates)
 
     # ------------------------------------------------------------------ controller
 
@@ -169,7 +174,8 @@ class WindowEvents:
 
     def on_timer_tick(self) -> None:
         """~30 Hz: paint the newest result (or preview frame) if one arrived since the last tick;
-        the 3-D view and the panels every third tick (10 Hz, staggered), and only if data changed."""
+        the 3-D view and the panels every third tick (10 Hz, staggered; the 3-D view and the plots every sixth
+        while inference lags the source), and only if data changed."""
         result = self.controller.display.take()
         if result is not None:
             self.latest = result
@@ -183,20 +189,22 @@ class WindowEvents:
                 pose = self.latest.pose if self.latest is not None else None
                 self.video.show_frame(preview.frame.image if preview is not None else None, pose)
         self._ticks += 1
-        if self._ticks % SLOW_EVERY == 1 and self._pose_3d is not None:
+        slow = LAGGING_EVERY if self._lagging else SLOW_EVERY
+        if self._ticks % slow == 1 and self._pose_3d is not None:
             pose, self._pose_3d = self._pose_3d, None
             self.skeleton_view.set_pose(pose, self.plots.current_person())
         if self._ticks % SLOW_EVERY == 0:
-            self._refresh_panels()
+            self._refresh_panels(plots=self._ticks % slow == 0)
 
-    def _refresh_panels(self) -> None:
+    def _refresh_panels(self, plots: bool = True) -> None:
         stats = self.controller.snapshot()
+        self._lagging = stats.playing and stats.inference_fps < LAG_RATIO * stats.source_fps
         people = 0
         if self.latest is not None:
             people = int((self.latest.pose.track_ids >= 0).sum())
         self.status.update_stats(stats, people)
         self.source_panel.set_position(stats.position, stats.playing)
-        if self._plots_stale:
+        if plots and self._plots_stale:
             self._plots_stale = False
             self.plots.refresh()
             self.gait_plots.refresh(self.plots.current_person())
