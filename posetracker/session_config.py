@@ -27,7 +27,7 @@ class SessionConfig:
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
-    vector_read: Literal["centre", "parent"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
+    vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
     walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
     fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
     smoothing: bool = True

@@ -61,6 +61,19 @@ def test_the_walk_predicts_a_child_from_its_located_parent(shift):
     np.testing.assert_allclose(centred.predicted[0, WRIST], centre_read.predicted[0, WRIST], atol=1e-3)
 
 
+def test_the_anchored_read_moves_a_child_with_its_located_parent_by_the_centre_vector():
+    """vector_read "anchored": the walk without a head of its own, child = located parent + the centre read's
+    edge vector (MoveNet's r(child) - r(parent)); the walk head is not used."""
+    out = _scene()
+    centre_read = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    edge = (centre_read.predicted[0, WRIST] - centre_read.predicted[0, ELBOW]) / 4.0  # the centre's elbow -> wrist
+    elbow = centre_read.keypoints[0, ELBOW] / 4.0 + np.asarray([2.0, 1.0])
+    out["heatmaps"][ELBOW] = _gauss(tuple(elbow))
+    anchored = TreeDecoder(SPEC, vector_read="anchored").decode(out)
+    np.testing.assert_allclose(anchored.keypoints[0, ELBOW] / 4.0, elbow, atol=1e-3)
+    np.testing.assert_allclose(anchored.predicted[0, WRIST] / 4.0, elbow + edge, atol=1e-3)
+
+
 def test_an_unsure_parent_hands_its_child_to_the_centre_read():
     out = _scene()
     out["heatmaps"][ELBOW] = 0.0  # the elbow is not found: the walk would start from a guess

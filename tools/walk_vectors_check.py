@@ -9,7 +9,10 @@ labelled parent p, in feature cells u = source px * letterbox scale / stride (th
 - centre read: u_root + the centre-read vectors (``vectors``) along the root -> k path, read at the root's cell
   (MoveNet's centre + r(k));
 - walk, one step from the true parent: u_p + ``walk_vectors`` read (bilinear) at u_p;
-- walk chained without heatmaps: from u_root, each step read at the previous *predicted* position.
+- walk chained without heatmaps: from u_root, each step read at the previous *predicted* position;
+- anchored, one step from the true parent: u_p + the centre-read vector of edge p -> k read at the root's cell
+  (the decoder's ``--vector-read anchored``; needs no walk head, the only reading besides the centre's
+  for weights without one).
 
 Prints the mean error (cells) per tree depth (1: nose, shoulders, hips; 2: eyes, elbows, knees; 3: ears,
 wrists, ankles) and per joint group. The decoder's heatmap search corrects each located joint, so its real walk lies between the
@@ -38,11 +41,15 @@ def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:
     depth = np.zeros(spec.num_joints, int)
     for k in spec.first_keypoints + spec.second_keypoints:
         depth[k] = depth[parents[k]] + 1
-    out: dict[str, list] = {"centre": [], "walk_step": [], "walk_chain": []}
+    has_walk = net.walk is not None
+    out: dict[str, list] = {"centre": [], "anchored_step": []}
+    if has_walk:
+        out.update({"walk_step": [], "walk_chain": []})
     feats = torch.from_numpy(np.asarray(entry.feats.feats, np.float32))
     with torch.no_grad():
         maps = net.decode_heads(feats[:, None])
-    vec, walk = maps["vectors"][:, 0].numpy(), maps["walk_vectors"][:, 0].numpy()
+    vec = maps["vectors"][:, 0].numpy()
+    walk = maps["walk_vectors"][:, 0].numpy() if has_walk else None
     order = spec.first_keypoints + spec.second_keypoints
     for t in range(len(feats)):
         xy, vis, _ = entry.labels.frame_people(t)
@@ -55,7 +62,8 @@ def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:
             chain = {root: r}
             for k in order:
                 e, par = edge_of[k], parents[k]
-                chain[k] = chain[par] + sample_bilinear(walk[t][2 * e:2 * e + 2], chain[par][None])[0]
+                if has_walk:
+                    chain[k] = chain[par] + sample_bilinear(walk[t][2 * e:2 * e + 2], chain[par][None])[0]
                 if not (vis[p, k] and np.isfinite(u[p, k]).all() and np.isfinite(u[p, par]).all()):
                     continue
                 path, j = [], k
@@ -63,30 +71,30 @@ def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:
                     path.append(edge_of[j])
                     j = parents[j]
                 centre = r + at_c[path].sum(0)
-                step = u[p, par] + sample_bilinear(walk[t][2 * e:2 * e + 2], u[p, par][None])[0]
-                for name, pred in (("centre", centre), ("walk_step", step), ("walk_chain", chain[k])):
+                reads = {"centre": centre, "anchored_step": u[p, par] + at_c[e]}
+                if has_walk:
+                    reads["walk_step"] = u[p, par] + sample_bilinear(walk[t][2 * e:2 * e + 2], u[p, par][None])[0]
+                    reads["walk_chain"] = chain[k]
+                for name, pred in reads.items():
                     out[name].append((depth[k], k, float(np.linalg.norm(pred - u[p, k]))))
     return out
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--weights", required=True, help="weights with a walk head")
+    ap.add_argument("--weights", required=True, help="weights (with a walk head for the walk's rows)")
     ap.add_argument("--config", default="configs/walk_head.yaml")
     args = ap.parse_args()
     torch.set_num_threads(1)
     cfg = load_config(args.config)
     net = load_posenet(args.weights)
-    if net.walk is None:
-        print(f"error: {args.weights} has no walk head", file=sys.stderr)
-        return 2
     _, val = build_entries(cfg, net, lambda s: None, only=list(cfg.val))
     for features in ("first", "target"):
-        rows: dict[str, list] = {"centre": [], "walk_step": [], "walk_chain": []}
+        rows: dict[str, list] = {}
         for entry in val:
             e = entry if features == "first" else target_entry(net, entry)
             for k, v in errors(net, e).items():
-                rows[k] += v
+                rows.setdefault(k, []).extend(v)
         print(f"{features} features ({len(val)} val clips): mean error in cells by tree depth 1 / 2 / 3 (joints)")
         for name, v in rows.items():
             a = np.asarray(v)

@@ -150,7 +150,7 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--out", help="write the metrics as JSON")
     e.add_argument("--predictions-out", help="write every predicted person as JSON")
     e.add_argument("--weights", default=None)
-    e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
+    e.add_argument("--vector-read", choices=["centre", "parent", "anchored"], default=None,
                    help="where the decoder reads tree vectors (default: the located parent when the weights are "
                    "trained for the walk, else the centre)")
     e.add_argument("--no-walk-fallback", action="store_true",

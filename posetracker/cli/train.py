@@ -181,7 +181,7 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--no-pose-prior", action="store_true", help="the depth head alone, without the pose prior's mix")
     e.add_argument("--blazepose", choices=["full", "heavy"], help="BlazePose variant of the reference 3-D "
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
-    e.add_argument("--vector-read", choices=["centre", "parent"], default=None,
+    e.add_argument("--vector-read", choices=["centre", "parent", "anchored"], default=None,
                    help="where the decoder reads tree vectors (default: as the weights were trained)")
     e.add_argument("--no-walk-fallback", action="store_true",
                    help="the walk: always predict a child from its located parent, even one not found in its heatmap")

@@ -26,6 +26,11 @@ Where vectors (and depth differences) are read, ``vector_read``:
   ``vectors`` along its path, read at the centre) instead of from the unsure
   parent; a found parent is always walked from. (Without a walk head ``vectors``
   may hold parent reads only, so there is no centre read to fall back on.)
+- ``"anchored"`` (any weights): the walk from the *located* parent with the centre
+  read's edge vectors, predicted child = located parent + v(parent -> child) read
+  at the centre cell (= r(child) - r(parent) of MoveNet's regression), with the
+  same ``walk_fallback``. A baseline of the walk that needs no head of its own
+  (``docs/experiments/tree-walk.md``).
 
 Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
 (see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
@@ -56,7 +61,7 @@ from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import ShapeError
 
-VectorRead = Literal["centre", "parent"]
+VectorRead = Literal["centre", "parent", "anchored"]
 
 
 class TreeDecoder:
@@ -89,8 +94,8 @@ class TreeDecoder:
         min_person_score: float = 0.0,
         walk_fallback: bool = True,
     ) -> None:
-        if vector_read not in ("centre", "parent"):
-            raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['centre', 'parent']")
+        if vector_read not in ("centre", "parent", "anchored"):
+            raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['anchored', 'centre', 'parent']")
         if assign not in ASSIGNERS:
             raise ValueError(f"unknown assign {assign!r}; choices: {sorted(ASSIGNERS)}")
         if not keypoint_threshold > 0:
@@ -184,6 +189,7 @@ class TreeDecoder:
         # Vectors and depth read at the centre peak cell: "centre" reading, person size, root depth.
         at_centre = read_cells(vectors, peaks.x, peaks.y).reshape(n, n_edges, 2)
         walk.window = self._windows(at_centre)
+        walk.at_centre = at_centre
         if depth is not None:
             walk.depth_reads = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
         # centre reading (and the walk's fallback): predicted child = predicted parent + vector at the centre
@@ -232,6 +238,12 @@ class TreeDecoder:
         """
         if self.vector_read == "centre":
             guess = walk.centre_pred[:, joints]
+        elif self.vector_read == "anchored":  # the walk with the centre's edge vectors: located parent + v(p -> c)
+            parents = self._parents[joints]
+            guess = walk.pos[:, parents] + walk.at_centre[:, self._edge_of[joints]]
+            if self.walk_fallback:
+                unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
+                guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
         else:  # the walk: each child from its located parent (method A steps 6-7)
             parents = self._parents[joints]
             at = walk.pos[:, parents]
@@ -285,6 +297,7 @@ class _Walk:
         self.conf = np.zeros((n, k))
         self.window = np.zeros(n)
         self.centre_pred = np.zeros((n, k, 2))
+        self.at_centre = np.zeros((n, c // 2, 2))  # (P, E, 2) edge vectors read at the centre cell
         self.fallback = False  # "parent" read: predict a child of an unsure parent by the centre read
         self.depth_reads = np.full((n, 1 + c // 2), np.nan)
 
