@@ -63,7 +63,7 @@ def test_a_walk_with_its_feet_labels_swapped_exports_the_legs_it_had(walk, tmp_p
     swapped, made = _swapped(walk)
     assert made >= 6
     bvh.write(swapped, tmp_path / "repaired.bvh", repair_legs=True)
-    bvh.write(swapped, tmp_path / "raw.bvh")  # the default: legs as named
+    bvh.write(swapped, tmp_path / "raw.bvh", repair_legs=False)  # legs as named
     owners, clean = _motion(tmp_path / "clean.bvh")
     _, repaired = _motion(tmp_path / "repaired.bvh")
     _, raw = _motion(tmp_path / "raw.bvh")
@@ -90,7 +90,7 @@ def test_trc_markers_follow_the_physical_legs(walk, tmp_path):
     swapped, _ = _swapped(walk)
     trc.write(walk, tmp_path / "clean.trc")
     trc.write(swapped, tmp_path / "repaired.trc", repair_legs=True)
-    trc.write(swapped, tmp_path / "raw.trc")
+    trc.write(swapped, tmp_path / "raw.trc", repair_legs=False)
 
     def rows(name):
         lines = (tmp_path / name).read_text().splitlines()[6:]

@@ -6,7 +6,7 @@ Tracks each clip offline at 60 degrees (as ``posetracker process --fov 60``; or 
 saved there on the first run), then per clip: (1) the longest-seen person's stature (analysis.stature)
 and mean bone-length CV of the joints lifted with 30-100 degrees (depth.lift.camera_depths: the root's
 distance scales, the relief stays); (2) the people's estimate (analysis.camera_fov) with its interval or
-the reason it falls back; (3) the leg repair (analysis.gait.repair_legs): swaps found and how often the
+the reason it falls back; (3) the leg repair (analysis.leg_swaps.repair_legs): swaps found and how often the
 hips then cross against the shoulders in the image (1 % on a frontal clip as named).
 """
 
@@ -49,7 +49,7 @@ def sweep(seq) -> list[str]:
 
 
 def legs(seq) -> list[str]:
-    from posetracker.analysis.gait import repair_legs
+    from posetracker.analysis.leg_swaps import repair_legs
     from posetracker.tracks import person_tracks
 
     spec = seq.skeleton

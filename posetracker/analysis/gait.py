@@ -31,15 +31,16 @@ the cadence of a row is ``120 / mean stride time``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from posetracker.analysis.foot_contact import (
-    FEET, FOOT_JOINTS, HEEL_STRIKE, LEG_JOINTS, TOE_OFF, UNKNOWN, ContactSettings, FootContacts, GaitError, GaitEvent,
+    FEET, HEEL_STRIKE, TOE_OFF, UNKNOWN, ContactSettings, FootContacts, GaitError, GaitEvent,
     contact_events, foot_contacts,
 )
 from posetracker.analysis.joint_angles import track_angles
+from posetracker.analysis.leg_swaps import swap_legs
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import PersonTrack, person_tracks
 from posetracker.types import PoseSequence
@@ -129,49 +130,6 @@ class GaitSummaryRow:
     swing_pct: float
     knee_rom_deg: float
     hip_rom_deg: float
-
-
-def _leg_pairs(spec: SkeletonSpec) -> list[tuple[int, int]]:
-    """(left, right) joint index pairs of the legs and feet the skeleton has."""
-    pairs = []
-    for name in LEG_JOINTS + FOOT_JOINTS[1:]:
-        left, right = name.format(s="left"), name.format(s="right")
-        if left in spec.joint_names and right in spec.joint_names:
-            pairs.append((spec.index(left), spec.index(right)))
-    return pairs
-
-
-def swap_legs(track: PersonTrack, spec: SkeletonSpec, swaps: np.ndarray) -> PersonTrack:
-    """``track`` with the left and right legs exchanged in the frames after an odd number of ``swaps`` (S,) indices."""
-    if len(swaps) == 0:
-        return track
-    swapped = np.zeros(track.num_frames, int)
-    for s in np.asarray(swaps, int):
-        swapped[s:] += 1
-    rows = swapped % 2 == 1
-    kp, conf, world = track.keypoints.copy(), track.confidence.copy(), track.world.copy()
-    for left, right in _leg_pairs(spec):
-        for arr in (kp, conf, world):
-            arr[rows, left], arr[rows, right] = arr[rows, right].copy(), arr[rows, left].copy()
-    return replace(track, keypoints=kp, confidence=conf, world=world)
-
-
-def repair_legs(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image_size: tuple[int, int] = (0, 0),
-                fps: float = 30.0, settings: ContactSettings | None = None
-                ) -> tuple[dict[int, PersonTrack], dict[int, np.ndarray]]:
-    """Every track with its legs exchanged after each left-right label swap of the feet that
-    :func:`~posetracker.analysis.foot_contact.repair_swaps` finds (for the 3-D exports: one BVH leg, one set
-    of TRC markers per physical leg). Returns ({id: track}, {id: (S,) track indices of the swaps undone});
-    a track whose feet give no contacts (no legs seen, too short) is returned as it is, with no swaps."""
-    out: dict[int, PersonTrack] = {}
-    swaps: dict[int, np.ndarray] = {}
-    for tid, track in tracks.items():
-        try:
-            found = foot_contacts(track, spec, settings, image_size, fps).swaps
-        except GaitError:
-            found = np.zeros(0, np.int64)
-        out[tid], swaps[tid] = swap_legs(track, spec, found), found
-    return out, swaps
 
 
 def _rom(values: np.ndarray, min_coverage: float) -> float:

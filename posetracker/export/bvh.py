@@ -58,7 +58,7 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.analysis.gait import repair_legs
+from posetracker.analysis.leg_swaps import repair_legs
 from posetracker.analysis.ground import Ground, ground_from_tracks
 from posetracker.export.bvh_feet import LockSettings, clamp_swing, lock_feet, lock_report, motion_phases
 from posetracker.export.bvh_rig import (
@@ -88,9 +88,9 @@ class BvhOptions:
     symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span;
     floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
     on a fitted floor; repair_legs: exchange the legs back where the network's left / right labels of the feet
-    swapped (:func:`posetracker.analysis.gait.repair_legs`), so each BVH leg follows one physical leg. Off by
-    default: the swap finder was made for side-view walking; on the SLEAP dancer it took steps in place for
-    swaps and exchanged the legs in 80 % of the frames (hips then crossed against the shoulders)."""
+    swapped (:func:`posetracker.analysis.leg_swaps.repair_legs`), so each BVH leg follows one physical leg. On by
+    default: a swap the feet found is undone only where the trunk does not contradict it (the left hip stays on
+    the left shoulder's side wherever the person faces the camera), so steps in place are left alone."""
 
     rotation_order: str = "ZXY"
     units: str = "cm"
@@ -102,7 +102,7 @@ class BvhOptions:
     trim: bool = False
     floor: str = "fit"
     foot_lock: bool = True
-    repair_legs: bool = False
+    repair_legs: bool = True
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:

@@ -3,7 +3,7 @@
 Each :class:`ExportChoice` is one keyword of the exporter's ``write`` (``BvhOptions`` fields for
 BVH, ``TrcExporter.write``'s for TRC) with the values a person can pick and how to say them;
 the same keywords as ``posetracker export``'s ``--origin``, ``--floor``, ``--no-foot-lock`` and
-``--repair-legs``. A choice that only means something with another one set (the foot lock
+``--no-repair-legs``. A choice that only means something with another one set (the foot lock
 needs a fitted floor on the floor origin) names it in ``needs``.
 """
 
@@ -39,9 +39,9 @@ class ExportChoice:
 
 
 _LEGS = ExportChoice("repair_legs", "Exchange the legs back where left and right swapped (side-view walking)",
-                     ((False, "legs as the network named them"), (True, "legs follow the physical legs")),
+                     ((True, "legs follow the physical legs"), (False, "legs as the network named them")),
                      help="Side views often name the front foot 'left': undo those swaps before solving, as the "
-                          "gait analysis does. Not for dancing or steps in place (read as swaps)")
+                          "gait analysis does, where the trunk agrees (steps in place are left alone)")
 
 CHOICES: dict[str, tuple[ExportChoice, ...]] = {
     "bvh": (
