@@ -110,7 +110,15 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     from posetracker.session import SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
-    if cfg.teacher_config:
+    if args.data:  # another labelled set, every frame of it held out (e.g. a session the config never saw)
+        from posetracker.evaluation.datasets import LabelledSetError
+        from posetracker.train.detector_samples import load_split
+
+        try:
+            _, val_items, cols = load_split(args.data, spec, 1.0)
+        except (OSError, LabelledSetError) as exc:
+            raise SystemExit(f"error: {args.data}: {exc}") from None
+    elif cfg.teacher_config:
         raise SystemExit("error: this config trains on teacher-labelled clips; score it with "
                          "posetracker eval --refiners ... (labelled sets) and train clip-eval --refiners ...")
     weights = Path(args.weights) if args.weights else cfg.out_path
@@ -190,6 +198,8 @@ def add_detector_parsers(tsub) -> None:
                    help="refiner combinations to score, e.g. none heatmap heatmap+graph (default: none, each refiner "
                         "trained beside the weights, and all of them together)")
     e.add_argument("--out", help="write the results as JSON")
+    e.add_argument("--data", help="score on this labelled set (normalized.json schema), all of it, instead of the "
+                   "config's held-out images (e.g. configs/heldout/mouse4-m3v1.json)")
     e.add_argument("--tracking", action="store_true",
                    help="also track the labelled video offline and count identity switches against its labelled tracks")
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
