@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from floor_synthetic import ANKLE, CAMERA_HEIGHT, camera_axes, scene
-from posetracker.analysis.ground import (
-    LEVEL, GroundError, GroundSettings, camera_angles, fit_floor_plane, floor_rotation, ground_from_sequence,
-    ground_from_tracks,
+from posetracker.analysis.floor_plane import (
+    LEVEL, GroundError, GroundSettings, camera_angles, fit_floor_plane, floor_rotation,
 )
+from posetracker.analysis.ground import ground_from_sequence, ground_from_tracks
 from posetracker.skeletons import load_skeleton
 from posetracker.types import PoseSequence
 

@@ -20,7 +20,9 @@
   and still in the image (for the 3-D consumers);
 - :mod:`.ground`: the floor plane of a clip from everyone's stance ankles (robust, one
   normal, a floor per person), the Y-up floor frame and the camera's pitch and roll
-  (the BVH and TRC exports' ``origin="floor"``);
+  (the BVH and TRC exports' ``origin="floor"``); its plane fit and camera angles in :mod:`.floor_plane`;
+- :mod:`.leg_swaps`: the legs exchanged back where the feet's left / right labels swapped and the trunk
+  agrees (the BVH and TRC exports);
 - :mod:`.camera_fov`: the camera's field of view from the people of an offline clip (upright
   bodies parallel), with the test of whether the clip fixes it (``posetracker process --fov auto``).
 
