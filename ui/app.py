@@ -46,6 +46,16 @@ def _make_app():
     return app
 
 
+def _mean_rate(window) -> str:
+    """', mean N fps since the first pose' (the status bar's rates are over the last 2 s)."""
+    first, n = window.first_pose_at, window.poses_received
+    if first is None or n < 2:
+        return ""
+    import time
+
+    return f", {(n - 1) / max(time.monotonic() - first, 1e-6):.1f} fps since the first pose"
+
+
 def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
     from PySide6.QtCore import QTimer
 
@@ -55,7 +65,8 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
             stats = window.controller.snapshot()
             print(f"saved {', '.join(map(str, saved))}")
             print(f"source {stats.source_fps:.1f} fps, inference {stats.inference_fps:.1f} fps, "
-                  f"latency {stats.latency_ms:.0f} ms, dropped {stats.dropped}, poses {window.poses_received}")
+                  f"latency {stats.latency_ms:.0f} ms, dropped {stats.dropped}, poses {window.poses_received}"
+                  f"{_mean_rate(window)}")
         window.close()
 
     QTimer.singleShot(int(seconds * 1000), finish)

@@ -57,6 +57,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.sequence: PoseSequence | None = None  # offline result or replayed recording
         self.last_recording: RecordingSummary | None = None
         self.poses_received = 0
+        self.first_pose_at: float | None = None  # time.monotonic() of the first pose (the mean rate since)
         self.pending_offline = False  # offline mode chosen: process the file once it has opened
         self.train_dialog = None  # Tools > Train animal mode (ui.train_dialog.TrainDialog), made when first opened
         self.batch_dialog = None  # Tools > Batch process videos (ui.batch_dialog.BatchDialog), made when first opened

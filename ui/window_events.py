@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from PySide6.QtCore import QPoint, QRect
 from PySide6.QtGui import QCloseEvent, QDragEnterEvent, QDropEvent, QPainter, QResizeEvent
@@ -73,6 +74,8 @@ class WindowEvents:
     def on_pose_ready(self, result: PoseResult) -> None:
         pose = result.pose
         self.poses_received += 1
+        if self.first_pose_at is None:
+            self.first_pose_at = time.monotonic()
         self.history.put(pose)
         self.plots.add_pose(pose)
         self.gait_plots.add_pose(pose)
