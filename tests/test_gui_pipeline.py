@@ -249,3 +249,29 @@ def test_frames_a_slow_model_skips_are_never_converted(qtbot, controller, clip):
     converted = {p.index for p in pending if p.converted}
     assert controller.frames.dropped > 10 and len(converted) < len(pending) - 10
     assert set(seen) <= converted  # every frame inferred (and shown) was converted
+
+
+def test_a_model_that_keeps_up_gets_frames_converted_by_the_capture_thread(qtbot, controller, clip):
+    """The model waits for each frame: the capture thread converts it before handing it over."""
+    import threading
+
+    converted_on, inferred_on = [], set()
+
+    class Watched(VideoFileSource):
+        def read_pending(self):
+            item = super().read_pending()
+            if item is not None and item._convert is not None:
+                convert = item._convert
+                item._convert = lambda: (converted_on.append(threading.get_ident()), convert())[1]
+            return item
+
+    class Quick(FakeSession):
+        def step(self, frame):
+            inferred_on.add(threading.get_ident())
+            return super().step(frame)
+
+    with qtbot.waitSignal(controller.source_ended, timeout=6000):
+        controller.start(partial(Watched, clip), Quick)
+    assert len(converted_on) > 30 and controller.frames.dropped < 10
+    on_inference = sum(t in inferred_on for t in converted_on)
+    assert on_inference <= 0.2 * len(converted_on), (on_inference, len(converted_on))

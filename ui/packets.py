@@ -106,6 +106,7 @@ class LatestSlot(Generic[T]):
         self._item: T | None = None
         self.dropped = 0
         self.delivered = 0
+        self.waiting = 0  # consumers blocked in take() for lack of an item
 
     def put(self, item: T) -> bool:
         """Store ``item``; True if an unread item was replaced (dropped)."""
@@ -121,7 +122,11 @@ class LatestSlot(Generic[T]):
         """Remove and return the item, waiting up to ``timeout`` s for one; None if none."""
         with self._cond:
             if self._item is None and timeout > 0:
-                self._cond.wait(timeout)
+                self.waiting += 1
+                try:
+                    self._cond.wait(timeout)
+                finally:
+                    self.waiting -= 1
             item, self._item = self._item, None
             if item is not None:
                 self.delivered += 1

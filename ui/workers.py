@@ -140,6 +140,8 @@ class CaptureWorker(QObject):
             self._anchor = None
 
     def _publish(self, frame: PendingFrame) -> None:
+        if self._slots[0].waiting:  # the model waits for this frame (it keeps up): convert it here, not there
+            frame.frame()
         item = Captured(frame, time.monotonic(), self._epoch)
         for slot in self._slots:
             slot.put(item)
