@@ -127,8 +127,8 @@ def live_poses(session: TrackingSession, frames: Iterable[Frame], total: int | N
     """:func:`sequential_poses` in two stages: the network on the calling thread, the reading of ``frames``
     (with the letterbox) and each frame's ``finish`` on one helper thread, the next frame's network
     overlapping the last one's decoding and tracking. Same poses, same order; ``cancel`` and ``progress``
-    are called on the calling thread as there (the helper may have read one frame more when ``cancel`` says
-    stop). An error reading a frame or finishing one is raised here after the poses finished before it; a
+    are called on the calling thread as there (``cancel`` after each frame is read, before the next read
+    starts). An error reading a frame or finishing one is raised here after the poses finished before it; a
     source that ends (a ``guarded`` capture failure included) ends the stream after the look-ahead's poses.
     ``on_finish(pose)``: called on the helper thread as each pose is done (before it is yielded here). The
     helper thread is gone when the generator is done or closed."""
