@@ -152,7 +152,7 @@ def test_a_seek_or_loop_keeps_ids_going(qtbot, controller, clip):
 
     controller.start(partial(VideoFileSource, clip), factory, autoplay=False)
     qtbot.waitUntil(lambda: controller.snapshot().position == 0, timeout=5000)
-    qtbot.waitUntil(lambda: made and made[0].resets >= 2, timeout=3000)  # warm-up, then the first frame
+    qtbot.waitUntil(lambda: bool(made) and made[0].resets >= 2, timeout=3000)  # warm-up, then the first frame
     assert made[0].kept_ids is False  # a new source starts afresh
     controller.seek(20)
     qtbot.waitUntil(lambda: controller.snapshot().position == 20, timeout=3000)
