@@ -227,3 +227,19 @@ def test_auto_camera_after_the_fact_takes_the_tag_else_the_people(tmp_path):
     for path in (None, tmp_path / "missing.mp4"):  # a camera, or a file without a tag: the people's estimate
         _, camera = auto_camera(seq, path, 60.0)
         assert camera.source == "estimated" and abs(camera.fov_deg - 45.0) <= 4.0
+
+
+def test_an_animal_clip_keeps_the_default_field_of_view_and_says_why():
+    """An animal skeleton has no ankles, hips and shoulders: ``--fov auto`` falls back instead of failing after the
+    tracking (a fly clip lost 3 minutes of tracking to that error)."""
+    from posetracker.analysis.camera_fov import fov_after_tracking
+
+    fly = load_skeleton("fly13")
+    rng = np.random.default_rng(0)
+    frames = [PoseFrame(i, i / 30, np.concatenate([rng.uniform(100, 300, (2, fly.num_joints, 2)),
+                                                   np.ones((2, fly.num_joints, 1))], -1).astype(np.float32),
+                        np.ones((2, fly.num_joints), np.float32), np.ones(2, np.float32), np.array([0, 1]), (1024, 1024))
+              for i in range(10)]
+    seq = PoseSequence(frames, 30.0, fly)
+    same, camera = fov_after_tracking(seq, 60.0)
+    assert same is seq and camera.source == "default" and camera.fov_deg == 60.0 and "ankle" in camera.detail

@@ -204,12 +204,14 @@ def relift_sequence(seq: PoseSequence, fov_from: float, fov_to: float) -> PoseSe
 
 def estimate_from_sequence(seq: PoseSequence, fov_used: float = DEFAULT_FOV_DEG,
                            settings: FovSettings | None = None) -> FovEstimate:
-    """:func:`estimate_fov` over every tracked person of ``seq`` (the default with the reason when there is none)."""
+    """:func:`estimate_fov` over every tracked person of ``seq`` (the default with the reason when there is none,
+    or when the skeleton has no ankles, hips and shoulders: an animal's)."""
     from posetracker.tracks import TrackError
 
     try:
+        _joints(seq.skeleton)
         tracks = person_tracks(seq)
-    except TrackError as exc:
+    except (TrackError, FovError) as exc:
         return FovEstimate(DEFAULT_FOV_DEG, False, str(exc))
     return estimate_fov(tracks, seq.skeleton, seq.frames[0].image_size, fov_used, settings)
 
