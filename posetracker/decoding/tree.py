@@ -182,7 +182,7 @@ class TreeDecoder:
         centre = np.stack([peaks.x, peaks.y], axis=1) + refine_quadratic(centre_map, peaks.x, peaks.y)
         own_head = walk_vectors is not None  # the walk's own head: depth differences stay centre reads
         walk = _Walk(walk_vectors if own_head else vectors, None if own_head else depth, n, n_joints)
-        walk.fallback = own_head and self.walk_fallback
+        walk.fallback = (own_head or self.vector_read == "anchored") and self.walk_fallback
         walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
         walk.conf[:, spec.root] = peaks.score
 
@@ -238,16 +238,11 @@ class TreeDecoder:
         """
         if self.vector_read == "centre":
             guess = walk.centre_pred[:, joints]
-        elif self.vector_read == "anchored":  # the walk with the centre's edge vectors: located parent + v(p -> c)
-            parents = self._parents[joints]
-            guess = walk.pos[:, parents] + walk.at_centre[:, self._edge_of[joints]]
-            if self.walk_fallback:
-                unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
-                guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
         else:  # the walk: each child from its located parent (method A steps 6-7)
-            parents = self._parents[joints]
+            parents, edges = self._parents[joints], self._edge_of[joints]
             at = walk.pos[:, parents]
-            guess = at + walk.read_at_parents(self._edge_of[joints], at)
+            # "anchored": the centre's edge vectors, v(p -> c) read at the centre; else read at the located parent
+            guess = at + (walk.at_centre[:, edges] if self.vector_read == "anchored" else walk.read_at_parents(edges, at))
             if walk.fallback:  # an unsure parent: the centre read's prediction instead
                 unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
                 guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
