@@ -1,11 +1,11 @@
-"""Make the 8-bit live backbone's companion file (``model/int8.py``): calibrate, then fine-tune the FPN.
+"""Make the 8-bit live graph's companion file (``model/int8.py``): calibrate, then (optionally) fine-tune the FPN.
 
     python tools/int8_backbone.py --config configs/distill_quick.yaml --out models/posenet-human18.int8.safetensors
 
 1. Calibration: the float live graph (look-ahead 1) runs over ``--calib`` frames of each training clip
-   (letterboxed square, or ``--fitted`` to their aspect); the percentiles of the body's activations
-   (``int8.calibrate``) are their ranges.
-2. The body is quantised with those ranges; the tensors the FPN reads from it (the dequantised taps
+   (letterboxed square, or ``--fitted`` to their aspect); the percentiles of the activations of the nodes
+   under ``--quantise`` (``int8.calibrate``) are their ranges.
+2. Those nodes are quantised with those ranges; the tensors the FPN reads from it (the dequantised taps
    c2..c5, exactly what the FPN sees at run time) and the float backbone's features are cached for
    ``--frames`` frames of each training clip (every ``--step``-th, aspect-fitted as live mode runs).
 3. Distillation, no labels: the FPN (float, from the shipped one) is trained so that the frozen heads on
@@ -145,8 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--epochs", type=int, default=0, help="FPN distillation epochs (0: none, the shipped file)")
     ap.add_argument("--lr", type=float, default=2e-4)
     ap.add_argument("--percentile", type=float, default=99.99)
+    ap.add_argument("--quantise", nargs="*", default=list(int8.QUANTISE),
+                    help="name prefixes of the live graph's nodes to quantise (default: body and temporal recurrences)")
     ap.add_argument("--keep-float", nargs="*", default=list(int8.KEEP_FLOAT),
-                    help="name fragments of body layers kept in float")
+                    help="name fragments of nodes under those prefixes kept in float")
     ap.add_argument("--fitted", action="store_true",
                     help="calibrate on aspect-fitted frames, as live mode runs (default: square letterboxed)")
     ap.add_argument("--seed", type=int, default=0)
@@ -158,18 +160,18 @@ def main(argv: list[str] | None = None) -> int:
     cfg = load_config(args.config)
     train = [cfg.data_path / c for c in cfg.train]
     val = [cfg.data_path / c for c in cfg.val]
-    keep = tuple(args.keep_float)
+    keep, prefixes = tuple(args.keep_float), tuple(args.quantise)
 
-    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=1, fit_input=args.fitted))
+    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=1, fit_input=args.fitted, int8=False))
     net = session.net
     log("calibrating")
     feeds = calibration_feeds(session, train, args.calib, args.step)
     tmp = Path(tempfile.mkdtemp(prefix="int8-"))
     float_path, q_path, tap_path = tmp / "float.onnx", tmp / "q.onnx", tmp / "q_taps.onnx"
     export_live_step(net, 1, float_path)
-    ranges = int8.calibrate(float_path, feeds, args.percentile, keep)
+    ranges = int8.calibrate(float_path, feeds, args.percentile, keep, prefixes=prefixes)
     log(f"{len(feeds)} calibration feeds, {len(ranges)} ranges")
-    int8.quantise(float_path, ranges, q_path, keep)
+    int8.quantise(float_path, ranges, q_path, keep, prefixes)
     with_tap_outputs(q_path, tap_path)
     q_session = _session(tap_path, 1)
     log("caching taps")
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     log(f"after: {json.dumps(after)}")
     note = json.dumps({"calibration_feeds": len(feeds), "train_frames": len(train_pairs), "epochs": args.epochs,
                        "lr": args.lr, "percentile": args.percentile, "before": before, "after": after})
-    int8.write_companion(Path(args.out), fpn, net, ranges, keep, note)
+    int8.write_companion(Path(args.out), fpn, net, ranges, keep, note, prefixes)
     log(f"wrote {args.out}")
     return 0
 

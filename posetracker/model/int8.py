@@ -1,18 +1,20 @@
-"""The live graph with an 8-bit MobileNetV2 body (ONNX Runtime static quantization, QDQ).
+"""The live graph with an 8-bit MobileNetV2 body and temporal recurrences (ONNX Runtime static quantization, QDQ).
 
-The fused live graph (``model/fused.py``) is exported in float, then the convolutions of the
-backbone's MobileNetV2 body (all but the stem) are quantised: per-channel int8 weights, uint8
-activations whose ranges were calibrated once on frames of the training clips. The FPN, the
-temporal block and the heads stay float; the FPN was fine-tuned on the 8-bit body's outputs to
-reproduce the float model's features (``tools/int8_backbone.py``), so it differs from the float
-model's FPN.
+The fused live graph (``model/fused.py``) is exported in float, then the convolutions under the
+companion's prefixes are quantised: per-channel int8 weights, uint8 activations whose ranges were
+calibrated once on frames of the training clips (``tools/int8_backbone.py``). By default (``QUANTISE``)
+these are the backbone's MobileNetV2 body, its stem included (the stem reads 0..255 pixels, which uint8
+holds exactly), and the ConvGRU convolutions of both temporal directions. The FPN, the fusion and the
+heads stay float: quantising the heads measured 3 % faster and twice the offsets' error.
 
 What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *companion*):
 
-- tensors ``fpn.*``: the FPN fine-tuned for the 8-bit body (shapes as ``MoveNetBackbone.fpn``);
-- metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the body's activations;
+- tensors ``fpn.*``: the FPN the graph uses (shapes as ``MoveNetBackbone.fpn``; the shipped file holds
+  the float model's own FPN, ``tools/int8_backbone.py --epochs N`` can fine-tune it on the 8-bit taps);
+- metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the quantised nodes' activations;
   ``body`` / ``fpn_from``: hashes of the float body and FPN it was made for (other weights: not used);
-  ``keep_float``: name fragments of the body's layers left in float.
+  ``quantise``: name prefixes of the quantised nodes (absent in older files: the body only);
+  ``keep_float``: name fragments of nodes under those prefixes left in float.
 
 At first use the graph is exported and quantised with those ranges, and cached like the other
 exports. Shapes are those of ``fused.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
@@ -31,7 +33,11 @@ import torch
 from posetracker.model.network import PoseNet
 
 BODY = "/backbone/body/"
-KEEP_FLOAT = ("/backbone/body/stem/",)  # the first convolution reads the raw image: kept float
+QUANTISE = (BODY, "Conv:/gru", "Conv:/gate")  # what new companions quantise: every node under a prefix, or only
+# the convolutions under an "Conv:" entry (here the ConvGRUs and memory gates of both temporal directions in
+# fused.LiveStep; their elementwise gating stays float: measured faster and closer to float than all of it)
+OLD_QUANTISE = (BODY,)  # companions without a "quantise" entry
+KEEP_FLOAT: tuple[str, ...] = ()  # name fragments of nodes under QUANTISE left in float
 FORMAT = "posetracker-int8-1"
 
 
@@ -66,14 +72,20 @@ def companion_path(weights: str | Path) -> Path:
     return weights.with_name(weights.name.replace(".safetensors", ".int8.safetensors"))
 
 
-def quantised_nodes(model, keep_float: tuple[str, ...] = KEEP_FLOAT) -> list[str]:
-    """Names of the body's nodes to quantise in ``model`` (an onnx ModelProto)."""
-    return [n.name for n in model.graph.node if n.name.startswith(BODY) and not any(k in n.name for k in keep_float)]
+def quantised_nodes(model, keep_float: tuple[str, ...] = KEEP_FLOAT, prefixes: tuple[str, ...] = QUANTISE) -> list[str]:
+    """Names of the nodes to quantise in ``model`` (an onnx ModelProto): those under ``prefixes`` (an entry
+    "Conv:PREFIX": only the Conv nodes under PREFIX) whose names hold none of ``keep_float``."""
+    every = tuple(p for p in prefixes if not p.startswith("Conv:"))
+    convs = tuple(p[len("Conv:"):] for p in prefixes if p.startswith("Conv:"))
+    return [n.name for n in model.graph.node
+            if (n.name.startswith(every) or (n.op_type == "Conv" and n.name.startswith(convs)))
+            and not any(k in n.name for k in keep_float)]
 
 
 def calibrate(float_path: Path, feeds: list[dict[str, np.ndarray]], percentile: float = 99.99,
-              keep_float: tuple[str, ...] = KEEP_FLOAT, samples: int = 4096, seed: int = 0) -> dict[str, list[float]]:
-    """Activation ranges {tensor: [lowest, highest]} of the body's tensors in the float live graph at
+              keep_float: tuple[str, ...] = KEEP_FLOAT, samples: int = 4096, seed: int = 0,
+              prefixes: tuple[str, ...] = QUANTISE) -> dict[str, list[float]]:
+    """Activation ranges {tensor: [lowest, highest]} of the quantised nodes' tensors in the float live graph at
     ``float_path``, over ``feeds`` (the graph's inputs): the ``100 - percentile`` and ``percentile``
     percentiles of ``samples`` values drawn per tensor and feed (with 0 inside the range). Memory grows
     with samples x feeds, not with the tensors' sizes (ORT's own calibrator keeps every value)."""
@@ -81,7 +93,7 @@ def calibrate(float_path: Path, feeds: list[dict[str, np.ndarray]], percentile: 
     import onnxruntime as ort
 
     model = onnx.load(str(float_path))
-    nodes = set(quantised_nodes(model, keep_float))
+    nodes = set(quantised_nodes(model, keep_float, prefixes))
     consts = {i.name for i in model.graph.initializer}
     wanted = sorted({t for n in model.graph.node if n.name in nodes for t in (*n.input, *n.output)
                      if t and t not in consts})
@@ -110,8 +122,8 @@ def calibrate(float_path: Path, feeds: list[dict[str, np.ndarray]], percentile: 
 
 
 def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
-             keep_float: tuple[str, ...] = KEEP_FLOAT) -> Path:
-    """Write ``float_path`` with its body quantised (per-channel int8 weights, uint8 activations in
+             keep_float: tuple[str, ...] = KEEP_FLOAT, prefixes: tuple[str, ...] = QUANTISE) -> Path:
+    """Write ``float_path`` with the nodes under ``prefixes`` quantised (per-channel int8 weights, uint8 activations in
     ``ranges``) to ``dst``, atomically."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
@@ -121,7 +133,7 @@ def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
         TensorsData,
     )
 
-    nodes = quantised_nodes(onnx.load(str(float_path)), keep_float)
+    nodes = quantised_nodes(onnx.load(str(float_path)), keep_float, prefixes)
     data = TensorsData(CalibrationMethod.Percentile, {
         k: TensorData(lowest=np.float32(lo), highest=np.float32(hi)) for k, (lo, hi) in ranges.items()})
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,11 +164,13 @@ def read_companion(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]
 
 
 def write_companion(path: Path, fpn: torch.nn.Module, net: PoseNet, ranges: dict[str, list[float]],
-                    keep_float: tuple[str, ...] = KEEP_FLOAT, note: str = "") -> None:
+                    keep_float: tuple[str, ...] = KEEP_FLOAT, note: str = "",
+                    prefixes: tuple[str, ...] = QUANTISE) -> None:
     from safetensors.torch import save_file
 
     state = {f"fpn.{k}": v.detach().cpu().contiguous() for k, v in fpn.state_dict().items()}
     meta = {"format": FORMAT, "body": part_hash(net, "body"), "fpn_from": part_hash(net, "fpn"), "ranges": json.dumps(ranges), "keep_float": json.dumps(keep_float),
+            "quantise": json.dumps(prefixes),
             "note": note}
     save_file(state, str(path), meta)
 
@@ -187,13 +201,15 @@ def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1
         return None
     fpn = {k[len("fpn."):]: v for k, v in tensors.items() if k.startswith("fpn.")}
     tuned = with_fpn(net, fpn)
-    key = hashlib.sha256((fused_key(tuned, lookahead) + meta["ranges"] + meta["keep_float"]).encode()).hexdigest()[:16]
+    prefixes = tuple(json.loads(meta.get("quantise", json.dumps(OLD_QUANTISE))))
+    key = hashlib.sha256((fused_key(tuned, lookahead) + meta["ranges"] + meta["keep_float"] + repr(prefixes)
+                          ).encode()).hexdigest()[:16]
     path = cache_dir() / f"live-int8-{key}.onnx"
     if not path.exists():
         raw = cache_dir() / f"live-int8-{key}.float.onnx"
         try:
             export_live_step(tuned, lookahead, raw)
-            quantise(raw, json.loads(meta["ranges"]), path, tuple(json.loads(meta["keep_float"])))
+            quantise(raw, json.loads(meta["ranges"]), path, tuple(json.loads(meta["keep_float"])), prefixes)
         finally:
             raw.unlink(missing_ok=True)
     return _session(path, threads)
