@@ -18,6 +18,7 @@ import torch
 
 from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.model.network import CausalStream, PoseNet
+from posetracker.pipeline_live import use_two_stages
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] 
     with open_source(path) as src:
         t_start = time.perf_counter()
         if mode == "live":
-            from posetracker.pipeline_live import live_poses, sequential_poses
+            from posetracker.pipeline_live import poses
 
             session.reset()
             read_at: dict[int, float] = {}
@@ -154,8 +155,7 @@ def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] 
                 if people is not None:
                     people.append(pose.num_people)
 
-            for _ in (live_poses if session.config.two_stage else sequential_poses)(session, reading(),
-                                                                                   on_finish=finished):
+            for _ in poses(session, reading(), on_finish=finished):
                 pass
             n = len(read_at)
             # the frames held back by the look-ahead come out at the stream's end: not a live latency
@@ -171,21 +171,22 @@ def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] 
 
 
 def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, frames: int, lookahead: int,
-            people: list[int] = ()) -> PipelineResult:
+            people: list[int] = (), two_stage: bool | None = None) -> PipelineResult:
+    """``two_stage``: whether the live runs had two stages (None: as the session's config resolves now)."""
     hist = list(session.times.history) or [(0.0, 0.0, 0.0)]
     med = statistics.median
     return PipelineResult(mode, med(fps), min(fps), max(fps), med(lat) if lat else 1000.0 / med(fps),
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
                           lookahead if mode == "live" else 0, tuple(session.refiners.names),
                           float(med(people)) if people else 0.0, "int8" if getattr(session.stream, "int8", False) else "float",
-                          mode == "live" and session.config.two_stage)
+                          mode == "live" and (use_two_stages(session.config.two_stage) if two_stage is None else two_stage))
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
                    weights: str | None = None, lookahead: int = DEFAULT_LOOKAHEAD,
                    refiners: tuple[str, ...] | None = None, tile_grid: int | None = None, skeleton: str | None = None,
                    max_people: int | None = None, crop_budget_ms: float | None = None, int8: bool = True,
-                   two_stage: bool = True) -> PipelineResult:
+                   two_stage: bool | None = None) -> PipelineResult:
     """End to end on a video: read + letterbox + network + decoding + tracking, ``frames`` frames a run.
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
@@ -232,7 +233,7 @@ class VersusResult:
 def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 100, weights: str | None = None,
                            lookahead: int = DEFAULT_LOOKAHEAD, refiners: tuple[str, ...] | None = None,
                            cores: tuple[int, ...] = (0,), tile_grid: int | None = None,
-                           crop_budget_ms: float | None = None, int8: bool = True, two_stage: bool = True
+                           crop_budget_ms: float | None = None, int8: bool = True, two_stage: bool | None = None
                            ) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
@@ -256,6 +257,7 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
     ours, lat, peer, people = [], [], [], []
     try:
         os.sched_setaffinity(0, set(cores))
+        stages_two = use_two_stages(session.config.two_stage)  # as the pinned runs resolve it
         _pipeline_run(session, path, "live", frames)  # warm-up
         for _ in range(runs):
             f, l = _pipeline_run(session, path, "live", frames, people)
@@ -269,7 +271,7 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
             peer.append(float(doc["fps"]))
     finally:
         os.sched_setaffinity(0, before)
-    result = _result(session, "live", ours, lat, runs, frames, lookahead, people)
+    result = _result(session, "live", ours, lat, runs, frames, lookahead, people, stages_two)
     return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], tuple(cores))
 
 
@@ -297,7 +299,7 @@ class PacedResult:
 
 
 def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | None = None,
-                lookahead: int = DEFAULT_LOOKAHEAD, int8: bool = True, two_stage: bool = True) -> PacedResult:
+                lookahead: int = DEFAULT_LOOKAHEAD, int8: bool = True, two_stage: bool | None = None) -> PacedResult:
     """Play ``path`` at its frame rate in one thread; infer the newest frame in another (the app's set-up:
     ``two_stage``, each pose finished on a helper thread, ``pipeline_live.Finisher``, as the app's worker).
 
@@ -342,6 +344,7 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
 
     from posetracker.pipeline_live import Finisher
 
+    two_stage = use_two_stages(two_stage)
     finisher = Finisher(session, out) if two_stage else None
     while not (done.is_set() and slot[0] is None):
         with lock:

@@ -12,11 +12,13 @@ in order, one at a time; ``infer`` keeps the network's. :func:`live_poses` runs 
 thread and ``prepare`` (with the reading of the source) and ``finish`` on one helper thread: while ONNX
 Runtime runs frame t+1 (it releases the GIL), the helper decodes, tracks and smooths frame t and reads and
 letterboxes frame t+2. The poses are the sequential path's, bit for bit, in the same order
-(tests/test_pipeline_live.py).
+(tests/test_pipeline_live.py). :func:`poses` picks one of the two: two stages only where the process may run
+on more than one CPU (on one core the helper thread only adds switching: 1-3 % slower, measured).
 """
 
 from __future__ import annotations
 
+import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -94,6 +96,27 @@ class torch_threads:
     def __exit__(self, *exc) -> None:
         if self.n and self.n != self.prev:
             torch.set_num_threads(self.prev)
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity, e.g. under ``taskset``; else the machine's count)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
+        return os.cpu_count() or 1
+
+
+def use_two_stages(two_stage: bool | None) -> bool:
+    """``SessionConfig.two_stage`` resolved: None -> two stages where more than one CPU is usable."""
+    return usable_cpus() > 1 if two_stage is None else two_stage
+
+
+def poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+          progress: Callable[[int, int | None], None] | None = None, cancel: Callable[[], bool] | None = None,
+          on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
+    """Live poses of ``frames`` in one or two stages, as ``session.config.two_stage`` says (see :func:`use_two_stages`)."""
+    run = live_poses if use_two_stages(session.config.two_stage) else sequential_poses
+    return run(session, frames, total, progress, cancel, on_finish=on_finish)
 
 
 def sequential_poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,

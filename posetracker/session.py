@@ -44,7 +44,7 @@ from posetracker.model.fused import live_stream
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
-from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, live_poses, sequential_poses
+from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import TILE_GRID, Mode, SessionConfig, default_vector_read  # noqa: F401 (re-exported)
@@ -326,8 +326,7 @@ class TrackingSession:
                 failure.append(str(exc))
 
         if self.config.mode == "live":
-            poses = list((live_poses if self.config.two_stage else sequential_poses)(
-                self, guarded(), total, progress, cancel))
+            poses = list(live_stages(self, guarded(), total, progress, cancel))
             if self.config.track:  # the whole source is at hand: ids for the frames before each track's confirmation
                 poses = backfill_ids(poses, self.sigmas)
         else:

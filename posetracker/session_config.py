@@ -51,8 +51,9 @@ class SessionConfig:
     # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
     tile_grid: int | None = None
     # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
-    # (pipeline_live.live_poses; the same poses as one step() after another)
-    two_stage: bool = True
+    # (pipeline_live.live_poses; the same poses as one step() after another); None: two stages where the process
+    # may run on more than one CPU (pipeline_live.use_two_stages)
+    two_stage: bool | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):

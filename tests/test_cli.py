@@ -98,11 +98,15 @@ def test_bench_versus_mediapipe_interleaves_runs_with_the_peer(tmp_path, capsys)
     assert doc["ratios"][0] == pytest.approx(doc["ours"]["median_fps"] / 40.0, rel=0.5)
     calls = log.read_text().splitlines()
     assert len(calls) == 2 and calls[0].endswith(f"mediapipe_pose.py {SAMPLE} 8")
-    assert doc["cores"] == [0] and doc["ours"]["two_stage"]
+    assert doc["cores"] == [0] and not doc["ours"]["two_stage"]  # one core: one stage by default
+    assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2", "--json",
+                 "--two-stage"]) == 0
+    assert json.loads(capsys.readouterr().out)["ours"]["two_stage"]
     if len(os.sched_getaffinity(0)) > 1:  # both on the same two cores: the peer reads on a second thread too
         assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2", "--json",
                      "--cores", "0,1"]) == 0
-        assert json.loads(capsys.readouterr().out)["cores"] == [0, 1]
+        doc = json.loads(capsys.readouterr().out)
+        assert doc["cores"] == [0, 1] and doc["ours"]["two_stage"]
         assert log.read_text().splitlines()[-1].endswith(f"mediapipe_pose.py {SAMPLE} 8 --prefetch")
     fake.write_text("#!/bin/sh\necho 'No module named mediapipe' >&2\nexit 1\n")
     assert main(["bench", SAMPLE, "--versus-mediapipe", str(fake), "--runs", "1", "--frames", "2"]) != 0

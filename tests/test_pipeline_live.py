@@ -167,3 +167,17 @@ def test_finisher_keeps_order_bounds_the_wait_and_hands_errors_back(tiny_net):
     finisher.drain()
     assert got[-1][0] == 5
     finisher.close()
+
+
+def test_two_stages_by_default_only_where_more_than_one_cpu_is_usable(tiny_net, monkeypatch):
+    import posetracker.pipeline_live as pl
+
+    used = []
+    monkeypatch.setattr(pl, "live_poses", lambda *a, **k: used.append("two") or iter(()))
+    monkeypatch.setattr(pl, "sequential_poses", lambda *a, **k: used.append("one") or iter(()))
+    for cpus, forced, want in ((1, None, "one"), (2, None, "two"), (1, True, "two"), (4, False, "one")):
+        monkeypatch.setattr(pl, "usable_cpus", lambda n=cpus: n)
+        TrackingSession(tiny_net, SessionConfig(two_stage=forced)).run(_frames(2), 30.0)
+        assert used[-1] == want, (cpus, forced)
+    monkeypatch.undo()
+    assert 1 <= pl.usable_cpus() <= (__import__("os").cpu_count() or 1)

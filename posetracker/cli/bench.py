@@ -26,7 +26,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
             r = bench.bench_versus_mediapipe(args.input, args.versus_mediapipe, runs=args.runs, frames=args.frames * 4,
                                              weights=args.weights, lookahead=args.lookahead, refiners=chosen_refiners(args),
                                              cores=args.cores, tile_grid=args.tiles, int8=not args.float_backbone,
-                                             two_stage=not args.one_stage, **crop_budget(args))
+                                             two_stage=args.stages, **crop_budget(args))
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "ours": asdict(r.ours),
                                   "mediapipe_fps": r.mediapipe_fps, "ratios": r.ratios, "cores": list(r.cores)}, indent=2))
@@ -46,7 +46,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
         if args.paced:
             r = bench.bench_paced(args.input, frames=args.frames * 25, threads=args.threads or 1, weights=args.weights,
                                   lookahead=args.lookahead, int8=not args.float_backbone,
-                                  two_stage=not args.one_stage)
+                                  two_stage=args.stages)
             if args.json:
                 print(json.dumps({"machine": bench.machine_description(), "input": args.input, "paced": asdict(r)}, indent=2))
             else:
@@ -63,7 +63,7 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                                                 threads=args.threads or 1, weights=args.weights,
                                                 lookahead=args.lookahead, refiners=chosen_refiners(args),
                                                 tile_grid=args.tiles, skeleton=args.skeleton, int8=not args.float_backbone,
-                                                max_people=args.max_people, two_stage=not args.one_stage,
+                                                max_people=args.max_people, two_stage=args.stages,
                                                 **crop_budget(args)))
         if args.json:
             print(json.dumps({"machine": bench.machine_description(), "input": args.input,
@@ -120,9 +120,13 @@ def add_bench_parser(sub) -> None:
                         "dependency: e.g. a venv made with pip install mediapipe==0.10.21)")
     b.add_argument("--cores", type=_cores, default=(0,), metavar="0,1",
                    help="with --versus-mediapipe: the CPUs both programs are pinned to (default: 0, one core)")
-    b.add_argument("--one-stage", action="store_true",
-                   help="with INPUT: live mode's network and the rest one after the other on one thread (default: "
-                        "two stages, the rest of frame t on a second thread while the network runs frame t+1)")
+    stages = b.add_mutually_exclusive_group()
+    stages.add_argument("--one-stage", dest="stages", action="store_false", default=None,
+                        help="with INPUT: live mode's network and the rest one after the other on one thread (default "
+                             "where only one CPU is usable, e.g. --cores 0)")
+    stages.add_argument("--two-stage", dest="stages", action="store_true", default=None,
+                        help="with INPUT: the rest of frame t on a second thread while the network runs frame t+1 "
+                             "(default where more than one CPU is usable)")
     b.add_argument("--paced", action="store_true",
                    help="with INPUT: play it at its own fps and infer the newest frame, as the app does "
                         "(inference fps, latency from read to pose, dropped frames)")
