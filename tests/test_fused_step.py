@@ -40,8 +40,8 @@ def test_fused_stream_matches_the_separate_calls(human18, tmp_path, monkeypatch,
     real_run = stream.session.run
     monkeypatch.setattr(stream.session, "run", lambda *a, **k: calls.append(1) or real_run(*a, **k))
     separate, fused = _run(CausalStream(net, lookahead), clip), _run(stream, clip)
-    # the first push has no forward state (separate calls), every later one is one graph call
-    assert len(calls) == len(clip) - 1 - lookahead
+    # every push is one graph call, the first ones too (zero window and state), but the first at look-ahead 0
+    assert len(calls) == len(clip) - (lookahead == 0)
     assert len(fused) == len(separate) == len(reference) == len(clip)
     assert not torch.equal(reference[3]["offsets"], reference[4]["offsets"])
     for r, s, f in zip(reference, separate, fused):

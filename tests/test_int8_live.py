@@ -86,8 +86,9 @@ def test_companion_round_trip_and_weights_check(human18, tmp_path, monkeypatch):
     plain = CausalStream(net, 1)
     floats = [o for x in clip if (o := plain.push(x)) is not None]
     assert len(outs) == len(floats) == 3
-    torch.testing.assert_close(outs[0]["heatmaps"], floats[0]["heatmaps"], rtol=0, atol=1e-5)  # first: float calls
-    assert not torch.allclose(outs[2]["offsets"], floats[2]["offsets"], atol=1e-3)  # then the tuned 8-bit graph
+    for got, ref in zip(outs, floats):  # the tuned 8-bit graph from the first frame on: close, not equal
+        assert not torch.allclose(got["offsets"], ref["offsets"], atol=1e-3)
+        torch.testing.assert_close(got["heatmaps"], ref["heatmaps"], rtol=0, atol=0.2)
     other = busy_net(human18, seed=9)  # other weights: the companion does not fit, no 8-bit session
     assert int8.int8_session(other, 1, path) is None
 

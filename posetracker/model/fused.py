@@ -14,10 +14,10 @@ steady-state step is one exported graph, the temporal state its input and output
              ctx_out, s_out             the forward state after frame t
              heatmap_logits, heatmaps, offsets, vectors, depth [, walk_vectors]  of frame t, (N, ., h, w)
 
-(h = H/4, w = W/4, C = 24 features, G = 32 context channels.) The first frames of a stream
-(no forward state yet, look-ahead not filled) and the flush at its end keep the separate calls
-of ``CausalStream``; ``FusedStream`` switches to the graph once the state exists. Its outputs
-equal the separate calls' to ~1e-5 (tests/test_fused_step.py).
+(h = H/4, w = W/4, C = 24 features, G = 32 context channels.) The first frames of a stream run
+the same graph with a zero window and state (``FusedStream.push``); the flush at its end and the
+first frame at L = 0 keep the separate calls of ``CausalStream``. Its outputs equal the separate
+calls' to ~1e-5 (tests/test_fused_step.py).
 """
 
 from __future__ import annotations
@@ -130,22 +130,39 @@ class FusedStream(CausalStream):
         super().__init__(net, lookahead)
         self.session = session
         self.inputs, self.outputs = io_names(net, lookahead)
+        self.hidden = torch_parts(net)[1].gru.hidden  # context channels G
 
     @torch.no_grad()
     def push(self, frame: torch.Tensor) -> dict[str, torch.Tensor] | None:
-        """frame: (N, 3, H, W) RGB 0..255 -> the output dict of the frame ``lookahead`` pushes ago (T = 1)."""
-        h, w = frame.shape[-2:]
-        if (self._h_fwd is None or len(self._feats) != self.lookahead or h % 32 or w % 32
-                or torch.is_grad_enabled()):
+        """frame: (N, 3, H, W) RGB 0..255 -> the output dict of the frame ``lookahead`` pushes ago (T = 1).
+
+        At look-ahead L > 0 the first pushes of a stream run the graph too: while the look-ahead fills, with
+        a zero window and state (only the new frame's features are kept); then, with no forward state yet,
+        with context 0 and smoothed features equal to the frame's own, which is the forward direction's first
+        step exactly (``temporal.Direction.step``: a zero context is the GRU's start, a state equal to the
+        frame keeps the frame). At L = 0 the first frame takes the separate calls."""
+        n, _, h, w = frame.shape
+        if h % 32 or w % 32 or torch.is_grad_enabled() or (self._h_fwd is None and not self.lookahead):
             return super().push(frame)
-        ctx, s = self._h_fwd
+        filling = len(self._feats) < self.lookahead
+        if self._h_fwd is None:
+            c, hh, ww = self.net.temporal.channels, h // 4, w // 4
+            window = torch.zeros(n, self.lookahead, c, hh, ww) if filling else torch.stack(list(self._feats), 1)
+            ctx, s = torch.zeros(n, self.hidden, hh // 2, ww // 2), window[:, 0]
+        else:
+            window = torch.stack(list(self._feats), 1) if self.lookahead else None
+            ctx, s = self._h_fwd
         feeds = {"images": frame.detach().float().contiguous().numpy(), "ctx": ctx.contiguous().numpy(),
                  "s": s.contiguous().numpy()}
         if self.lookahead:
-            feeds["window"] = torch.stack(list(self._feats), 1).contiguous().numpy()
+            feeds["window"] = window.contiguous().numpy()
         got = dict(zip(self.outputs, map(torch.from_numpy, self.session.run(None, feeds))))
         if self.lookahead:
-            self._feats = type(self._feats)(got["window_out"].unbind(1))
+            new = got["window_out"].unbind(1)
+            if filling:
+                self._feats.append(new[-1])
+                return None
+            self._feats = type(self._feats)(new)
         self._h_fwd = (got["ctx_out"], got["s_out"])
         return {k: got[k][:, None] for k in output_keys(self.net)}
 
