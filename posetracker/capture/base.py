@@ -110,8 +110,9 @@ class CameraDisconnectedError(CaptureError):
 class PendingFrame:
     """A frame read but maybe not yet converted to RGB (:meth:`FrameSource.read_pending`): its ``index`` and
     ``timestamp`` now, the :class:`Frame` (image (H, W, 3) uint8 RGB) from :meth:`frame`, converted at its
-    first call by whichever thread makes it; a frame nobody asks for is never converted (the app's capture
-    thread reads every frame of a file at its pace, inference takes only the newest)."""
+    first call by whichever thread makes it, once (a second caller waits for the first's result). The app's
+    capture thread converts each frame just after offering it, so that a model taking it meanwhile does not
+    convert it on the inference thread."""
 
     __slots__ = ("index", "timestamp", "_convert", "_frame", "_lock")
 
