@@ -168,7 +168,7 @@ def test_poses_reach_the_gui_in_batches_and_old_ones_drop_their_frames(qtbot):
 
     from posetracker.types import Frame, PoseFrame
     from ui.packets import LatestSlot, PoseResult
-    from ui.workers import NO_IMAGE, InferenceWorker
+    from ui.inference_worker import NO_IMAGE, InferenceWorker
 
     worker = InferenceWorker(LatestSlot(), LatestSlot(), lambda: None)
     signals: list[int] = []

@@ -23,7 +23,9 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from posetracker.recording import SessionRecorder
 from .packets import Captured, LatestSlot, PipelineStats, PoseResult
-from .workers import CaptureWorker, InferenceWorker, OfflineWorker, RecorderWorker, SessionFactory, SourceOpener
+from .capture_worker import CaptureWorker, SourceOpener
+from .inference_worker import InferenceWorker, SessionFactory
+from .workers import OfflineWorker, RecorderWorker
 
 log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 2.0
