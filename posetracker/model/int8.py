@@ -4,7 +4,7 @@ The fused live graph (``model/fused.py``) is exported in float, then the convolu
 companion's prefixes are quantised: per-channel int8 weights, uint8 activations whose ranges were
 calibrated once on frames of the training clips (``tools/int8_backbone.py``). By default (``QUANTISE``)
 these are the backbone's MobileNetV2 body, its stem included (the stem reads 0..255 pixels, which uint8
-holds exactly), and the ConvGRU convolutions of both temporal directions. The FPN, the fusion and the
+holds exactly), and the convolutions of both temporal directions (ConvGRUs, memory gates). The FPN, the fusion and the
 heads stay float: quantising the heads measured 3 % faster and twice the offsets' error.
 
 What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *companion*):
