@@ -393,3 +393,32 @@ def test_read_pending_converts_only_when_asked(tmp_path):
             assert pending.converted and pending.frame() is got
             np.testing.assert_array_equal(got.image, frame.image)
         assert a.read_pending().index == 3  # skipped without conversion, the stream goes on
+
+
+def test_a_held_conversion_makes_other_takers_wait_for_it():
+    """While one thread holds a frame's conversion (offering it), another thread's frame() waits and gets that
+    thread's result: the image is converted once, on the holder's thread (the app's capture thread)."""
+    import threading
+
+    from posetracker.capture import PendingFrame
+
+    calls = []
+    image = np.zeros((4, 6, 3), np.uint8)
+    pending = PendingFrame(0, 0.0, lambda: (calls.append(threading.get_ident()), image)[1])
+    got, started = [], threading.Event()
+
+    def taker():
+        started.set()
+        got.append(pending.frame())
+
+    with pending.converting():
+        other = threading.Thread(target=taker)
+        other.start()
+        started.wait(2.0)
+        other.join(timeout=0.2)
+        assert other.is_alive() and not calls  # the taker waits; nothing converted yet
+    other.join(timeout=2.0)
+    assert calls == [threading.get_ident()] and got and got[0].image is image and pending.frame() is got[0]
+    with pending.converting():  # already converted: nothing to hold
+        pass
+    assert calls == [threading.get_ident()]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import ClassVar
@@ -111,8 +112,9 @@ class PendingFrame:
     """A frame read but maybe not yet converted to RGB (:meth:`FrameSource.read_pending`): its ``index`` and
     ``timestamp`` now, the :class:`Frame` (image (H, W, 3) uint8 RGB) from :meth:`frame`, converted at its
     first call by whichever thread makes it, once (a second caller waits for the first's result). The app's
-    capture thread converts each frame just after offering it, so that a model taking it meanwhile does not
-    convert it on the inference thread."""
+    capture thread holds the conversion (:meth:`converting`) while it offers the frame and converts it just
+    after, so that a model taking it meanwhile waits for that conversion instead of making one on the
+    inference thread."""
 
     __slots__ = ("index", "timestamp", "_convert", "_frame", "_lock")
 
@@ -129,6 +131,19 @@ class PendingFrame:
     @property
     def converted(self) -> bool:
         return self._frame is not None
+
+    @contextmanager
+    def converting(self) -> Iterator[None]:
+        """Reserve the conversion for the calling thread: inside the block it offers the frame; on leaving it
+        converts it (errors propagate here), while any other thread's :meth:`frame` waits for that result."""
+        if self._frame is not None:
+            yield
+            return
+        with self._lock:
+            yield
+            if self._frame is None:
+                self._frame = Frame(self.index, self.timestamp, self._convert())
+                self._convert = None
 
     def frame(self) -> Frame:
         if self._frame is None:
