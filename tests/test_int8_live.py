@@ -113,3 +113,18 @@ def test_the_shipped_model_runs_live_with_the_8_bit_body():
     assert tuple(json.loads(meta["quantise"])) == int8.QUANTISE  # body and temporal recurrences
     assert not TrackingSession.open(config=SessionConfig(mode="live", int8=False)).stream.int8
     assert not isinstance(TrackingSession.open(config=SessionConfig(mode="offline")).stream, FusedStream)
+
+
+@pytest.mark.parametrize("lookahead", [0, 2])
+def test_the_shipped_model_at_another_look_ahead_runs_the_8_bit_body(lookahead, recwarn):
+    """The shipped ranges were calibrated on the look-ahead-1 graph; at another look-ahead (the app offers
+    0-15) the body is still 8-bit and the recurrences float, with no warning and outputs close to float."""
+    from posetracker.session import SessionConfig, TrackingSession
+
+    live = TrackingSession.open(config=SessionConfig(mode="live", lookahead=lookahead))
+    assert isinstance(live.stream, FusedStream) and live.stream.int8
+    assert not [w for w in recwarn if "8-bit" in str(w.message)]
+    model = onnx.load(str(live.stream.session._model_path))
+    quantised = {n.name for n in model.graph.node
+                 if n.op_type == "Conv" and n.input[1].endswith("_DequantizeLinear_Output")}
+    assert quantised and all(n.startswith(int8.BODY) for n in quantised)

@@ -14,7 +14,9 @@ What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *co
 - metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the quantised nodes' activations;
   ``body`` / ``fpn_from``: hashes of the float body and FPN it was made for (other weights: not used);
   ``quantise``: name prefixes of the quantised nodes (absent in older files: the body only);
-  ``keep_float``: name fragments of nodes under those prefixes left in float.
+  ``keep_float``: name fragments of nodes under those prefixes left in float;
+  ``lookahead``: the look-ahead of the graph the ranges were calibrated on (absent: 1). A graph of another
+  look-ahead names its recurrences' tensors otherwise, so there only the body is quantised.
 
 At first use the graph is exported and quantised with those ranges, and cached like the other
 exports. Shapes are those of ``fused.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
@@ -37,6 +39,7 @@ QUANTISE = (BODY, "Conv:/gru", "Conv:/gate")  # what new companions quantise: ev
 # the convolutions under an "Conv:" entry (here the ConvGRUs and memory gates of both temporal directions in
 # fused.LiveStep; their elementwise gating stays float: measured faster and closer to float than all of it)
 OLD_QUANTISE = (BODY,)  # companions without a "quantise" entry
+CALIBRATED_LOOKAHEAD = 1  # the look-ahead of the graph whose ranges a companion without a "lookahead" entry holds
 KEEP_FLOAT: tuple[str, ...] = ()  # name fragments of nodes under QUANTISE left in float
 FORMAT = "posetracker-int8-1"
 
@@ -165,12 +168,13 @@ def read_companion(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]
 
 def write_companion(path: Path, fpn: torch.nn.Module, net: PoseNet, ranges: dict[str, list[float]],
                     keep_float: tuple[str, ...] = KEEP_FLOAT, note: str = "",
-                    prefixes: tuple[str, ...] = QUANTISE) -> None:
+                    prefixes: tuple[str, ...] = QUANTISE, lookahead: int = CALIBRATED_LOOKAHEAD) -> None:
+    """Write the companion at ``path``: ``ranges`` were calibrated on the live graph of ``lookahead``."""
     from safetensors.torch import save_file
 
     state = {f"fpn.{k}": v.detach().cpu().contiguous() for k, v in fpn.state_dict().items()}
     meta = {"format": FORMAT, "body": part_hash(net, "body"), "fpn_from": part_hash(net, "fpn"), "ranges": json.dumps(ranges), "keep_float": json.dumps(keep_float),
-            "quantise": json.dumps(prefixes),
+            "quantise": json.dumps(prefixes), "lookahead": str(lookahead),
             "note": note}
     save_file(state, str(path), meta)
 
@@ -202,6 +206,10 @@ def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1
     fpn = {k[len("fpn."):]: v for k, v in tensors.items() if k.startswith("fpn.")}
     tuned = with_fpn(net, fpn)
     prefixes = tuple(json.loads(meta.get("quantise", json.dumps(OLD_QUANTISE))))
+    if lookahead != int(meta.get("lookahead", CALIBRATED_LOOKAHEAD)):
+        # the recurrences' tensors are named by their place in the graph of the calibrated look-ahead (another
+        # look-ahead unrolls other steps under other names): there, only the body (the same per frame) in 8 bits
+        prefixes = tuple(p for p in prefixes if p in OLD_QUANTISE)
     key = hashlib.sha256((fused_key(tuned, lookahead) + meta["ranges"] + meta["keep_float"] + repr(prefixes)
                           ).encode()).hexdigest()[:16]
     path = cache_dir() / f"live-int8-{key}.onnx"
