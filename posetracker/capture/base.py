@@ -146,11 +146,8 @@ class PendingFrame:
                 self._convert = None
 
     def frame(self) -> Frame:
-        if self._frame is None:
-            with self._lock:
-                if self._frame is None:
-                    self._frame = Frame(self.index, self.timestamp, self._convert())
-                    self._convert = None
+        with self.converting():  # converts here unless done, or waits for the thread that holds it
+            pass
         return self._frame
 
 
