@@ -40,7 +40,8 @@ from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_tile_people, shift_people
 from posetracker.decoding.top_down import load_crop_model, read_crops
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
-from posetracker.model.fused import live_stream
+from posetracker.model.fused import live_stream, torch_parts
+from posetracker.model.heads_at_cells import CellHeads, dense_maps
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
@@ -95,6 +96,7 @@ class TrackingSession:
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
         self.image_tile_grid = tiles if tiles is not None else TILE_GRID["image"] if self.spec.kind == "human" else 1
         self.times = StageTimes()
+        self._cell_heads: CellHeads | None = None  # live: made at the first frame
         self.reset()
 
     def _load_pose_prior(self) -> PosePrior | None:
@@ -129,7 +131,8 @@ class TrackingSession:
         first_id = self.tracker.ids_handed_out if keep_ids and hasattr(self, "tracker") else 0
         mode = self.config.mode
         if getattr(self, "stream", None) is None:  # live: backbone, temporal step and heads as one runtime call
-            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads, self.config.int8) \
+            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads, self.config.int8,
+                                      sparse=True) \
                 if mode == "live" \
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
@@ -206,10 +209,17 @@ class TrackingSession:
     def _decode(self, maps: dict[str, torch.Tensor], image: torch.Tensor | None) -> DecodedPeople:
         """Heads' outputs of one frame ((1, C, h, w) each) -> its people in input pixels, through the maps-
         and people-stage refiners (methods B and C), duplicates dropped."""
+        sparse = "head_features" in maps  # live: the offset, vector and depth heads at the cells decoding reads
+        if sparse and self.refiners:  # the maps-stage refiners take whole maps
+            maps = {**maps, **dense_maps(torch_parts(self.net)[3], maps.pop("head_features"))}
+            sparse = False
         if self.refiners:
             with _threads(self.config.threads):
                 maps = self.refiners.refine_maps(maps, image)
         arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth", "walk_vectors") if k in maps}
+        if sparse:
+            self._cell_heads = self._cell_heads or CellHeads(torch_parts(self.net)[3])
+            arrays.update(self._cell_heads.maps(maps["head_features"][0].numpy()))
         people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
         if self.refiners:
             with _threads(self.config.threads):

@@ -13,6 +13,9 @@ steady-state step is one exported graph, the temporal state its input and output
     outputs  window_out (N, L, C, h, w) features of frames t+1 .. t+L (absent at L = 0)
              ctx_out, s_out             the forward state after frame t
              heatmap_logits, heatmaps, offsets, vectors, depth [, walk_vectors]  of frame t, (N, ., h, w)
+             (``sparse``: heatmap_logits, heatmaps, head_features (N, C, h, w) [, walk_vectors]: the offset,
+             vector and depth heads are left to ``heads_at_cells``, which evaluates them only where the
+             decoder reads them)
 
 (h = H/4, w = W/4, C = 24 features, G = 32 context channels.) The first frames of a stream run
 the same graph with a zero window and state (``FusedStream.push``); the flush at its end and the
@@ -29,6 +32,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
+from posetracker.model.heads_at_cells import SPARSE_KEYS
 from posetracker.model.network import OUTPUT_KEYS, CausalStream, PoseNet
 from posetracker.model.onnx_pads import fold_pads
 from posetracker.model.weights import weights_key
@@ -44,19 +48,24 @@ def torch_parts(net: PoseNet) -> tuple[nn.Module, nn.Module, nn.Module, nn.Modul
     return plain(net.backbone), plain(t.forward_dir), plain(t.backward_dir), plain(net.heads), t.fusion
 
 
-def output_keys(net: PoseNet) -> tuple[str, ...]:
-    return OUTPUT_KEYS + (("walk_vectors",) if net.walk is not None else ())
+def output_keys(net: PoseNet, sparse: bool = False) -> tuple[str, ...]:
+    """The heads' outputs of a live step; ``sparse``: the heatmaps and the heads' input features instead of the
+    offset, vector and depth maps (``heads_at_cells``)."""
+    keys = tuple(k for k in OUTPUT_KEYS if k not in SPARSE_KEYS) + ("head_features",) if sparse else OUTPUT_KEYS
+    return keys + (("walk_vectors",) if net.walk is not None else ())
 
 
 class LiveStep(nn.Module):
     """The steady-state live step at look-ahead ``lookahead`` as one module (see the module docstring for
-    the inputs and outputs); the same arithmetic as ``CausalStream.push`` with the forward state set."""
+    the inputs and outputs); the same arithmetic as ``CausalStream.push`` with the forward state set.
+    ``sparse``: only the heatmap heads run; the heads' input is an output (``output_keys``)."""
 
-    def __init__(self, net: PoseNet, lookahead: int):
+    def __init__(self, net: PoseNet, lookahead: int, sparse: bool = False):
         super().__init__()
         self.backbone, self.fwd, self.bwd, self.heads, self.fusion = torch_parts(net)
         self.walk = net.walk
         self.lookahead = lookahead
+        self.keys = output_keys(net, sparse)
 
     def forward(self, images: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if self.lookahead:
@@ -71,39 +80,42 @@ class LiveStep(nn.Module):
         for i in range(self.lookahead, -1, -1):  # the backward direction over the window, newest frame first
             b_ctx, b_s = self.bwd.step(feats[i], b_ctx, b_s, last=i == 0)
         target = x + self.fusion(torch.cat([s_out - x, b_s - x], 1))
-        out = self.heads(target)
+        sparse = "head_features" in self.keys
+        out = {"heatmap_logits": self.heads.heatmap_logits(target), "head_features": target} if sparse \
+            else self.heads(target)
         if self.walk is not None:
             out = {**out, "walk_vectors": self.walk(target)}
         out["heatmaps"] = torch.sigmoid(out["heatmap_logits"])
-        heads = tuple(out[k] for k in (*OUTPUT_KEYS, *(("walk_vectors",) if self.walk is not None else ())))
+        heads = tuple(out[k] for k in self.keys)
         lead = (torch.stack(feats[1:], 1),) if self.lookahead else ()
         return (*lead, ctx_out, s_out, *heads)
 
 
-def io_names(net: PoseNet, lookahead: int) -> tuple[list[str], list[str]]:
+def io_names(net: PoseNet, lookahead: int, sparse: bool = False) -> tuple[list[str], list[str]]:
     window = ["window"] if lookahead else []
-    outs = (["window_out"] if lookahead else []) + ["ctx_out", "s_out"] + list(output_keys(net))
+    outs = (["window_out"] if lookahead else []) + ["ctx_out", "s_out"] + list(output_keys(net, sparse))
     return ["images", *window, "ctx", "s"], outs
 
 
-def fused_key(net: PoseNet, lookahead: int) -> str:
-    """Names the graph: the weights of every part, the look-ahead."""
-    h = hashlib.sha256(f"la{lookahead}".encode())
+def fused_key(net: PoseNet, lookahead: int, sparse: bool = False) -> str:
+    """Names the graph: the weights of every part, the look-ahead, whether its heads are sparse."""
+    h = hashlib.sha256(f"la{lookahead}{'-sparse' if sparse else ''}".encode())
     for m in (*torch_parts(net), *([net.walk] if net.walk is not None else [])):
         h.update(weights_key(m).encode())
     return h.hexdigest()[:16]
 
 
-def export_live_step(net: PoseNet, lookahead: int, path: Path, size: tuple[int, int] = (256, 256)) -> Path:
+def export_live_step(net: PoseNet, lookahead: int, path: Path, size: tuple[int, int] = (256, 256),
+                     sparse: bool = False) -> Path:
     """Export :class:`LiveStep` to ONNX (dynamic batch and size; the backbone's SAME pads folded), atomically."""
     h, w = size
-    step = LiveStep(net, lookahead).eval()
+    step = LiveStep(net, lookahead, sparse).eval()
     c, g = step.backbone.out_channels, step.fwd.gru.hidden
     dummies = [torch.rand(1, 3, h, w) * 255]
     if lookahead:
         dummies.append(torch.rand(1, lookahead, c, h // 4, w // 4))
     dummies += [torch.rand(1, g, h // 8, w // 8), torch.rand(1, c, h // 4, w // 4)]
-    inputs, outs = io_names(net, lookahead)
+    inputs, outs = io_names(net, lookahead, sparse)
     # spatial axes: 2 and 3 of the 4-D tensors; 3 and 4 of the 5-D windows (n, L, C, h, w)
     axes = {k: ({0: "n", 3: "h", 4: "w"} if k.startswith("window") else {0: "n", 2: "h", 3: "w"})
             for k in (*inputs, *outs)}
@@ -122,14 +134,17 @@ def export_live_step(net: PoseNet, lookahead: int, path: Path, size: tuple[int, 
 
 class FusedStream(CausalStream):
     """``CausalStream`` whose steady-state push is one ONNX Runtime call (:class:`LiveStep`); the same
-    outputs (T = 1) and the same state, so it can hand over to the separate calls at any frame."""
+    outputs (T = 1) and the same state, so it can hand over to the separate calls at any frame. ``sparse``:
+    the graph's pushes give ``head_features`` instead of the offset, vector and depth maps
+    (``output_keys(net, True)``; the separate calls, the flush and the first push at L = 0, give the maps)."""
 
     int8 = False  # the graph's body is 8-bit (model/int8.py)
 
-    def __init__(self, net: PoseNet, lookahead: int, session):
+    def __init__(self, net: PoseNet, lookahead: int, session, sparse: bool = False):
         super().__init__(net, lookahead)
         self.session = session
-        self.inputs, self.outputs = io_names(net, lookahead)
+        self.sparse = sparse
+        self.inputs, self.outputs = io_names(net, lookahead, sparse)
         self.hidden = torch_parts(net)[1].gru.hidden  # context channels G
 
     @torch.no_grad()
@@ -164,14 +179,16 @@ class FusedStream(CausalStream):
                 return None
             self._feats = type(self._feats)(new)
         self._h_fwd = (got["ctx_out"], got["s_out"])
-        return {k: got[k][:, None] for k in output_keys(self.net)}
+        return {k: got[k][:, None] for k in output_keys(self.net, self.sparse)}
 
 
-def live_stream(net: PoseNet, lookahead: int, threads: int = 1, int8: bool = False) -> CausalStream:
+def live_stream(net: PoseNet, lookahead: int, threads: int = 1, int8: bool = False,
+                sparse: bool = False) -> CausalStream:
     """The live stream for ``net``: a :class:`FusedStream` when ONNX Runtime runs the network (its graph
     exported once and cached beside the other exports), else the plain ``CausalStream``. ``int8``: the
     graph with the 8-bit body (``model/int8.py``) where a companion made for these weights ships; the
-    first push and the flush then still run the float separate calls."""
+    first push and the flush then still run the float separate calls. ``sparse``: the graph leaves the
+    offset, vector and depth heads to ``heads_at_cells`` (see :class:`FusedStream`)."""
     from posetracker.model.runtime import OnnxBackbone, _session, cache_dir
 
     if not isinstance(net.backbone, OnnxBackbone):
@@ -181,18 +198,18 @@ def live_stream(net: PoseNet, lookahead: int, threads: int = 1, int8: bool = Fal
 
         try:
             companion = companion_for(net)
-            session = companion and int8_session(net, lookahead, companion, threads)
+            session = companion and int8_session(net, lookahead, companion, threads, sparse)
             if session is not None:
-                stream = FusedStream(net, lookahead, session)
+                stream = FusedStream(net, lookahead, session, sparse)
                 stream.int8 = True
                 return stream
         except Exception as exc:  # the float graph then, say why
             warnings.warn(f"8-bit live graph not used ({exc}); float", RuntimeWarning, stacklevel=2)
-    path = cache_dir() / f"live-{fused_key(net, lookahead)}.onnx"
+    path = cache_dir() / f"live-{fused_key(net, lookahead, sparse)}.onnx"
     try:
         if not path.exists():
-            export_live_step(net, lookahead, path)
-        return FusedStream(net, lookahead, _session(path, threads))
+            export_live_step(net, lookahead, path, sparse=sparse)
+        return FusedStream(net, lookahead, _session(path, threads), sparse)
     except Exception as exc:  # any export/runtime problem: the separate calls, say why
         warnings.warn(f"fused live graph not used ({exc}); separate runtime calls", RuntimeWarning, stacklevel=2)
         path.unlink(missing_ok=True)

@@ -79,8 +79,12 @@ class PoseHeads(nn.Module):
         with torch.no_grad():
             self.depth.out.bias[0] = DEFAULT_ROOT_DEPTH_M
 
+    def heatmap_logits(self, x: torch.Tensor) -> torch.Tensor:
+        """(N, C, h, w) features -> (N, K, h, w) heatmap logits (the root's channel is the centre head's)."""
+        return torch.cat([self.keypoints(x), self.centre(x)], 1).index_select(1, self.heat_order)
+
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        heat = torch.cat([self.keypoints(x), self.centre(x)], 1).index_select(1, self.heat_order)
+        heat = self.heatmap_logits(x)
         off = self.offsets(x)
         off = torch.cat([off, off.new_zeros(off.shape[0], 1, *off.shape[2:])], 1).index_select(1, self.off_order)
         return {

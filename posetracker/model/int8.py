@@ -194,9 +194,9 @@ def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor]) -> PoseNet:
     return new.eval()
 
 
-def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1):
-    """The ONNX Runtime session of the 8-bit live graph for ``net`` (built and cached at first use), or
-    None when the companion does not fit ``net``'s body."""
+def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1, sparse: bool = False):
+    """The ONNX Runtime session of the 8-bit live graph for ``net`` (built and cached at first use; ``sparse``:
+    the graph of ``fused.LiveStep(sparse=True)``), or None when the companion does not fit ``net``'s body."""
     from posetracker.model.fused import export_live_step, fused_key
     from posetracker.model.runtime import _session, cache_dir
 
@@ -210,13 +210,13 @@ def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1
         # the recurrences' tensors are named by their place in the graph of the calibrated look-ahead (another
         # look-ahead unrolls other steps under other names): there, only the body (the same per frame) in 8 bits
         prefixes = tuple(p for p in prefixes if p in OLD_QUANTISE)
-    key = hashlib.sha256((fused_key(tuned, lookahead) + meta["ranges"] + meta["keep_float"] + repr(prefixes)
+    key = hashlib.sha256((fused_key(tuned, lookahead, sparse) + meta["ranges"] + meta["keep_float"] + repr(prefixes)
                           ).encode()).hexdigest()[:16]
     path = cache_dir() / f"live-int8-{key}.onnx"
     if not path.exists():
         raw = cache_dir() / f"live-int8-{key}.float.onnx"
         try:
-            export_live_step(tuned, lookahead, raw)
+            export_live_step(tuned, lookahead, raw, sparse=sparse)
             quantise(raw, json.loads(meta["ranges"]), path, tuple(json.loads(meta["keep_float"])), prefixes)
         finally:
             raw.unlink(missing_ok=True)
