@@ -46,8 +46,8 @@ class _Head:
         return self.out_w.shape[0]
 
     def at(self, patches: np.ndarray) -> np.ndarray:
-        """patches: (9, C, M) the 3x3 neighbourhood of M cells -> (O, M) float32."""
-        dw = np.einsum("kcm,ck->cm", patches, self.dw)
+        """patches: (C, 9, M) the 3x3 neighbourhood of M cells -> (O, M) float32."""
+        dw = np.einsum("ckm,ck->cm", patches, self.dw)
         hidden = np.maximum(self.pw @ dw + self.pw_b, 0.0)
         return self.out_w @ hidden + self.out_b
 
@@ -65,7 +65,9 @@ class CellHeads:
     def maps(self, features: np.ndarray) -> dict[str, CellMap]:
         """features: (C, h, w) float32, the heads' input of one frame -> {"offsets": (2K, h, w),
         "vectors": (2E, h, w), "depth": (1+E, h, w)} as :class:`CellMap`."""
-        padded = np.pad(np.asarray(features, np.float32), ((0, 0), (1, 1), (1, 1)))  # the heads' 3x3 SAME pad
+        c, h, w = features.shape
+        padded = np.zeros((c, h + 2, w + 2), np.float32)  # the heads' 3x3 SAME pad
+        padded[:, 1:-1, 1:-1] = features
         return {name: CellMap(head, padded) for name, head in self.heads.items()}
 
 
@@ -73,14 +75,18 @@ class CellMap:
     """A head's (O, h, w) map, computed at the cells it is indexed at (see the module docstring)."""
 
     def __init__(self, head: _Head, padded: np.ndarray):
-        self._head, self._padded = head, padded
-        self.shape = (head.channels, padded.shape[1] - 2, padded.shape[2] - 2)
+        self._head = head
+        c, hp, wp = padded.shape
+        self._flat = padded.reshape(c, hp * wp)
+        self._taps = np.array([dy * wp + dx for dy in range(3) for dx in range(3)])  # (9,) 3x3 offsets, flat
+        self._row = wp
+        self.shape = (head.channels, hp - 2, wp - 2)
         self.ndim, self.dtype = 3, np.dtype(np.float32)
 
     def at(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
         """(M,) int cell rows and columns (inside the map) -> (O, M) float32: the head's output there."""
-        p = self._padded
-        patches = np.stack([p[:, ys + dy, xs + dx] for dy in range(3) for dx in range(3)])  # (9, C, M)
+        corner = ys * self._row + xs  # the top-left of each cell's 3x3 window in the padded map
+        patches = self._flat[:, self._taps[:, None] + corner]  # (C, 9, M)
         return self._head.at(patches)
 
     def _read(self, c, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
