@@ -211,7 +211,8 @@ class TrackingSession:
         and people-stage refiners (methods B and C), duplicates dropped."""
         sparse = "head_features" in maps  # live: the offset, vector and depth heads at the cells decoding reads
         if sparse and self.refiners:  # the maps-stage refiners take whole maps
-            maps = {**maps, **dense_maps(torch_parts(self.net)[3], maps.pop("head_features"))}
+            features = maps["head_features"]
+            maps = {k: v for k, v in maps.items() if k != "head_features"} | dense_maps(torch_parts(self.net)[3], features)
             sparse = False
         if self.refiners:
             with _threads(self.config.threads):

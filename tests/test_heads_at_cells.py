@@ -49,7 +49,9 @@ def test_cell_maps_read_what_the_dense_heads_give(human18):
     assert not np.asarray(maps["offsets"])[[2 * root, 2 * root + 1]].any()  # the root has no offset
     with pytest.raises(IndexError):
         maps["vectors"][:, np.array([12]), np.array([0])]
-    for key, value in dense_maps(heads, feats[:, None]).items():  # (N, T, C, h, w) for the maps refiners
+    with torch.inference_mode():  # the live graph's outputs are inference tensors; the refiners' stage runs outside
+        live_feats = feats[:, None].clone()
+    for key, value in dense_maps(heads, live_feats).items():  # (N, T, C, h, w) for the maps refiners
         torch.testing.assert_close(value[:, 0], dense[key])
 
 

@@ -137,7 +137,8 @@ def dense_maps(heads: PoseHeads, features: torch.Tensor) -> dict[str, torch.Tens
     """The dense maps of :data:`SPARSE_KEYS` from features (..., C, h, w) -> (..., O, h, w) each (torch), for
     the consumers that need whole maps (the maps-stage refiners)."""
     lead = features.shape[:-3]
-    out = heads(features.reshape(-1, *features.shape[-3:]))
+    with torch.inference_mode():
+        out = heads(features.reshape(-1, *features.shape[-3:]))
     return {k: out[k].reshape(*lead, *out[k].shape[1:]) for k in SPARSE_KEYS}
 
 
