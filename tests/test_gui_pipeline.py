@@ -231,9 +231,9 @@ def test_a_tracking_session_runs_in_two_stages_with_the_poses_of_one_step_at_a_t
         np.testing.assert_array_equal(r.pose.track_ids, p.track_ids)
 
 
-def test_a_slow_model_takes_frames_the_capture_thread_converted(qtbot, controller, clip):
-    """A model slower than the source skips frames; each frame is converted once, on the capture thread (which
-    waits for the next frame's time anyway), never on the inference thread."""
+def _watch_threads():
+    """(a VideoFileSource that records the thread converting each frame, a FakeSession that records the threads
+    inferring, the conversion threads list, the inference threads set)."""
     import threading
 
     converted_on, inferred_on = [], set()
@@ -246,11 +246,18 @@ def test_a_slow_model_takes_frames_the_capture_thread_converted(qtbot, controlle
                 item._convert = lambda: (converted_on.append(threading.get_ident()), convert())[1]
             return item
 
-    class Slow(FakeSession):
+    class Recorded(FakeSession):
         def step(self, frame):
             inferred_on.add(threading.get_ident())
             return super().step(frame)
 
+    return Watched, Recorded, converted_on, inferred_on
+
+
+def test_a_slow_model_takes_frames_the_capture_thread_converted(qtbot, controller, clip):
+    """A model slower than the source skips frames; each frame is converted once, on the capture thread (which
+    waits for the next frame's time anyway), never on the inference thread."""
+    Watched, Slow, converted_on, inferred_on = _watch_threads()
     seen = []
     controller.pose_ready.connect(lambda r: seen.append(r.pose.index))
     with qtbot.waitSignal(controller.source_ended, timeout=6000):
@@ -263,23 +270,7 @@ def test_a_slow_model_takes_frames_the_capture_thread_converted(qtbot, controlle
 
 def test_a_model_that_keeps_up_gets_frames_converted_by_the_capture_thread(qtbot, controller, clip):
     """The model waits for each frame: the capture thread converts it before handing it over."""
-    import threading
-
-    converted_on, inferred_on = [], set()
-
-    class Watched(VideoFileSource):
-        def read_pending(self):
-            item = super().read_pending()
-            if item is not None and item._convert is not None:
-                convert = item._convert
-                item._convert = lambda: (converted_on.append(threading.get_ident()), convert())[1]
-            return item
-
-    class Quick(FakeSession):
-        def step(self, frame):
-            inferred_on.add(threading.get_ident())
-            return super().step(frame)
-
+    Watched, Quick, converted_on, inferred_on = _watch_threads()
     with qtbot.waitSignal(controller.source_ended, timeout=6000):
         controller.start(partial(Watched, clip), Quick)
     assert len(converted_on) > 30 and controller.frames.dropped < 10
