@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from fractions import Fraction
@@ -422,3 +423,26 @@ def test_a_held_conversion_makes_other_takers_wait_for_it():
     with pending.converting():  # already converted: nothing to hold
         pass
     assert calls == [threading.get_ident()]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs CPU affinity (Linux)")
+@pytest.mark.parametrize(("name", "damage"), [("mpeg4.mkv", {"garbage_at": 0.45}), ("mpeg4.mp4", {"garbage_at": 0.45}),
+                                              ("faststart.mp4", {"cut": 0.6})])
+def test_one_cpu_decoding_hands_out_no_concealed_picture(videos: dict[str, Path], tmp_path: Path, name: str,
+                                                         damage: dict) -> None:
+    """On one CPU FFmpeg decodes in one thread and conceals a damaged frame with the previous picture under the
+    damaged frame's timestamp (corrupt flags on the frame, or on a truncated last packet): such frames are
+    skipped, so every picture handed out is the one of its timestamp."""
+    path = damaged(videos[name], tmp_path / f"bad_{name}", **damage)
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(before)})  # this thread: FFmpeg sizes its decoder threads by it
+    try:
+        with VideoFileSource(path) as src:
+            frames, err = drain(src)
+            skipped = src._decoder.corrupt_skipped
+    finally:
+        os.sched_setaffinity(0, before)
+    assert frames and skipped >= 1
+    assert [index_of(f.image) for f in frames] == [round(f.timestamp * FPS) for f in frames]
+    if err is not None:
+        assert err.last_good_index == len(frames) - 1

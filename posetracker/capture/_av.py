@@ -193,11 +193,14 @@ class PacketDecoder:
         self._packets: Iterator[av.Packet] = container.demux(stream)
         self._queue: deque[av.VideoFrame] = deque()
         self.eof = False
+        self.corrupt_skipped = 0  # frames of damaged data (see next_frame), not handed out
+        self._corrupt_pts: set[int] = set()  # timestamps of packets the demuxer flagged corrupt
 
     def reset(self) -> None:
         """Forget buffered frames and restart demuxing (call after a seek)."""
         self._packets = self.container.demux(self.stream)
         self._queue.clear()
+        self._corrupt_pts.clear()
         self.eof = False
 
     def push_front(self, frame: av.VideoFrame) -> None:
@@ -205,7 +208,10 @@ class PacketDecoder:
         self._queue.appendleft(frame)
 
     def next_frame(self) -> av.VideoFrame | None:
-        """The next decoded frame in presentation order, or ``None`` at EOF."""
+        """The next decoded frame in presentation order, or ``None`` at EOF. A frame of damaged data is skipped:
+        one FFmpeg flags corrupt, or one whose packet the demuxer flagged corrupt (a truncated last sample). Its
+        picture is the decoder's concealment (single-threaded decoding hands out the previous picture again
+        under the damaged frame's timestamp), so a pose read from it would belong to another time."""
         empty = 0
         while not self._queue:
             if self.eof:
@@ -215,12 +221,19 @@ class PacketDecoder:
             except StopIteration:
                 self.eof = True
                 return None
+            if packet.is_corrupt and packet.pts is not None:
+                self._corrupt_pts.add(packet.pts)
             try:
                 frames = packet.decode()
             except av.error.EOFError:
                 self.eof = True
                 return None
-            self._queue.extend(f for f in frames if isinstance(f, av.VideoFrame))
+            for f in frames:
+                if isinstance(f, av.VideoFrame):
+                    if f.is_corrupt or (f.pts is not None and f.pts in self._corrupt_pts):
+                        self.corrupt_skipped += 1
+                    else:
+                        self._queue.append(f)
             if not self._queue:
                 empty += 1
                 if empty > MAX_EMPTY_PACKETS:
