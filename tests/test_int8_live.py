@@ -108,7 +108,8 @@ def test_the_shipped_model_runs_live_with_the_8_bit_body():
 
     live = TrackingSession.open(config=SessionConfig(mode="live"))
     assert isinstance(live.stream, FusedStream) and live.stream.int8
-    _, meta = int8.read_companion(int8.companion_for(live.net))
+    tensors, meta = int8.read_companion(int8.companion_for(live.net))
+    assert int8.companion_parts(tensors)[1] is not None  # the body fine-tuned for 8 bits (tools/int8_qat.py)
     assert len(json.loads(meta["ranges"])) > 50 and json.loads(meta["keep_float"]) == list(int8.KEEP_FLOAT)
     assert tuple(json.loads(meta["quantise"])) == int8.QUANTISE  # body and temporal recurrences
     assert not TrackingSession.open(config=SessionConfig(mode="live", int8=False)).stream.int8
@@ -128,3 +129,35 @@ def test_the_shipped_model_at_another_look_ahead_runs_the_8_bit_body(lookahead, 
     quantised = {n.name for n in model.graph.node
                  if n.op_type == "Conv" and n.input[1].endswith("_DequantizeLinear_Output")}
     assert quantised and all(n.startswith(int8.BODY) for n in quantised)
+
+
+def test_a_companion_with_a_tuned_body_builds_the_graph_on_it(human18, tmp_path, monkeypatch):
+    """``body.*`` in the companion (tools/int8_qat.py): stored in float16, read back in float32, and the 8-bit
+    graph is built on that body (another graph than the float body's, the same body hash check)."""
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    net = busy_net(human18, seed=11)
+    src = export_live_step(net, 1, tmp_path / "float.onnx")
+    ranges = int8.calibrate(src, _feeds(3))
+    body = {k: v + 0.01 for k, v in net.backbone.body.state_dict().items()}  # a tuned body
+    plain_path, tuned_path = tmp_path / "plain.int8.safetensors", tmp_path / "tuned.int8.safetensors"
+    int8.write_companion(plain_path, net.backbone.fpn, net, ranges)
+    int8.write_companion(tuned_path, net.backbone.fpn, net, ranges, body=body)
+    tensors, meta = int8.read_companion(tuned_path)
+    assert {k for k in tensors if k.startswith("body.")} == {f"body.{k}" for k in body}
+    assert all(v.dtype == torch.float16 for k, v in tensors.items() if k.startswith("body."))
+    fpn, read_body = int8.companion_parts(tensors)
+    assert set(fpn) == set(net.backbone.fpn.state_dict()) and int8.companion_parts(int8.read_companion(plain_path)[0])[1] is None
+    for k, v in body.items():
+        torch.testing.assert_close(read_body[k], v, rtol=1e-3, atol=1e-3)
+    copy = int8.with_fpn(net, fpn, read_body)
+    torch.testing.assert_close(copy.backbone.body.state_dict()["stem.conv.weight"], read_body["stem.conv.weight"])
+    assert meta["body"] == int8.part_hash(net, "body")  # made for the float body, which the net keeps
+    accelerate(net)
+    x = torch.rand(1, 3, 64, 96, generator=torch.Generator().manual_seed(2)) * 255
+    outs = {}
+    for name, path in (("plain", plain_path), ("tuned", tuned_path)):
+        session = int8.int8_session(net, 1, path)
+        feeds = {"images": x.numpy(), "window": np.zeros((1, 1, 24, 16, 24), np.float32),
+                 "ctx": np.zeros((1, 32, 8, 12), np.float32), "s": np.zeros((1, 24, 16, 24), np.float32)}
+        outs[name] = session.run(["window_out"], feeds)[0]
+    assert not np.allclose(outs["plain"], outs["tuned"], atol=1e-3)

@@ -11,6 +11,9 @@ What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *co
 
 - tensors ``fpn.*``: the FPN the graph uses (shapes as ``MoveNetBackbone.fpn``; the shipped file holds
   the float model's own FPN, ``tools/int8_backbone.py --epochs N`` can fine-tune it on the 8-bit taps);
+- tensors ``body.*`` (optional, float16): the MobileNetV2 body the graph quantises, fine-tuned for 8 bits
+  (``tools/int8_qat.py``: simulated 8-bit arithmetic, distilled towards the float network's features);
+  without them the graph quantises the float body;
 - metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the quantised nodes' activations;
   ``body`` / ``fpn_from``: hashes of the float body and FPN it was made for (other weights: not used);
   ``quantise``: name prefixes of the quantised nodes (absent in older files: the body only);
@@ -168,19 +171,32 @@ def read_companion(path: Path) -> tuple[dict[str, torch.Tensor], dict[str, str]]
 
 def write_companion(path: Path, fpn: torch.nn.Module, net: PoseNet, ranges: dict[str, list[float]],
                     keep_float: tuple[str, ...] = KEEP_FLOAT, note: str = "",
-                    prefixes: tuple[str, ...] = QUANTISE, lookahead: int = CALIBRATED_LOOKAHEAD) -> None:
-    """Write the companion at ``path``: ``ranges`` were calibrated on the live graph of ``lookahead``."""
+                    prefixes: tuple[str, ...] = QUANTISE, lookahead: int = CALIBRATED_LOOKAHEAD,
+                    body: dict[str, torch.Tensor] | None = None) -> None:
+    """Write the companion at ``path``: ``ranges`` were calibrated on the live graph of ``lookahead``. ``body``:
+    a state dict of the MobileNetV2 body fine-tuned for 8 bits (``tools/int8_qat.py``), stored in float16
+    (the graph quantises it to 8 bits per channel anyway); None: the graph quantises the float body."""
     from safetensors.torch import save_file
 
     state = {f"fpn.{k}": v.detach().cpu().contiguous() for k, v in fpn.state_dict().items()}
+    state.update({f"body.{k}": v.detach().cpu().half().contiguous() for k, v in (body or {}).items()})
     meta = {"format": FORMAT, "body": part_hash(net, "body"), "fpn_from": part_hash(net, "fpn"), "ranges": json.dumps(ranges), "keep_float": json.dumps(keep_float),
             "quantise": json.dumps(prefixes), "lookahead": str(lookahead),
             "note": note}
     save_file(state, str(path), meta)
 
 
-def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor]) -> PoseNet:
-    """A torch copy of ``net`` (ONNX drop-ins unwrapped; ``net`` untouched) whose FPN has ``fpn_state``."""
+def companion_parts(tensors: dict[str, torch.Tensor]) -> tuple[dict[str, torch.Tensor], dict[str, torch.Tensor] | None]:
+    """A companion's tensors -> (the FPN's state dict, the 8-bit-tuned body's state dict in float32 or None)."""
+    fpn = {k[len("fpn."):]: v for k, v in tensors.items() if k.startswith("fpn.")}
+    body = {k[len("body."):]: v.float() for k, v in tensors.items() if k.startswith("body.")}
+    return fpn, body or None
+
+
+def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor], body_state: dict[str, torch.Tensor] | None = None
+             ) -> PoseNet:
+    """A torch copy of ``net`` (ONNX drop-ins unwrapped; ``net`` untouched) whose FPN has ``fpn_state`` (and
+    whose body has ``body_state``, when given)."""
     from posetracker.model.fused import torch_parts
 
     backbone, fwd, bwd, heads, fusion = torch_parts(net)
@@ -191,6 +207,8 @@ def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor]) -> PoseNet:
                      (new.heads, heads), (new.temporal.fusion, fusion)):
         dst.load_state_dict(src.state_dict())
     new.backbone.fpn.load_state_dict(fpn_state)
+    if body_state is not None:
+        new.backbone.body.load_state_dict(body_state)
     return new.eval()
 
 
@@ -203,8 +221,7 @@ def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1
     tensors, meta = read_companion(companion)
     if meta.get("body") != part_hash(net, "body") or meta.get("fpn_from") != part_hash(net, "fpn"):
         return None
-    fpn = {k[len("fpn."):]: v for k, v in tensors.items() if k.startswith("fpn.")}
-    tuned = with_fpn(net, fpn)
+    tuned = with_fpn(net, *companion_parts(tensors))
     prefixes = tuple(json.loads(meta.get("quantise", json.dumps(OLD_QUANTISE))))
     if lookahead != int(meta.get("lookahead", CALIBRATED_LOOKAHEAD)):
         # the recurrences' tensors are named by their place in the graph of the calibrated look-ahead (another
