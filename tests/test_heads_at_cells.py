@@ -38,6 +38,8 @@ def test_cell_maps_read_what_the_dense_heads_give(human18):
         ch = rng.integers(0, ref.shape[0], 40)
         np.testing.assert_allclose(m[ch, ys, xs], ref[ch, ys, xs], atol=1e-5)  # one channel per cell
         np.testing.assert_allclose(m[3, ys, xs], ref[3, ys, xs], atol=1e-5)
+        pair = np.stack([ch, ch // 2])  # (2, M) channels, the cells broadcast: one head run per cell
+        np.testing.assert_allclose(m[pair, ys[None], xs[None]], ref[pair, ys[None], xs[None]], atol=1e-5)
         flat, ref_flat = m.reshape(ref.shape[0], 12 * 17), ref.reshape(ref.shape[0], -1)
         idx = rng.integers(0, 12 * 17, (5, 3, 4))
         chans = rng.integers(0, ref.shape[0], 5)

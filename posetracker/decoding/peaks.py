@@ -191,7 +191,7 @@ def keypoint_candidates(
     keep = rank < max_per_joint
     ks, ys, xs, heat, joint, rank = ks[keep], ys[keep], xs[keep], heat[keep], joint[keep], rank[keep]
     if offsets is not None:
-        shift = np.stack([offsets[2 * joint, ys, xs], offsets[2 * joint + 1, ys, xs]], axis=1).astype(np.float64)
+        shift = offsets[np.stack([2 * joint, 2 * joint + 1]), ys[None], xs[None]].T.astype(np.float64)  # one read
         shift = np.minimum(np.maximum(shift, -max_offset), max_offset)
     else:
         shift = np.zeros((xs.shape[0], 2))

@@ -9,7 +9,8 @@ for the dense (channels, h, w) maps and compute a head only where they are index
 instead of ~2 ms dense on one core for three heads at 64 x 64).
 
 A ``CellMap`` supports what the decoder does with a map: ``.shape``, ``map[c, ys, xs]`` with ``c`` an int,
-a slice or an int array paired with the cells (``ys``, ``xs``: int arrays of one shape), and
+a slice or an int array that broadcasts with the cells (``ys``, ``xs``: int arrays of one shape; the head
+runs once per cell, e.g. ``map[[[0], [1]], ys[None], xs[None]]`` reads two channels), and
 ``map.reshape(c, h * w)[c, flat_index]``; anything else (``np.asarray(map)``) computes the whole map. Values
 equal the dense head's to float32 rounding (tests/test_heads_at_cells.py).
 """
@@ -97,8 +98,7 @@ class CellMap:
         values = self.at(ys.ravel(), xs.ravel()).reshape(self.shape[0], *ys.shape)
         if isinstance(c, (slice, int, np.integer)):
             return values[c]
-        c = np.broadcast_to(np.asarray(c, np.int64), ys.shape)
-        return values[(c, *np.indices(ys.shape, sparse=True))]
+        return values[(np.asarray(c, np.int64), *np.indices(ys.shape, sparse=True))]  # c broadcasts with the cells
 
     def __getitem__(self, key):
         if not (isinstance(key, tuple) and len(key) == 3) or isinstance(key[1], slice) or isinstance(key[2], slice):
