@@ -122,6 +122,29 @@ def test_angle_history_and_series_follow_a_track():
         assert len(deg) == 20 and np.isfinite(deg).all() and set(methods) == {"2d"}  # FakeSession has no depth
 
 
+def test_angle_history_add_many_equals_adding_one_by_one():
+    """The GUI measures the poses of a refresh in one call: the same series as pose by pose, seeks included."""
+    session = FakeSession()
+    poses = [session.pose_for(f) for f in frames(12)]
+    two = [dataclasses.replace(p, keypoints=np.concatenate([p.keypoints, p.keypoints[:, ::-1]]),
+                               confidence=np.concatenate([p.confidence, p.confidence]),
+                               scores=np.concatenate([p.scores, p.scores]), track_ids=np.array([0, -1 if i % 3 else 5]),
+                               world=None if p.world is None else np.concatenate([p.world, p.world]))
+           for i, p in enumerate(poses)]  # a second person, sometimes unconfirmed
+    stream = two[:8] + poses[3:6] + two[8:]  # goes back in time once (a seek)
+    one, many = AngleHistory(SPEC, seconds=0.3), AngleHistory(SPEC, seconds=0.3)
+    for p in stream:
+        one.add(p)
+    many.add_many(stream[:5])
+    many.add_many(stream[5:])
+    assert one.track_ids() == many.track_ids() == [0, 5] and one.latest_ids == many.latest_ids
+    for tid in (0, 5):
+        (t1, a1), (t2, a2) = one.series(tid), many.series(tid)
+        np.testing.assert_array_equal(t1, t2)
+        np.testing.assert_allclose(a1, a2)
+    assert len(one.series(0)[0]) == 6  # after the seek: 0.16, 0.20, then 0.32-0.44 (0.3 s at 25 fps)
+
+
 def test_angle_history_breaks_its_series_at_gaps():
     """A track unseen for seconds gets a nan row in the gap, so the plot draws no line across it."""
     session = FakeSession()

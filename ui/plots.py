@@ -4,8 +4,8 @@ The angles offered are those of the one angle table
 (:func:`posetracker.analysis.angle_names` for the skeleton), labelled
 "left knee flexion", "trunk lean", ...; the chosen ones are saved by label.
 
-Only the checked angles are measured (each pose costs GUI-thread time per angle);
-checking another one re-measures the recent poses kept for that.
+Only the checked angles are measured (each pose costs GUI-thread time per angle), and only at a refresh,
+all poses that arrived since in one call; checking another one re-measures the recent poses kept for that.
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ class AnglePlot(QWidget):
         self._spec: SkeletonSpec | None = None
         self._keys: list[AngleKey] = []  # every angle the skeleton offers, in table order
         self._poses: deque[PoseFrame] = deque()  # the last HISTORY_SECONDS of poses, to re-measure
+        self._unmeasured: list[PoseFrame] = []  # poses added since the last refresh (also in _poses)
         self.seconds = 10.0
         self.person = AUTO
         self.plot = pg.PlotWidget()
@@ -134,6 +135,7 @@ class AnglePlot(QWidget):
 
     def clear(self) -> None:
         self._poses.clear()
+        self._unmeasured.clear()
         if self.history is not None:
             self.history.clear()
         for curve in self._curves.values():
@@ -146,19 +148,17 @@ class AnglePlot(QWidget):
         poses.append(pose)
         while float(poses[0].timestamp) < t - HISTORY_SECONDS:
             poses.popleft()
-        if self.history is not None:
-            self.history.add(pose)
+        self._unmeasured.append(pose)
 
     def _rebuild_history(self) -> None:
         """A history of the checked angles only, re-measured over the plotted window of kept poses."""
         if self._spec is None:
             return
         self.history = AngleHistory(self._spec, self.chosen_keys(), seconds=HISTORY_SECONDS)
+        self._unmeasured.clear()
         if self._poses:
             start = float(self._poses[-1].timestamp) - self.seconds
-            for pose in self._poses:
-                if float(pose.timestamp) >= start:
-                    self.history.add(pose)
+            self.history.add_many([pose for pose in self._poses if float(pose.timestamp) >= start])
 
     def current_person(self) -> int | None:
         """The plotted track: the chosen one, else the lowest id in view, else the lowest id recorded."""
@@ -172,6 +172,8 @@ class AnglePlot(QWidget):
     def refresh(self) -> None:
         if self.history is None:
             return
+        self.history.add_many(self._unmeasured)
+        self._unmeasured.clear()
         self._fill_people(self.history.track_ids())
         tid = self.current_person()
         times, values = self.history.series(tid, self.seconds, break_gaps=True) if tid is not None else (np.zeros(0), None)
