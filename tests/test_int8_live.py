@@ -34,15 +34,17 @@ def test_quantised_graph_is_8_bit_in_the_body_and_recurrences_only_and_close(hum
     dst = int8.quantise(src, ranges, tmp_path / "q.onnx")
     model = onnx.load(str(dst))
     convs = {n.name: n for n in model.graph.node if n.op_type == "Conv"}
-    # the body (stem included) and both directions' ConvGRUs and gates read dequantised int8 weights;
-    # the FPN, the fusion and the heads are float
+    # the body (but its stem and first block, KEEP_FLOAT) and both directions' ConvGRUs and gates read
+    # dequantised int8 weights; the FPN, the fusion and the heads are float
     quantised = set()
     for name, node in convs.items():
         if node.input[1].endswith("_DequantizeLinear_Output"):
             quantised.add(name)
-    expected = {n for n in convs if n.startswith(int8.BODY) or n.startswith(("/gru", "/gate"))}
+    expected = {n for n in convs if (n.startswith(int8.BODY) and not any(k in n for k in int8.KEEP_FLOAT))
+                or n.startswith(("/gru", "/gate"))}
     assert quantised == expected
-    assert any("/stem/" in n for n in quantised) and sum(n.startswith("/gru") for n in quantised) == 6  # 3 GRUs x 2
+    assert not any("/stem/" in n or "/blocks.0/" in n for n in quantised) and any("/blocks.1/" in n for n in quantised)
+    assert sum(n.startswith("/gru") for n in quantised) == 6  # 3 GRUs x 2
     assert not any(n.startswith(("/heads/", "/backbone/fpn/", "/fusion")) for n in quantised)
     feed = _feeds(1, seed=9)[0]
     ref, got = _session(src, 1).run(None, feed), _session(dst, 1).run(None, feed)

@@ -3,9 +3,8 @@
 The fused live graph (``model/fused.py``) is exported in float, then the convolutions under the
 companion's prefixes are quantised: per-channel int8 weights, uint8 activations whose ranges were
 calibrated once on frames of the training clips (``tools/int8_backbone.py``). By default (``QUANTISE``)
-these are the backbone's MobileNetV2 body, its stem included (the stem reads 0..255 pixels, which uint8
-holds exactly), and the convolutions of both temporal directions (ConvGRUs, memory gates). The FPN, the fusion and the
-heads stay float: quantising the heads measured 3 % faster and twice the offsets' error.
+these are the backbone's MobileNetV2 body but its stem and first block (``KEEP_FLOAT``), and the
+convolutions of both temporal directions (ConvGRUs, memory gates). The FPN, the fusion and the heads stay float: quantising the heads measured 3 % faster and twice the offsets' error.
 
 What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *companion*):
 
@@ -43,7 +42,9 @@ QUANTISE = (BODY, "Conv:/gru", "Conv:/gate")  # what new companions quantise: ev
 # fused.LiveStep; their elementwise gating stays float: measured faster and closer to float than all of it)
 OLD_QUANTISE = (BODY,)  # companions without a "quantise" entry
 CALIBRATED_LOOKAHEAD = 1  # the look-ahead of the graph whose ranges a companion without a "lookahead" entry holds
-KEEP_FLOAT: tuple[str, ...] = ()  # name fragments of nodes under QUANTISE left in float
+# name fragments of nodes under QUANTISE left in float: the body's stem and first block (stride 2), where 8 bits
+# added jitter on the webcam clip for +0.2-0.3 ms of float (docs/experiments/runtime-speed.md)
+KEEP_FLOAT: tuple[str, ...] = ("/body/stem/", "/body/blocks.0/")
 FORMAT = "posetracker-int8-1"
 
 
