@@ -98,6 +98,10 @@ def test_the_main_window_has_a_gait_tab_fed_with_the_poses(qtbot, tmp_path):
         assert window.gait_dock.toggleViewAction() in window.menuBar().actions()[-2].menu().actions()
         window.open_source(str(make_video(tmp_path / "clip.mp4", frames=30)))
         qtbot.waitUntil(lambda: window.poses_received >= 10, timeout=8000)
+        assert window.gait_plots.isVisible()  # a tab behind the joint angles is not hidden, yet it is not analysed
+        qtbot.wait(500)
+        assert window.gait_plots.gait is None and window.gait_plots._analysed is None
+        window.gait_dock.raise_()  # brought to front: analysed at once
         qtbot.waitUntil(lambda: window.gait_plots.gait is not None, timeout=3000)
         assert len(window.gait_plots._poses) >= 10
         assert window.gait_plots.summary.text().startswith("#0")

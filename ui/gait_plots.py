@@ -45,6 +45,8 @@ class GaitPlot(QWidget):
         self.seconds = 10.0
         self.gait: PersonGait | None = None  # the last analysis
         self._analysed: tuple[int | None, float] | None = None  # (track id, newest pose time) of self.gait
+        self._in_front = True  # False while its dock is a tab behind another (see set_in_front)
+        self._track: int | None = None
         self.contact_plot = pg.PlotWidget()
         self.contact_plot.setMinimumHeight(50)
         self.contact_plot.setYRange(-0.5, 1.5, padding=0)
@@ -105,9 +107,9 @@ class GaitPlot(QWidget):
 
     def refresh(self, track_id: int | None) -> None:
         """Analyse again when the person changed or ``ANALYSE_EVERY_S`` of new poses arrived; redraw. Hidden
-        (another tab in front) it does nothing: the analysis (~70 ms) would take the GUI thread from inference."""
+        or behind another tab it does nothing: the analysis (~70 ms) would take the GUI thread from inference."""
         self._track = track_id
-        if not self.isVisible():
+        if not self.isVisible() or not self._in_front:
             return
         if not self._poses or self._spec is None:
             self._draw(None, 0.0)
@@ -120,9 +122,16 @@ class GaitPlot(QWidget):
             self._analysed = (track_id, now)
         self._draw(self.gait, now)
 
+    def set_in_front(self, shown: bool) -> None:
+        """Connected to its dock's ``visibilityChanged``: a tabified dock's widget behind another tab is not hidden
+        (``isVisible()`` stays True), so the dock says when its tab is in front; brought there, it draws at once."""
+        self._in_front = shown
+        if shown:
+            self.refresh(self._track)
+
     def showEvent(self, event) -> None:  # noqa: N802 - Qt's name: brought to front, draw what came meanwhile
         super().showEvent(event)
-        self.refresh(getattr(self, "_track", None))
+        self.refresh(self._track)
 
     def _analyse(self, track_id: int | None) -> PersonGait | None:
         if track_id is None:
