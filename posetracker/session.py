@@ -37,6 +37,7 @@ import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
+from posetracker.decoding.person_scores import calibrated
 from posetracker.decoding.tiles import add_tile_people, shift_people
 from posetracker.decoding.top_down import load_crop_model, read_crops
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
@@ -199,7 +200,7 @@ class TrackingSession:
         pose = PoseFrame(
             index=meta.index, timestamp=meta.timestamp,
             keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
-            confidence=confidence.astype(np.float32), scores=people.scores.astype(np.float32),
+            confidence=confidence.astype(np.float32), scores=calibrated(people.scores, self.spec.score_calibration),
             track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
             world=world,
         )

@@ -24,6 +24,8 @@ YAML layout (see human18.yaml)::
                                   # weights) a model of its own reads the crops, the mode's weights
                                   # then only find the centres (SLEAP's centroid + centred instance)
     orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
+    score_calibration: [3.05, 4.14]  # optional [slope > 0, offset]: output person scores as probabilities
+                                  # (posetracker.decoding.person_scores; fitted by tools/score_calibration.py)
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class SkeletonSpec:
     # file name of a crop model beside the mode's weights}; {} = bottom-up only
     top_down: dict[str, Any] = field(default_factory=dict)
     orientation: tuple[int, int] | None = None  # (front, back) joints: head / tail, for orientation checks
+    score_calibration: tuple[float, float] | None = None  # (slope, offset) of decoding.person_scores; None: raw
 
     @property
     def num_joints(self) -> int:
@@ -238,7 +241,21 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
         decoder=_decoder_options(data.get("decoder"), source),
         top_down=_top_down_options(data.get("top_down"), source),
         orientation=_orientation(data.get("orientation"), index, source),
+        score_calibration=_score_calibration(data.get("score_calibration"), source),
     )
+
+
+def _score_calibration(raw, source: str) -> tuple[float, float] | None:
+    """The optional ``score_calibration: [slope, offset]``: two finite numbers, slope > 0 (a monotone map)."""
+    if raw is None:
+        return None
+    try:
+        slope, offset = (float(v) for v in raw)
+    except (TypeError, ValueError):
+        raise _fail(source, f"score_calibration: expected [slope, offset], got {raw!r}") from None
+    if not (np.isfinite(slope) and np.isfinite(offset) and slope > 0):
+        raise _fail(source, f"score_calibration: expected finite numbers with slope > 0, got {raw!r}")
+    return slope, offset
 
 
 _DECODER_KEYS = ("window_frac", "min_window", "min_person_score", "min_centre_distance")
