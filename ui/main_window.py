@@ -93,7 +93,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.gait_plots = GaitPlot()  # foot contact and heel strikes, a tab beside the joint angles
         self.gait_dock = self._dock("Gait", self.gait_plots, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.plots_dock, self.gait_dock)
-        self.gait_dock.visibilityChanged.connect(self.gait_plots.set_in_front)  # no analysis behind its tab  # no analysis behind its tab
+        self.gait_dock.visibilityChanged.connect(self.gait_plots.set_in_front)  # no analysis behind its tab
         self.plots_dock.raise_()
         self.status = PipelineStatusBar()
         self.setStatusBar(self.status)

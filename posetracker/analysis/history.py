@@ -44,23 +44,14 @@ class AngleHistory:
         return self.names.index((name, side))
 
     def add(self, pose: PoseFrame) -> None:
-        t = float(pose.timestamp)
-        if self.latest_time is not None and t < self.latest_time - 1e-6:
-            self.clear()
-        self.latest_time = t
-        self.latest_ids = sorted(int(i) for i in pose.track_ids if i >= 0)
-        if pose.num_people and self.names:
-            measured = frame_angles(pose, self.spec, self.names, self.min_confidence)
-            angles = np.stack([measured[k] for k in self.names], axis=1)  # (P, A)
-            for p, tid in enumerate(pose.track_ids.tolist()):
-                if tid >= 0:
-                    self._tracks.setdefault(tid, deque()).append((t, angles[p]))
-        self._prune(t)
+        """One pose: its confirmed tracks' angles at its timestamp."""
+        self.add_many([pose])
 
     def add_many(self, poses: Sequence[PoseFrame]) -> None:
-        """:meth:`add` each of ``poses`` in turn, with the same result, measuring each run of them (between seeks,
-        with one image size and depth in all or none) in one :func:`frame_angles` call: the GUI feeds the poses
-        that arrived since its last refresh at once instead of paying the measurement's fixed cost per pose."""
+        """Poses in the order they came (one earlier than the one before, a seek, clears the history first).
+        Each run of them between seeks, with one image size and depth in all or none, is measured in one
+        :func:`frame_angles` call, with the same angles as one by one: the GUI feeds the poses that arrived
+        since its last refresh at once instead of paying the measurement's fixed cost per pose."""
         run: list[PoseFrame] = []
         for pose in poses:
             if run and (float(pose.timestamp) < float(run[-1].timestamp) - 1e-6 or pose.image_size != run[0].image_size
