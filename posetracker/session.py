@@ -211,7 +211,7 @@ class TrackingSession:
         """Heads' outputs of one frame ((1, C, h, w) each) -> its people in input pixels, through the maps-
         and people-stage refiners (methods B and C), duplicates dropped."""
         sparse = "head_features" in maps  # live: the offset, vector and depth heads at the cells decoding reads
-        if sparse and self.refiners:  # the maps-stage refiners take whole maps
+        if sparse and self.refiners.needs_maps:  # maps- and people-stage refiners take whole maps
             features = maps["head_features"]
             maps = {k: v for k, v in maps.items() if k != "head_features"} | dense_maps(torch_parts(self.net)[3], features)
             sparse = False

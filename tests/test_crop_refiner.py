@@ -248,3 +248,28 @@ def test_people_are_linked_by_their_bottom_up_joints_and_keep_the_refined_ones(f
     assert all(p.num_people == 1 for p in poses)
     assert ids[2] >= 0 and ids[2:] == [ids[2]] * (len(ids) - 2)  # one id through the jump
     assert poses[3].keypoints[0, 0, 0] > poses[2].keypoints[0, 0, 0] + 200  # the refined joints are what comes out
+
+
+def test_live_with_only_the_frame_stage_keeps_the_heads_at_cells(frames, monkeypatch):
+    """The crop stage reads the frame, not the heads' maps: live mode keeps the offset, vector and depth heads at
+    the cells the decoder reads (no dense maps), with the same poses as dense maps."""
+    import posetracker.session as session_module
+    from posetracker.refiners.base import RefinerChain
+
+    dense_calls = []
+    real_dense = session_module.dense_maps
+    monkeypatch.setattr(session_module, "dense_maps", lambda *a: dense_calls.append(1) or real_dense(*a))
+
+    def run() -> list:
+        session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop-fast",)))
+        return [session.step(f) for f in frames]
+
+    assert not RefinerChain([build_refiner("crop-fast", HUMAN)]).needs_maps
+    assert RefinerChain([build_refiner("graph", HUMAN)]).needs_maps
+    sparse = run()
+    assert dense_calls == []
+    monkeypatch.setattr(RefinerChain, "needs_maps", property(lambda self: True))  # as before: dense maps
+    dense = run()
+    assert len(dense_calls) >= len(frames) - 1  # every frame the live graph ran with sparse heads
+    for a, b in zip(sparse, dense):
+        np.testing.assert_allclose(a.keypoints[..., :2], b.keypoints[..., :2], atol=1e-2)

@@ -218,6 +218,12 @@ class RefinerChain:
         return any(type(r).refine_maps is not Refiner.refine_maps for r in self.refiners)
 
     @property
+    def needs_maps(self) -> bool:
+        """A maps- or people-stage refiner: it reads the heads' whole maps (live mode then computes them densely)."""
+        return any(type(r).refine_maps is not Refiner.refine_maps or type(r).refine_people is not Refiner.refine_people
+                   for r in self.refiners)
+
+    @property
     def needs_frame(self) -> bool:
         return any(type(r).refine_frame is not Refiner.refine_frame for r in self.refiners)
 
