@@ -216,6 +216,21 @@ def test_ignored_ground_truth_is_neither_found_nor_missed():
     assert summarize([ie], SIG)["ap"] == pytest.approx(1.0)
 
 
+def test_detection_outcomes_label_each_prediction_as_ap_counts_it():
+    """Real = matched a labelled person at OKS 0.5 in score order; a match to an ignored person is left out."""
+    from posetracker.evaluation.metrics import detection_outcomes
+
+    a, empty = person(0, 0), person(300, 0)
+    empty[:, 2] = 0
+    # scored 0.9: a second reading of a (matched first: real); 0.7: a (taken: false); 0.5: inside the ignored box
+    ie = image([person(2, 2), a, person(300, 0)], [a, empty], scores=[0.9, 0.7, 0.5])
+    ie = ImageEval(ie.pred, ie.pred_conf, ie.scores, ie.gt, np.array([[0, 0, 100, 100], [300, 0, 100, 100.0]]))
+    far = image([person(600, 600)], [person(0, 0)], scores=[0.3])  # matches nobody
+    scores, real = detection_outcomes([ie, far], SIG)
+    np.testing.assert_array_equal(scores, [0.9, 0.7, 0.3])
+    np.testing.assert_array_equal(real, [True, False, False])
+
+
 def test_coco_ap_without_ground_truth_is_nan():
     assert math.isnan(coco_ap([image([person(0, 0)], [])], SIG)["ap"])
 

@@ -261,6 +261,31 @@ def _average_precision(scores: np.ndarray, tp: np.ndarray, fp: np.ndarray, num_g
     return float(q.mean())
 
 
+def _ranked_matches(im: ImageEval, sigmas: np.ndarray, thresholds: np.ndarray, area_factor: float, max_dets: int
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One image's ``max_dets`` highest-scored predictions, greedily matched at each OKS threshold (T,):
+    ``(scores (D,), matched (T, D) bool, matched an ignored person (T, D) bool)``, in score order."""
+    order = np.argsort(-np.asarray(im.scores, dtype=np.float64), kind="mergesort")[:max_dets]
+    oks = oks_matrix(im.pred[order], im.pred_conf[order], im.gt, im.areas(area_factor), sigmas, im.boxes)
+    pairs = [_greedy_match(oks, im.gt_ignored, float(thr)) for thr in thresholds]
+    d = len(order)
+    matched = np.array([m for m, _ in pairs], bool).reshape(len(thresholds), d)
+    ignored = np.array([i for _, i in pairs], bool).reshape(len(thresholds), d)
+    return np.asarray(im.scores, dtype=np.float64)[order], matched, ignored
+
+
+def detection_outcomes(images: Sequence[ImageEval], sigmas: np.ndarray, threshold: float = 0.5,
+                       area_factor: float = 1.0, max_dets: int = 20) -> tuple[np.ndarray, np.ndarray]:
+    """Every prediction as COCO's AP counts it at one OKS threshold, images pooled: ``(scores (D,), real (D,)
+    bool)``, real = matched a labelled person; predictions matched to an ignored person are left out."""
+    scores, real = [np.zeros(0)], [np.zeros(0, bool)]
+    for im in images:
+        s, matched, ignored = _ranked_matches(im, sigmas, np.array([threshold]), area_factor, max_dets)
+        scores.append(s[~ignored[0]])
+        real.append(matched[0][~ignored[0]])
+    return np.concatenate(scores), np.concatenate(real)
+
+
 def coco_ap(
     images: Sequence[ImageEval],
     sigmas: np.ndarray,
@@ -282,15 +307,12 @@ def coco_ap(
     tp: list[list[np.ndarray]] = [[] for _ in thresholds]
     fp: list[list[np.ndarray]] = [[] for _ in thresholds]
     for im in images:
-        ign = im.gt_ignored
-        num_gt += int((~ign).sum())
-        order = np.argsort(-np.asarray(im.scores, dtype=np.float64), kind="mergesort")[:max_dets]
-        oks = oks_matrix(im.pred[order], im.pred_conf[order], im.gt, im.areas(area_factor), sigmas, im.boxes)
-        all_scores.append(np.asarray(im.scores, dtype=np.float64)[order])
-        for t, thr in enumerate(thresholds):
-            matched, ignored = _greedy_match(oks, ign, float(thr))
-            tp[t].append(matched & ~ignored)
-            fp[t].append(~matched & ~ignored)
+        num_gt += int((~im.gt_ignored).sum())
+        scores, matched, ignored = _ranked_matches(im, sigmas, thresholds, area_factor, max_dets)
+        all_scores.append(scores)
+        for t in range(len(thresholds)):
+            tp[t].append(matched[t] & ~ignored[t])
+            fp[t].append(~matched[t] & ~ignored[t])
     if num_gt == 0:
         nan = float("nan")
         return {"ap": nan, "ap50": nan, "ap75": nan, "ap_per_threshold": [nan] * len(thresholds)}

@@ -75,6 +75,7 @@ def evaluate_set(
     area_factor: float = 1.0,
     pck_alphas: Sequence[float] = (0.1, 0.2),
     keep_predictions: bool = True,
+    keep_images: bool = False,
 ) -> dict[str, Any]:
     """Run ``predict`` on every item of ``labelled_set`` and score it.
 
@@ -87,7 +88,9 @@ def evaluate_set(
     "images", "people", "ignored_people", "labelled_joints", "predicted_people",
     "mapped_joints" (human18 names), "set", "layout", "predictions"}``;
     ``predictions`` (list of :func:`prediction_record`, empty unless
-    ``keep_predictions``) is what ``--predictions-out`` writes.
+    ``keep_predictions``) is what ``--predictions-out`` writes; with ``keep_images``
+    also ``"image_evals"``: the :class:`ImageEval` of each item, with ``"sigmas"`` (K,)
+    of the evaluated joints (``tools/score_calibration.py`` labels each prediction with them).
     Raises ValueError when an image's size differs from the json's or the
     predictor does not return an 18-joint PoseFrame.
     """
@@ -135,6 +138,8 @@ def evaluate_set(
     result["set"] = labelled_set.name
     result["layout"] = lay.name
     result["predictions"] = records
+    if keep_images:
+        result["image_evals"], result["sigmas"] = images, sigmas
     return result
 
 
