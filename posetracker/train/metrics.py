@@ -261,7 +261,11 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
                   baseline: dict[str, np.ndarray] | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     """Run ``session`` over a labelled clip and compare it to ``labels`` -> (metrics, :func:`run_clip` result).
 
-    Metrics: jitter (model, teacher raw, teacher smoothed), lag vs the smoothed teacher, PCK@0.1 vs
+    Metrics: jitter (model, teacher raw, teacher smoothed), ``jitter_seen`` (the model's jitter over the
+    joints the teacher sees, whatever the model's confidence there, and ``jitter_teacher_seen``, the smoothed
+    teacher's over the same joints: one joint set for every model and refiner on a clip, where ``jitter``
+    counts only the joints the model is sure of, so a stage that makes hard joints confident adds their
+    real motion to it), lag vs the smoothed teacher, PCK@0.1 vs
     the smoothed teacher (box diagonal), PA-MPJPE, root-depth error and depth-order agreement vs the
     teacher world / depth (when it has them), the model's bone-length CV, left/right consistency
     (``swaps_per_1000``: frames where a track's mirror pair sits crossed against its frame before, per
@@ -280,6 +284,7 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     out = {
         "frames": int(r["frames"]), "jitter": jitter(r["xy"], r["ok"]),
         "jitter_teacher_raw": jitter(labels.raw_xy, ref_ok), "jitter_teacher": jitter(labels.xy, ref_ok),
+        "jitter_seen": jitter(m["xy"], ref_ok), "jitter_teacher_seen": jitter(labels.xy, ref_ok & np.isfinite(m["xy"]).all(-1)),
         "lag_frames": lag, "pck@0.1": _pck(m["xy"], labels.xy, both, ref_ok),
         "pa_mpjpe_mm": pa_mpjpe(m["world"].reshape(-1, spec.num_joints, 3), labels.world.reshape(-1, spec.num_joints, 3),
                                 both.reshape(-1, spec.num_joints) & ~_virtual_mask(spec)),
