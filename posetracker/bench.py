@@ -250,13 +250,13 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
     config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
                            refiners=None if refiners is None else tuple(refiners), int8=int8, two_stage=two_stage,
                            **budget)
-    session = TrackingSession.open(weights=weights, config=config)
     cpus = ",".join(map(str, cores))
     peer_cmd = ["taskset", "-c", cpus, python, str(PEER_SCRIPT), path, str(frames), *(["--prefetch"] if len(cores) > 1 else [])]
     before = os.sched_getaffinity(0)
     ours, lat, peer, people = [], [], [], []
     try:
-        os.sched_setaffinity(0, set(cores))
+        os.sched_setaffinity(0, set(cores))  # before the session: its defaults depend on the CPUs it may use
+        session = TrackingSession.open(weights=weights, config=config)
         stages_two = use_two_stages(session.config.two_stage)  # as the pinned runs resolve it
         _pipeline_run(session, path, "live", frames)  # warm-up
         for _ in range(runs):

@@ -44,9 +44,12 @@ class SessionConfig:
     # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
     fit_input: bool = True
     # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
-    # defaults (refiners.DEFAULT_REFINERS: offline and still images the precision stage, live none), where trained
+    # defaults (refiners.default_refiners: offline and still images the precision stage, live its fast variant where
+    # more than one CPU is usable), where trained
     refiners: tuple[str, ...] | None = None
-    crop_budget_ms: float = 30.0  # live: per-frame time for the crop refiner (at least one person); offline: all
+    # live: per-frame time for the precision stage (at least one person a frame: one Lightning crop on a 2-core
+    # laptop-class CPU); offline: every person, every frame
+    crop_budget_ms: float = 10.0
     # small people: the frame also read as tile_grid x tile_grid overlapping tiles (decoding.tiles), their new
     # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
     tile_grid: int | None = None

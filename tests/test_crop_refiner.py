@@ -195,9 +195,15 @@ def test_live_mode_runs_it_within_the_budget(frames):
     assert crop._carried == []
 
 
-def test_offline_runs_it_by_default_and_live_does_not(tmp_path):
+def test_offline_runs_it_by_default_and_live_its_fast_form_on_two_cpus(tmp_path, monkeypatch):
+    import posetracker.pipeline_live as pipeline_live
+
     assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
+    monkeypatch.setattr(pipeline_live, "usable_cpus", lambda: 2)
+    assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == ["crop-fast"]
+    monkeypatch.setattr(pipeline_live, "usable_cpus", lambda: 1)  # no second thread for it: live runs none
     assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == []
+    assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
     assert TrackingSession.open(config=SessionConfig(mode="offline", refiners=())).refiners.names == []
     # custom weights without a crop refiner beside them: the default finds none there, and says nothing
     from posetracker.model.weights import default_weights_path

@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from posetracker.model.network import PoseNet
+from posetracker.refiners import default_refiners
 from posetracker.session import SessionConfig, TrackingSession
 from posetracker.types import Frame
 
@@ -82,7 +83,8 @@ def test_run_leaves_out_people_never_confirmed_unless_asked():
 
     net = load_posenet()
     for keep in (False, True):
-        session = TrackingSession(net, SessionConfig(mode="live", lookahead=0, keep_unconfirmed=keep))
+        # no refiner: the ghost below is added after the precision stage would have run
+        session = TrackingSession(net, SessionConfig(mode="live", lookahead=0, keep_unconfirmed=keep, refiners=()))
         real = session._people
 
         def with_ghost(out, meta, budget_ms=None, real=real):
@@ -158,4 +160,6 @@ def test_a_model_away_from_its_refiners_says_it_runs_without_them(tmp_path):
     shipped = TrackingSession.open(config=SessionConfig(mode="offline"))
     assert shipped.refiners and not any("default refiner" in n for n in shipped.notices)
     live = TrackingSession.open(weights=alone / "posenet-human18.safetensors", config=SessionConfig(mode="live"))
-    assert not any("default refiner" in n for n in live.notices)  # live has none by default
+    assert not live.refiners  # live's fast stage (two CPUs) is not there either, and it says so where it has one
+    assert any("without its default refiner(s) crop-fast" in n for n in live.notices) == bool(
+        default_refiners("human18", "live"))

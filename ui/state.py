@@ -17,6 +17,13 @@ MAX_RECENT = 8
 DEFAULT_ANGLES = ("left knee flexion", "right knee flexion", "left elbow flexion", "right elbow flexion")
 
 
+def default_live_refiners() -> tuple[str, ...]:
+    """The refiners a new user's live sessions run (the library's live defaults for human18)."""
+    from posetracker.refiners import default_refiners
+
+    return default_refiners("human18", "live")
+
+
 def default_recordings_dir() -> str:
     docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation) or str(Path.home())
     return str(Path(docs) / "PoseTracker" / "recordings")
@@ -32,7 +39,8 @@ class AppState:
     lookahead: int = DEFAULT_LOOKAHEAD
     speed: float = 1.0
     loop: bool = False
-    refiners: tuple[str, ...] = ()  # refiner kinds switched on (those the skeleton lacks are dropped)
+    # refiner kinds switched on (those the skeleton lacks are dropped); first run: the live defaults
+    refiners: tuple[str, ...] = field(default_factory=default_live_refiners)
     max_people: int = DEFAULT_MAX_PEOPLE  # most people / animals per frame
     sync_overlay: bool = True  # draw poses on the frame they were computed from
     show_labels: bool = True

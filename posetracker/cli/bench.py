@@ -35,7 +35,8 @@ def _cmd_bench(args: argparse.Namespace) -> int:
                 print(f"Live on {where} of {bench.machine_description()}, {args.input}, "
                       f"{r.ours.frames_per_run} frames a run, {args.runs} runs each, interleaved")
                 print(f"PoseTracker (live, look-ahead {r.ours.lookahead}, {r.ours.backbone} body, 1 inference thread, "
-                      f"{'two stages' if r.ours.two_stage else 'one stage'}, 2-D + 3-D, everyone): "
+                      f"{'two stages' if r.ours.two_stage else 'one stage'}, "
+                      f"{'+'.join(r.ours.refiners) or 'no refiner'}, 2-D + 3-D, everyone): "
                       f"{r.ours.median_fps:.1f} fps ({r.ours.min_fps:.1f}-{r.ours.max_fps:.1f})")
                 print(f"MediaPipe Pose full (smoothing on, one person{', reading on a 2nd thread' if len(r.cores) > 1 else ''}): "
                       f"{r.mediapipe_median:.1f} fps "

@@ -27,7 +27,8 @@ def add_refiners_argument(parser: argparse.ArgumentParser, help: str) -> None:
     """``--refiners [KIND ...]``, validated against the registered kinds (listed in the help). Absent: the
     mode's defaults (``refiners.DEFAULT_REFINERS``); ``--refiners`` with no kind: none."""
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
-                        help=f"{help} (default: the mode's own, offline the precision stage 'crop', live none; "
+                        help=f"{help} (default: the mode's own, offline the precision stage 'crop', live 'crop-fast' "
+                             "where more than one CPU is usable; "
                              "--refiners alone: none); registered: %(choices)s")
 
 
@@ -47,7 +48,7 @@ def add_crop_budget_argument(parser: argparse.ArgumentParser) -> None:
     """``--crop-budget MS``: ``SessionConfig.crop_budget_ms`` (absent: the session's default)."""
     parser.add_argument("--crop-budget", type=float, default=None, metavar="MS",
                         help="live: time a frame may spend in the precision stage (at least one person a frame; "
-                             "the others keep their last correction; default 30)")
+                             "the others keep their last correction; default 10)")
 
 
 def crop_budget(args: argparse.Namespace) -> dict:

@@ -159,12 +159,20 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
 
 
 # the refiners a session runs when none are chosen, by mode: offline work (whole videos, still images) gets the
-# precision stage; live mode leaves it off (one crop costs about as much as the whole bottom-up network)
-DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ()}
+# precision stage (Thunder); live mode the fast one (Lightning, one crop a frame within
+# SessionConfig.crop_budget_ms) where more than one CPU is usable, since it then runs on the live pipeline's
+# second thread beside the network (docs/experiments/crop-stage-live.md); on one CPU it would take a third of
+# every frame, so live mode there runs the bottom-up network alone
+DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ("crop-fast",)}
 
 
 def default_refiners(skeleton: str, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
-    """The kinds of ``DEFAULT_REFINERS[mode]`` with weights for ``skeleton`` in ``models_dir`` (None: shipped)."""
+    """The kinds of ``DEFAULT_REFINERS[mode]`` with weights for ``skeleton`` in ``models_dir`` (None: shipped);
+    live mode's only where more than one CPU is usable (``pipeline_live.usable_cpus``)."""
+    from posetracker.pipeline_live import usable_cpus
+
+    if mode == "live" and usable_cpus() < 2:
+        return ()
     have = available_refiners(skeleton, Path(models_dir) if models_dir is not None else MODELS_DIR)
     return tuple(k for k in DEFAULT_REFINERS.get(mode, ()) if k in have)
 
