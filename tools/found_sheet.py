@@ -20,16 +20,9 @@ import cv2
 import numpy as np
 import pandas as pd
 
+from posetracker.tracking.encounters import frame_runs
+
 COLOURS = {"snout": (0, 0, 255), "leftear": (0, 200, 0), "rightear": (255, 80, 0), "tailbase": (0, 220, 255)}
-
-
-def runs(frames: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted frame numbers -> inclusive (first, last) runs of consecutive frames."""
-    if len(frames) == 0:
-        return []
-    cut = np.flatnonzero(np.diff(frames) > 1)
-    starts, ends = np.r_[frames[0], frames[cut + 1]], np.r_[frames[cut], frames[-1]]
-    return [(int(a), int(b)) for a, b in zip(starts, ends)]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -48,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     found = np.sort(poses.frame.unique())
     missing = np.setdiff1d(np.arange(total), found)
     print(f"frames with a reading: {len(found)} of {total} ({len(found) / total:.1%})")
-    print("runs without one:", ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in runs(missing)) or "none")
+    print("runs without one:", ", ".join(f"{a}-{b}" if a != b else f"{a}" for a, b in frame_runs(missing.tolist())) or "none")
 
     rng = np.random.default_rng(args.seed)
     pick = np.sort(rng.choice(found, size=min(args.sample, len(found)), replace=False))

@@ -81,7 +81,7 @@ def _iou(a: np.ndarray, b: np.ndarray) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def _runs(frames: list[int], gap: int) -> list[tuple[int, int]]:
+def frame_runs(frames: list[int], gap: int = 0) -> list[tuple[int, int]]:
     """Sorted frame positions -> inclusive (start, end) runs, runs at most ``gap`` frames apart merged."""
     if not frames:
         return []
@@ -136,7 +136,7 @@ def close_encounters(seq: PoseSequence, iou: float = 0.3, gap: int = 2, context:
                     touching.setdefault((a, b), []).append(t)
     times = np.array([f.timestamp for f in seq.frames], np.float64)
     out = [_judge(pair, start, end, tracks, times, context, margin)
-           for pair, at in touching.items() for start, end in _runs(at, gap)]
+           for pair, at in touching.items() for start, end in frame_runs(at, gap)]
     return sorted(out, key=lambda e: (e.start, e.tracks))
 
 
