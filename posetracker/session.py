@@ -53,6 +53,7 @@ from posetracker.session_config import TILE_GRID, Mode, SessionConfig, default_v
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
+from posetracker.tracking.facing import repair_facing
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -138,6 +139,7 @@ class TrackingSession:
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
         self._pending: deque[Pending] = deque()
+        self.facing_repairs: dict[int, int] = {}  # offline: track id -> frames whose whole body was mirrored back
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
@@ -346,6 +348,8 @@ class TrackingSession:
         if self.config.track and not self.config.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        if self.facing_repairs:
+            meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
         if failure:
             meta["incomplete"] = failure[0]
         if getattr(frames, "skipped", None):  # unreadable images of a folder, skipped (capture.FrameSource)
@@ -384,6 +388,8 @@ class TrackingSession:
         if not cfg.track:
             return raw
         tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
+        if cfg.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
+            tracked, self.facing_repairs = repair_facing(tracked, self.spec)
         if cfg.smoothing:
             tracked = smooth_tracks(tracked)
         return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked

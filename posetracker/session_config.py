@@ -36,6 +36,7 @@ class SessionConfig:
     rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     track: bool = True
     fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
+    fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
