@@ -91,11 +91,27 @@ def test_a_side_view_walker_with_a_flat_trunk_is_not_touched():
     assert not repair_states(world, face_conf(yaw), np.arange(120) / FPS, SPEC).any()
 
 
-def test_swaps_are_not_bridged_over_long_gaps():
+def test_swaps_are_not_bridged_over_long_gaps_or_unsure_turns():
     yaw = np.array([0.0, 0.0, 180.0, 180.0])
     readable = np.array([True, True, True, True])
-    assert swap_states(yaw, readable, np.array([0.0, 0.1, 0.2, 0.3])).tolist() == [False, False, True, True]
-    assert swap_states(yaw, readable, np.array([0.0, 0.1, 5.0, 5.1])).tolist() == [False, False, False, False]
+    state, stretch = swap_states(yaw, readable, np.array([0.0, 0.1, 0.2, 0.3]))
+    assert state.tolist() == [False, False, True, True] and stretch.tolist() == [0, 0, 0, 0]
+    state, stretch = swap_states(yaw, readable, np.array([0.0, 0.1, 5.0, 5.1]))
+    assert state.tolist() == [False, False, False, False] and stretch.tolist() == [0, 0, 1, 1]
+    # 170 degrees: a slide; then 110 degrees: could be either, so the labels are taken as read from there
+    state, stretch = swap_states(np.array([0.0, 170.0, 170.0, 60.0, 60.0]), np.ones(5, bool), np.arange(5) / FPS)
+    assert state.tolist() == [False, True, True, False, False] and stretch.tolist() == [0, 0, 0, 1, 1]
+
+
+def test_a_slide_then_an_unsure_turn_keeps_the_network_after_it():
+    """The slide is exchanged back; after a 110-degree jump (the depth of someone seen from behind is read
+    poorly: real or not) the labels stay as the network read them, even where the face would disagree."""
+    yaw, world, conf, slid = turn_then_slide()
+    times = np.arange(len(yaw)) / FPS
+    world[160:] = body(np.full(len(yaw) - 160, 70.0), np.random.default_rng(5))[: len(yaw) - 160]
+    state = repair_states(world, conf, times, SPEC)
+    np.testing.assert_array_equal(state[:160], slid[:160])
+    assert not state[160:].any()
 
 
 def test_repair_facing_exchanges_keypoints_confidences_and_world_of_that_track_only():
@@ -124,3 +140,11 @@ def test_repair_facing_exchanges_keypoints_confidences_and_world_of_that_track_o
 def test_settings_are_checked():
     with pytest.raises(ValueError, match="min_width"):
         FacingSettings(min_width=0).check()
+
+
+def test_where_the_faces_cannot_tell_nothing_is_exchanged():
+    """The same slide, but the face is as visible from behind as from the front (or the track went over to
+    another person): the repair leaves the labels as the network read them."""
+    yaw, world, conf, slid = turn_then_slide()
+    conf[:] = 0.9
+    assert not repair_states(world, conf, np.arange(len(yaw)) / FPS, SPEC).any()

@@ -7,7 +7,7 @@ agreement with hand-marked spans (``posetracker.tracking.facing``).
         --frames 204:312:6 --front 0-210 312-449 --back 220-300 --out sheet.png
 
 A person facing the camera has their left (red) on the image's right; seen from behind, on its left. The
-agreement counts the frames of the first track whose trunk (shoulders and hips, 3-D) faces as marked.
+agreement counts the frames of the track (``--track``, default the first) whose trunk (shoulders and hips, 3-D) faces as marked.
 """
 
 from __future__ import annotations
@@ -47,10 +47,12 @@ def main() -> None:
     ap.add_argument("--front", nargs="*", default=[], help="frame spans marked facing the camera (a-b)")
     ap.add_argument("--back", nargs="*", default=[], help="frame spans marked seen from behind (a-b)")
     ap.add_argument("--cols", type=int, default=9)
+    ap.add_argument("--track", type=int, default=None, help="track id (default: the first)")
     args = ap.parse_args()
     seq = read_sequence(args.poses)
     spec = seq.skeleton
-    track = next(iter(person_tracks(seq).values()))
+    tracks = person_tracks(seq)
+    track = tracks[args.track] if args.track is not None else next(iter(tracks.values()))
     yaw, _ = trunk_yaw(track.world.astype(np.float64), track.confidence >= 0.3, spec)
     faces = np.abs(yaw) < 90  # nan (trunk not seen) counts as not facing the camera
     frames = track.frames.tolist()
@@ -66,18 +68,21 @@ def main() -> None:
         for i, frame in enumerate(c.decode(video=0)):
             if i in want_frames:
                 im = frame.to_ndarray(format="bgr24")
+                thick = max(2, im.shape[0] // 300)
                 r = row_of.get(i)
                 if r is not None and track.present[r]:
                     kp = track.keypoints[r]
-                    thick = max(2, im.shape[0] // 150)
                     for side, colour in (("left", (0, 0, 255)), ("right", (255, 0, 0))):
                         for a, b in LIMBS:
                             p, q = kp[spec.index(f"{side}_{a}"), :2], kp[spec.index(f"{side}_{b}"), :2]
                             if np.isfinite(p).all() and np.isfinite(q).all():
                                 cv2.line(im, tuple(int(v) for v in p), tuple(int(v) for v in q), colour, thick)
-                cv2.putText(im, str(i), (20, im.shape[0] // 16), 0, im.shape[0] / 500, (0, 255, 255), thick)
-                scale = 480 / im.shape[0]
-                tiles.append(cv2.resize(im, None, fx=scale, fy=scale))
+                    xy = kp[np.isfinite(kp[:, :2]).all(-1), :2]  # crop to the person (box 1.4x, at least 1/3 frame)
+                    c, half = xy.mean(0), max(0.7 * float(np.ptp(xy, 0).max()), im.shape[0] / 6)
+                    y0, x0 = (max(0, int(c[k] - half)) for k in (1, 0))
+                    im = im[y0:int(c[1] + half), x0:int(c[0] + half)]
+                cv2.putText(im, str(i), (5, 5 + im.shape[0] // 14), 0, im.shape[0] / 500, (0, 255, 255), thick)
+                tiles.append(cv2.resize(im, (300, 400)))
             if i >= stop:
                 break
     blank = np.zeros_like(tiles[0])

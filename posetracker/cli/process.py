@@ -115,6 +115,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people,
                            fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
+                           fix_facing=not args.no_facing_repair,
                            refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
@@ -221,6 +222,9 @@ def add_process_parser(sub) -> None:
                     help="also write detections never confirmed as a track (person_id -1; left out by default)")
     pr.add_argument("--raw-bones", action="store_true",
                     help="metric 3-D as estimated, bone lengths varying (default: one length per bone and person)")
+    pr.add_argument("--no-facing-repair", action="store_true",
+                    help="offline: keep left and right as the network read them where a person seen from behind "
+                         "seems read as facing the camera (default: exchanged back; listed as facing_repairs)")
     add_refiners_argument(pr, "switch on trained refiners")
     add_tiles_argument(pr)
     add_crop_budget_argument(pr)

@@ -20,16 +20,21 @@ length; a slide of labels collapses it to a point. So, per track:
    length (or one of the four joints is not seen): its yaw says nothing.
 3. Between two readable frames in a row (adjacent, or with collapsed ones between them,
    at most ``max_gap_s`` apart), the labels are taken to have swapped when the yaw turned
-   more than 90 degrees: the body turns continuously, and the smaller of the two turns
+   more than ``135`` degrees: the body turns continuously, so the smaller of the two turns
    (as labelled, or as labelled plus 180) is the one taken. Each such swap toggles the
-   track's state from there on; frames in the swapped state have every mirror pair
-   exchanged (keypoints, confidences and world coordinates).
-4. Which state the track starts in: where the repair found swaps, the faces decide: the
-   frames the result shows facing the camera must have more of the face seen (the
-   nose and eyes' mean confidence) than the frames it shows from behind; otherwise
-   the states are all inverted (the network read the first stretch the wrong way
-   round). Without swaps nothing changes (the face alone is not trusted to mirror a
-   whole track).
+   state from there on; frames in the swapped state have every mirror pair exchanged
+   (keypoints, confidences and world coordinates); unreadable frames between two readable
+   ones take the nearer one's state. A turn of 90-135 degrees could be
+   either (a back-facing person's depth is read poorly), so it ends the stretch: the next
+   one starts on the network's labels again, and no swap is carried through it.
+4. Which state a stretch starts in: where the repair found swaps in it, the faces decide:
+   the frames the result shows facing the camera must have more of the face seen (the
+   nose and eyes' mean confidence, by at least ``min_face_margin``) than the frames it
+   shows from behind; with the opposite the stretch's states are inverted (the network
+   read its start the wrong way round); where the faces cannot tell (too few frames on
+   either side, or too small a difference: a track that went over to another person
+   makes such a stretch) the stretch is left as the network read it. Without swaps
+   nothing changes (the face alone is not trusted to mirror anyone).
 
 Only for the offline pipeline: a swap is known once the turn is over. Shapes: T frames
 of one track, K joints.
@@ -54,12 +59,14 @@ class FacingSettings:
     """min_width: a trunk line shorter than this fraction of the track's median torso is collapsed;
     max_gap_s: collapsed stretches longer than this are not bridged (no swap decided across them);
     min_confidence: joints below it are not seen; min_face_frames: frames needed on each side
-    (facing the camera, from behind) for the face to pick the start state."""
+    (facing the camera, from behind) for the face to pick the start state; min_face_margin: the
+    difference of the face's mean confidence between the two sides it needs to decide."""
 
     min_width: float = 0.5
     max_gap_s: float = 1.0
     min_confidence: float = 0.3
     min_face_frames: int = 5
+    min_face_margin: float = 0.05
 
     def check(self) -> None:
         if not 0.0 < self.min_width < 1.0:
@@ -101,17 +108,26 @@ def _turn(a: float, b: float) -> float:
     return abs((b - a + 180.0) % 360.0 - 180.0)
 
 
-def swap_states(yaw: np.ndarray, readable: np.ndarray, times: np.ndarray, max_gap_s: float = 1.0) -> np.ndarray:
-    """(T,) bool: frames whose labels are exchanged relative to the track's first readable frame (step 3).
-    yaw: (T,) degrees; readable: (T,) bool; times: (T,) seconds."""
+def swap_states(yaw: np.ndarray, readable: np.ndarray, times: np.ndarray, max_gap_s: float = 1.0,
+                clean_deg: float = 135.0, unsure_deg: float = 90.0) -> tuple[np.ndarray, np.ndarray]:
+    """Step 3 -> (state (T,) bool: labels exchanged relative to the stretch's start, stretch (T,) int64).
+    yaw: (T,) degrees; readable: (T,) bool; times: (T,) seconds. A turn of more than ``clean_deg`` between
+    readable frames in a row toggles the state; one between ``unsure_deg`` and ``clean_deg`` could be either
+    (a slide of labels or a quick real turn read through noisy depth), so a new stretch starts there, back
+    on the network's labels. A gap longer than ``max_gap_s`` starts a new stretch as well."""
     state = np.zeros(len(yaw), bool)
+    stretch = np.zeros(len(yaw), np.int64)
     idx = np.flatnonzero(readable)
-    flipped = False
+    flipped, k = False, 0
     for a, b in zip(idx[:-1], idx[1:]):
-        if times[b] - times[a] <= max_gap_s and _turn(yaw[a], yaw[b]) > 90.0:
+        turn = _turn(yaw[a], yaw[b])
+        if times[b] - times[a] > max_gap_s or unsure_deg < turn <= clean_deg:
+            flipped, k = False, k + 1
+        elif turn > clean_deg:
             flipped = not flipped
-        state[b:] = flipped
-    return state
+        mid = (a + b + 1) // 2  # unreadable frames between: each side's state up to halfway
+        state[mid:], stretch[mid:] = flipped, k
+    return state, stretch
 
 
 def facing_camera(yaw: np.ndarray, state: np.ndarray) -> np.ndarray:
@@ -128,17 +144,18 @@ def repair_states(world: np.ndarray, confidence: np.ndarray, times: np.ndarray, 
     s.check()
     ok = confidence >= s.min_confidence
     yaw, readable = trunk_yaw(world, ok, spec, s.min_width)
-    state = swap_states(yaw, readable, times, s.max_gap_s)
-    if not state.any():
-        return state
+    state, stretch = swap_states(yaw, readable, times, s.max_gap_s)
     face = confidence[:, [spec.index(n) for n in FACE]].mean(axis=1)
-    front = facing_camera(yaw, state) & readable
-    back = ~facing_camera(yaw, state) & readable
-    if front.sum() >= s.min_face_frames and back.sum() >= s.min_face_frames:
-        if face[front].mean() < face[back].mean():
-            state = ~state
-    elif state.sum() > len(state) / 2:  # the face cannot tell: change the fewer frames
-        state = ~state
+    for k in np.unique(stretch[state]):  # step 4, per stretch with swaps
+        mine = stretch == k
+        front = facing_camera(yaw, state) & readable & mine
+        back = ~facing_camera(yaw, state) & readable & mine
+        seen = front.sum() >= s.min_face_frames and back.sum() >= s.min_face_frames
+        margin = face[front].mean() - face[back].mean() if seen else 0.0
+        if margin < -s.min_face_margin:  # the faces are seen in what the result shows from behind: inverted
+            state[mine] = ~state[mine]
+        elif margin <= s.min_face_margin:  # the faces cannot tell (or the track changed person): leave it
+            state[mine] = False
     return state
 
 
