@@ -93,6 +93,8 @@ class TrackingSession:
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
         self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
+        if self.crop_model is not None and self.config.runtime == "auto":  # the crops' batch in ONNX Runtime
+            self.crop_model.runtime = accelerate(self.crop_model.net, self.config.threads)
         tiles = self.config.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)

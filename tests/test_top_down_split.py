@@ -167,6 +167,32 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
         TrackingSession(centre, config, tmp_path / "elsewhere")
 
 
+def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
+    """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
+    torch, docs/experiments/fly13.md); its readings equal torch's within a hundredth of a pixel."""
+    pytest.importorskip("onnxruntime")
+    import torch
+
+    from posetracker.model.runtime import OnnxBackbone
+    from posetracker.model.weights import load_posenet, save_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.detector import new_detector
+
+    centre = new_detector(FLY, load_posenet()).eval()
+    crop = new_detector(FLY, load_posenet()).eval()
+    with torch.no_grad():
+        crop.heads.centre.out.bias.fill_(5.0)
+    save_posenet(crop, tmp_path / "crops.safetensors", source="test")
+    fast = TrackingSession(centre, SessionConfig(mode="offline", refiners=(), runtime="auto"), tmp_path)
+    slow = TrackingSession(centre, SessionConfig(mode="offline", refiners=(), runtime="torch"), tmp_path)
+    assert fast.crop_model.runtime == "onnxruntime" and isinstance(fast.crop_model.net.backbone, OnnxBackbone)
+    assert slow.crop_model.runtime == "torch"
+    crops = np.random.default_rng(0).integers(0, 255, (2, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)
+    for a, b in zip(fast.crop_model(crops), slow.crop_model(crops)):
+        assert a.num_people == b.num_people > 0
+        np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-2)
+
+
 def test_resume_goes_on_from_a_trained_detector_with_the_same_body():
     import torch
 

@@ -112,6 +112,7 @@ class CropModel:
 
     def __init__(self, net, decoder, sigmas: np.ndarray):
         self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
+        self.runtime = "torch"  # "onnxruntime" once the session accelerates it (model.runtime.accelerate)
 
     def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
         with torch.inference_mode():

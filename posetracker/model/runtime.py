@@ -191,7 +191,7 @@ def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, in
     """Export to ONNX with a dynamic batch axis (and, ``spatial``, dynamic H and W of every 4-D tensor);
     written atomically."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")  # two processes exporting at once do not share a file
     axes = {name: ({0: "n", 2: "h", 3: "w"} if spatial else {0: "n"}) for name in [*inputs, *outs]}
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")
@@ -204,7 +204,7 @@ def _export(module: nn.Module, dummies: tuple[torch.Tensor, ...], path: Path, in
 def export_backbone(backbone: MoveNetBackbone, path: Path) -> Path:
     """Export the backbone to ONNX (dynamic batch and size, multiples of 32), its SAME pads folded into the
     convolutions (the same pads for every even size)."""
-    raw = path.with_suffix(".raw.onnx")  # the cached file only ever appears folded
+    raw = path.with_suffix(f".{os.getpid()}.raw.onnx")  # the cached file only ever appears folded
     try:
         _export(backbone, (torch.zeros(1, 3, INPUT_SIZE, INPUT_SIZE),), raw, ["images"], ["features"])
         fold_pads(raw, path)
