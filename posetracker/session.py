@@ -54,6 +54,7 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.facing import repair_facing
+from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -141,7 +142,8 @@ class TrackingSession:
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
         self._pending: deque[Pending] = deque()
-        self.facing_repairs: dict[int, int] = {}  # offline: track id -> frames whose whole body was mirrored back
+        self.facing_repairs: dict[int, int] = {}
+        self.joined: dict = {}  # offline with a known count: tracking.known_count.join_fragments' report  # offline: track id -> frames whose whole body was mirrored back
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
@@ -350,6 +352,8 @@ class TrackingSession:
         if self.config.track and not self.config.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        if self.joined:
+            meta["known_count"] = {"animals": self.config.known_count, **self.joined}
         if self.facing_repairs:
             meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
         if failure:
@@ -390,6 +394,8 @@ class TrackingSession:
         if not cfg.track:
             return raw
         tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
+        if cfg.known_count:  # a known number of animals: fragments of one animal's track share its id
+            tracked, self.joined = join_fragments(tracked, cfg.known_count, self.spec.root)
         if cfg.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
             tracked, self.facing_repairs = repair_facing(tracked, self.spec)
         if cfg.smoothing:

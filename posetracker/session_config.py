@@ -36,6 +36,7 @@ class SessionConfig:
     rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     track: bool = True
     fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
+    known_count: int | None = None  # offline: exactly this many animals; track fragments joined into that many ids
     fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
@@ -64,6 +65,8 @@ class SessionConfig:
             raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
         if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
             raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
+        if self.known_count is not None and self.known_count < 1:
+            raise ValueError(f"known_count must be at least 1, got {self.known_count}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

@@ -108,8 +108,8 @@ def _joints(spec: SkeletonSpec) -> tuple[list[int], list[int], list[int]]:
     try:
         return ([spec.index(f"{s}_ankle") for s in ("left", "right")], [spec.index(f"{s}_hip") for s in ("left", "right")],
                 [spec.index(f"{s}_shoulder") for s in ("left", "right")])
-    except KeyError as exc:
-        raise FovError(f"skeleton {spec.name!r} has no ankles, hips and shoulders: {exc}") from None
+    except KeyError:
+        raise FovError(f"skeleton {spec.name!r} has no ankles, hips and shoulders (upright people fix it)") from None
 
 
 def upright_frames(track: PersonTrack, spec: SkeletonSpec, settings: FovSettings) -> np.ndarray:

@@ -112,7 +112,11 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
 
     camera = _camera_before(args)
-    config = SessionConfig(mode=args.mode, lookahead=args.lookahead, max_people=args.max_people,
+    if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
+        print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
+        return 2
+    config = SessionConfig(mode=args.mode, lookahead=args.lookahead,
+                           max_people=args.animals or args.max_people, known_count=args.animals,
                            fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            fix_facing=not args.no_facing_repair,
@@ -208,6 +212,9 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--weights", default=None, help="weights file (default: the shipped model for the skeleton)")
     pr.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
                     help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
+    pr.add_argument("--animals", type=int, default=None, metavar="N",
+                    help="offline: exactly N animals are in the video: each animal keeps one id throughout, the "
+                         "pieces of its track joined (sets --max-people N; tracking.known_count)")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=fov_argument, default="auto",

@@ -158,7 +158,8 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     video = items[0].video
     items = [it for it in items if it.video == video]
     session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
-                                                                max_people=args.max_people, refiners=()))
+                                                                max_people=args.animals or args.max_people,
+                                                                known_count=args.animals, refiners=()))
     with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
         seq = session.run(iter(src.read, None), fps=30.0, total=src.frame_count)
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)
@@ -204,4 +205,6 @@ def add_detector_parsers(tsub) -> None:
                    help="also track the labelled video offline and count identity switches against its labelled tracks")
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
                    help="most animals a frame (tracking; e.g. 2 for a pair)")
+    e.add_argument("--animals", type=int, default=None, metavar="N",
+                   help="tracking: exactly N animals in the video, as posetracker process --animals N")
     e.set_defaults(func=cmd_held_out_eval)
