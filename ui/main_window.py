@@ -130,7 +130,9 @@ class MainWindow(WindowEvents, QMainWindow):
         self.labels_action = QAction("Labels", self, checkable=True)
         self.low_conf_action = QAction("Low-confidence joints", self, checkable=True)
         self.boxes_action = QAction("Boxes", self, checkable=True)
-        for action in (self.labels_action, self.low_conf_action, self.boxes_action):
+        self.sides_action = QAction("Sides", self, checkable=True)
+        self.sides_action.setToolTip("Draw the joints of each body's right side white (left in the track's colour)")
+        for action in (self.labels_action, self.low_conf_action, self.boxes_action, self.sides_action):
             bar.addAction(action)
         self.threshold = QDoubleSpinBox(minimum=0.0, maximum=1.0, singleStep=0.05, prefix="joint conf ≥ ")
         bar.addWidget(self.threshold)
@@ -170,7 +172,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.plots.window_spin.valueChanged.connect(self.on_plot_window_changed)
         self.skeleton_view.follow.toggled.connect(self.on_follow_toggled)
         self.record_action.toggled.connect(self.on_record_toggled)
-        for action in (self.labels_action, self.low_conf_action, self.boxes_action):
+        for action in (self.labels_action, self.low_conf_action, self.boxes_action, self.sides_action):
             action.toggled.connect(self.on_overlay_changed)
         self.threshold.valueChanged.connect(self.on_overlay_changed)
 
@@ -189,6 +191,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.labels_action.setChecked(s.show_labels)
         self.low_conf_action.setChecked(s.show_low_confidence)
         self.boxes_action.setChecked(s.show_boxes)
+        self.sides_action.setChecked(s.show_sides)
         self.threshold.setValue(s.confidence_threshold)
         self.skeleton_view.follow.setChecked(s.follow_person)
         self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay, s.max_people)

@@ -28,6 +28,18 @@ class OverlayOptions:
     low_confidence: bool = False
     boxes: bool = False
     threshold: float = 0.3
+    sides: bool = False  # right-side joints drawn white, the rest in the track's colour
+
+
+def right_side(spec: SkeletonSpec) -> np.ndarray:
+    """(K,) bool: the joints on the body's right: of each mirror pair, the one whose name has an r / R where
+    the two names first differ (right_knee / left_knee, wingR / wingL)."""
+    out = np.zeros(spec.num_joints, bool)
+    for k, name in enumerate(spec.joint_names):
+        other = spec.joint_names[spec.mirror_index[k]]
+        first = next((i for i, (x, y) in enumerate(zip(name, other)) if x != y), None)
+        out[k] = first is not None and name[first].lower() == "r"
+    return out
 
 
 def drawn_edges(spec: SkeletonSpec) -> np.ndarray:

@@ -46,6 +46,7 @@ class AppState:
     show_labels: bool = True
     show_low_confidence: bool = False
     show_boxes: bool = False
+    show_sides: bool = False  # the overlay draws the right side's joints white
     confidence_threshold: float = 0.3
     follow_person: bool = False
     person: int = -1  # selected track id, -1 = automatic

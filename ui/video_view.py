@@ -18,7 +18,7 @@ from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
-from .overlay import OverlayOptions, drawn_edges, edge_segments, track_colour, visible_joints
+from .overlay import OverlayOptions, drawn_edges, edge_segments, right_side, track_colour, visible_joints
 
 
 ALPHA_LEVELS = 8  # joint-dot alpha follows confidence in a few steps (few distinct brushes to cache)
@@ -34,6 +34,9 @@ def display_size(image_size: tuple[int, int], view_size: tuple[float, float]) ->
     if scale >= MIN_DOWNSCALE:
         return None
     return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+WHITE = (255, 255, 255)
 
 
 class _Styles:
@@ -126,6 +129,7 @@ class VideoView(QWidget):
     def set_spec(self, spec: SkeletonSpec) -> None:
         self._spec = spec
         self._edges = drawn_edges(spec)
+        self._right = right_side(spec)
         self._pose = None  # redraw with the new edges
 
     def show_frame(self, image: np.ndarray | None, pose: PoseFrame | None) -> None:
@@ -208,7 +212,9 @@ class VideoView(QWidget):
         if len(idx):
             levels = np.rint(np.clip(conf[idx], 0.0, 1.0) * (ALPHA_LEVELS - 1)).astype(int)
             pos.append(xy[idx])
-            style.append((np.full(len(idx), 9.0), [st.dot_brush(colour, int(v)) for v in levels],
+            right = self._right[idx] if opt.sides else np.zeros(len(idx), bool)  # "Sides": the right in white
+            style.append((np.full(len(idx), 9.0),
+                          [st.dot_brush(WHITE if r else colour, int(v)) for r, v in zip(right, levels)],
                           [st.dot_pen()] * len(idx)))
         if opt.low_confidence:
             faint = np.flatnonzero(visible_joints(conf, xy, spec, -1.0) & ~shown)

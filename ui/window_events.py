@@ -164,7 +164,9 @@ class WindowEvents:
         s = self.state
         s.show_labels, s.show_low_confidence = self.labels_action.isChecked(), self.low_conf_action.isChecked()
         s.show_boxes, s.confidence_threshold = self.boxes_action.isChecked(), float(self.threshold.value())
-        self.video.options = OverlayOptions(s.show_labels, s.show_low_confidence, s.show_boxes, s.confidence_threshold)
+        s.show_sides = self.sides_action.isChecked()
+        self.video.options = OverlayOptions(s.show_labels, s.show_low_confidence, s.show_boxes, s.confidence_threshold,
+                                            s.show_sides)
         if self.latest is not None:
             self.video.draw_pose(self.latest.pose)
 
