@@ -55,6 +55,7 @@ from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, jo
 from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.facing import repair_facing
 from posetracker.tracking.known_count import join_fragments
+from posetracker.tracking.mirror import same_sides
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
@@ -165,7 +166,10 @@ class TrackingSession:
         linked = self.tracker.update(replace(
             pose, keypoints=np.concatenate([xy, pose.keypoints[..., 2:]], -1).astype(np.float32),
             confidence=confidence.astype(np.float32)))
-        return self.depth.blend_tracks(replace(pose, track_ids=linked.track_ids))
+        out = replace(pose, track_ids=linked.track_ids)
+        if self.config.fix_swaps:  # the refined sides follow the track's (its swap repair ran on the bottom-up)
+            out = same_sides(out, linked, self.tracker.pairs)
+        return self.depth.blend_tracks(out)
 
     # ------------------------------------------------------------------ frames
 

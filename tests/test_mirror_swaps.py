@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from posetracker.tracking import PoseTracker
@@ -92,3 +94,24 @@ def test_close_pairs_do_not_trade_on_noise():
     det[0, J["left_ankle"]], ref[0, J["left_ankle"]] = (100, 300), (100, 300)  # a tall person
     ok = np.ones(det.shape[:2], bool)
     assert not crossed_pairs(det, ok, ref, ok, mirror_pairs(SPEC)).any()
+
+
+def test_the_refined_reading_takes_the_tracked_sides():
+    """The precision stage's reading of a person (the output) has its knees the other way round from the
+    tracked bottom-up reading (what the tracker's swap repair saw): same_sides swaps them back, joints,
+    confidences and world together, and leaves an agreeing reading as it is."""
+    from posetracker.tracking.mirror import same_sides
+
+    rng = np.random.default_rng(0)
+    tracked = make_frame(0, [person(200, 300, rng, noise=0.0)])
+    xy = tracked.keypoints[0, :, :2].astype(np.float64)
+    refined_xy = swap(xy + 1.0, "left_knee")
+    conf = np.linspace(0.5, 0.9, SPEC.num_joints).astype(np.float32)
+    refined = dataclasses.replace(
+        tracked, keypoints=np.concatenate([refined_xy[None], tracked.keypoints[..., 2:]], -1).astype(np.float32),
+        confidence=conf[None], world=np.arange(SPEC.num_joints * 3, dtype=np.float32).reshape(1, -1, 3))
+    out = same_sides(refined, tracked, PAIRS)
+    np.testing.assert_allclose(out.keypoints[0, :, :2], xy + 1.0, atol=1e-4)
+    lk, rk = J["left_knee"], J["right_knee"]
+    assert out.confidence[0, lk] == conf[rk] and out.world[0, lk, 0] == refined.world[0, rk, 0]
+    assert same_sides(out, tracked, PAIRS) is out  # nothing crossed: the same frame back

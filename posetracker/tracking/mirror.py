@@ -24,10 +24,13 @@ mirror pair of a track sits crossed against the track's frame before.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from posetracker.oks import keypoint_bbox_area
 from posetracker.skeletons import SkeletonSpec
+from posetracker.types import PoseFrame
 
 
 def mirror_pairs(spec: SkeletonSpec) -> np.ndarray:
@@ -73,4 +76,24 @@ def count_swaps(xy: np.ndarray, ok: np.ndarray, pairs: np.ndarray) -> tuple[int,
     return swaps, int(seen.sum())
 
 
-__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "swap_permutation"]
+
+
+def same_sides(pose: PoseFrame, reference: PoseFrame, pairs: np.ndarray, min_confidence: float = 0.3) -> PoseFrame:
+    """``pose`` with each person's mirror pairs that sit crossed against the same person in ``reference`` (same
+    people, same order: e.g. the precision stage's reading against the tracked bottom-up one) swapped back
+    (keypoints, confidence, world). Joints below ``min_confidence`` in either are not compared."""
+    if pose.num_people == 0 or pairs.size == 0:
+        return pose
+    det, ref = pose.keypoints[..., :2].astype(np.float64), reference.keypoints[..., :2].astype(np.float64)
+    ok_d = (pose.confidence >= min_confidence) & np.isfinite(det).all(-1)
+    ok_r = (reference.confidence >= min_confidence) & np.isfinite(ref).all(-1)
+    crossed = crossed_pairs(det, ok_d, ref, ok_r, pairs)
+    if not crossed.any():
+        return pose
+    perm = swap_permutation(crossed, pairs, pose.num_joints)
+    take = lambda a: np.take_along_axis(a, perm.reshape(perm.shape + (1,) * (a.ndim - 2)), axis=1)  # noqa: E731
+    return dataclasses.replace(pose, keypoints=take(pose.keypoints), confidence=take(pose.confidence),
+                               world=None if pose.world is None else take(pose.world))
+
+
+__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "same_sides", "swap_permutation"]
