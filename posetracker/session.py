@@ -167,8 +167,8 @@ class TrackingSession:
             pose, keypoints=np.concatenate([xy, pose.keypoints[..., 2:]], -1).astype(np.float32),
             confidence=confidence.astype(np.float32)))
         out = replace(pose, track_ids=linked.track_ids)
-        if self.config.fix_swaps:  # the refined sides follow the track's (its swap repair ran on the bottom-up)
-            out = same_sides(out, linked, self.tracker.pairs)
+        if self.config.fix_swaps and self.config.mode == "offline":  # the refined sides follow the track's
+            out = same_sides(out, linked, self.tracker.pairs)  # (offline: the hand-counted heel strikes agree)
         return self.depth.blend_tracks(out)
 
     # ------------------------------------------------------------------ frames
