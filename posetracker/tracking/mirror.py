@@ -90,10 +90,14 @@ def same_sides(pose: PoseFrame, reference: PoseFrame, pairs: np.ndarray, min_con
     crossed = crossed_pairs(det, ok_d, ref, ok_r, pairs)
     if not crossed.any():
         return pose
-    perm = swap_permutation(crossed, pairs, pose.num_joints)
+    return permute_joints(pose, swap_permutation(crossed, pairs, pose.num_joints))
+
+
+def permute_joints(frame: PoseFrame, perm: np.ndarray) -> PoseFrame:
+    """``frame`` with each person's joints reordered by ``perm`` (P, K) int (keypoints, confidence, world)."""
     take = lambda a: np.take_along_axis(a, perm.reshape(perm.shape + (1,) * (a.ndim - 2)), axis=1)  # noqa: E731
-    return dataclasses.replace(pose, keypoints=take(pose.keypoints), confidence=take(pose.confidence),
-                               world=None if pose.world is None else take(pose.world))
+    return dataclasses.replace(frame, keypoints=take(frame.keypoints), confidence=take(frame.confidence),
+                               world=None if frame.world is None else take(frame.world))
 
 
-__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "same_sides", "swap_permutation"]
+__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "permute_joints", "same_sides", "swap_permutation"]

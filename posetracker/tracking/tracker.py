@@ -50,7 +50,7 @@ from scipy.optimize import linear_sum_assignment
 
 from posetracker.oks import joint_sigmas, keypoint_bbox_area
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.mirror import crossed_pairs, mirror_pairs, swap_permutation
+from posetracker.tracking.mirror import crossed_pairs, mirror_pairs, permute_joints, swap_permutation
 from posetracker.tracking.similarity import oks_matrix
 from posetracker.types import PoseFrame, ShapeError
 
@@ -254,9 +254,7 @@ class PoseTracker:
         perm = np.tile(np.arange(frame.num_joints), (frame.num_people, 1))
         perm[cols] = swap_permutation(crossed, self.pairs, frame.num_joints)
         take = lambda a: np.take_along_axis(a, perm.reshape(perm.shape + (1,) * (a.ndim - 2)), axis=1)  # noqa: E731
-        frame = dataclasses.replace(frame, keypoints=take(frame.keypoints), confidence=take(frame.confidence),
-                                    world=None if frame.world is None else take(frame.world))
-        return frame, take(det_xy), take(det_ok)
+        return permute_joints(frame, perm), take(det_xy), take(det_ok)
 
     def _start(self, xy: np.ndarray, ok: np.ndarray, area: np.ndarray, t: float) -> None:
         m = xy.shape[0]
