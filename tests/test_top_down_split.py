@@ -169,7 +169,7 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
 
 def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
     """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
-    torch, docs/experiments/fly13.md); its readings equal torch's within a hundredth of a pixel."""
+    torch, docs/experiments/fly13.md); its readings equal torch's within a twentieth of a pixel."""
     pytest.importorskip("onnxruntime")
     import torch
 
@@ -190,7 +190,7 @@ def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
     crops = np.random.default_rng(0).integers(0, 255, (2, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)
     for a, b in zip(fast.crop_model(crops), slow.crop_model(crops)):
         assert a.num_people == b.num_people > 0
-        np.testing.assert_allclose(a.keypoints, b.keypoints, atol=1e-2)
+        np.testing.assert_allclose(a.keypoints, b.keypoints, atol=0.05)
 
 
 def test_resume_goes_on_from_a_trained_detector_with_the_same_body():
