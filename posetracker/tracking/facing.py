@@ -119,14 +119,17 @@ def swap_states(yaw: np.ndarray, readable: np.ndarray, times: np.ndarray, max_ga
     stretch = np.zeros(len(yaw), np.int64)
     idx = np.flatnonzero(readable)
     flipped, k = False, 0
+    marks = [(0, False, 0)]  # (first frame, state, stretch) wherever either changes
     for a, b in zip(idx[:-1], idx[1:]):
         turn = _turn(yaw[a], yaw[b])
         if times[b] - times[a] > max_gap_s or unsure_deg < turn <= clean_deg:
             flipped, k = False, k + 1
         elif turn > clean_deg:
             flipped = not flipped
-        mid = (a + b + 1) // 2  # unreadable frames between: each side's state up to halfway
-        state[mid:], stretch[mid:] = flipped, k
+        if (flipped, k) != marks[-1][1:]:
+            marks.append(((a + b + 1) // 2, flipped, k))  # unreadable frames between: each side's up to halfway
+    for (start, flip, kk), (end, _, _) in zip(marks, marks[1:] + [(len(yaw), False, 0)]):
+        state[start:end], stretch[start:end] = flip, kk
     return state, stretch
 
 
