@@ -35,27 +35,36 @@ def _gauss(xy: tuple[float, float], h: int = 64, w: int = 64) -> np.ndarray:
 
 
 def _scene():
-    """One person: centre-read vectors (what the shipped head gives) and a walk head whose elbow -> wrist vector
-    is (5, -3) cells everywhere; no offsets (peaks refined from the Gaussians' shape)."""
+    """One person: centre-read vectors (what the shipped head gives) and a walk head whose correction to the
+    elbow -> wrist vector is (5, -3) cells everywhere, 0 elsewhere; no offsets (peaks refined from the
+    Gaussians' shape)."""
     people = make_person(SPEC, (128.0, 128.0), 170.0)[None]
     out = ideal_outputs(people, SPEC, vector_write="centre")
     del out["offsets"]
-    walk = encode_targets(people, SPEC, vector_write="parent")["vectors"]
+    walk = np.zeros_like(out["vectors"])
     e = SPEC.edge_of_child[WRIST]
     walk[2 * e], walk[2 * e + 1] = 5.0, -3.0
     out["walk_vectors"] = walk
     return out
 
 
+def _centre_edge(out) -> np.ndarray:
+    """The centre read's elbow -> wrist vector (cells)."""
+    centre_read = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    return (centre_read.predicted[0, WRIST] - centre_read.predicted[0, ELBOW]) / 4.0
+
+
 @pytest.mark.parametrize("shift", [(0.0, 0.0), (2.0, 1.0), (-1.5, 2.5)])
 def test_the_walk_predicts_a_child_from_its_located_parent(shift):
     out = _scene()
     centre_read = TreeDecoder(SPEC, vector_read="centre").decode(out)
+    edge = _centre_edge(out)
     elbow = centre_read.keypoints[0, ELBOW] / 4.0 + np.asarray(shift)  # cells
     out["heatmaps"][ELBOW] = _gauss(tuple(elbow))  # the elbow is found there
     walked = TreeDecoder(SPEC, vector_read="parent").decode(out)
     np.testing.assert_allclose(walked.keypoints[0, ELBOW] / 4.0, elbow, atol=1e-3)
-    np.testing.assert_allclose(walked.predicted[0, WRIST] / 4.0, elbow + [5.0, -3.0], atol=1e-3)
+    # located parent + the centre's edge vector + the head's correction read at the parent
+    np.testing.assert_allclose(walked.predicted[0, WRIST] / 4.0, elbow + edge + [5.0, -3.0], atol=1e-3)
     # the centre read's wrist prediction ignores where the elbow was found
     centred = TreeDecoder(SPEC, vector_read="centre").decode(out)
     np.testing.assert_allclose(centred.predicted[0, WRIST], centre_read.predicted[0, WRIST], atol=1e-3)
@@ -66,7 +75,7 @@ def test_the_anchored_read_moves_a_child_with_its_located_parent_by_the_centre_v
     edge vector (MoveNet's r(child) - r(parent)); the walk head is not used."""
     out = _scene()
     centre_read = TreeDecoder(SPEC, vector_read="centre").decode(out)
-    edge = (centre_read.predicted[0, WRIST] - centre_read.predicted[0, ELBOW]) / 4.0  # the centre's elbow -> wrist
+    edge = _centre_edge(out)
     elbow = centre_read.keypoints[0, ELBOW] / 4.0 + np.asarray([2.0, 1.0])
     out["heatmaps"][ELBOW] = _gauss(tuple(elbow))
     anchored = TreeDecoder(SPEC, vector_read="anchored").decode(out)
@@ -82,7 +91,8 @@ def test_an_unsure_parent_hands_its_child_to_the_centre_read():
     assert guarded.confidence[0, ELBOW] < 0.1
     np.testing.assert_allclose(guarded.predicted[0, WRIST], centre.predicted[0, WRIST], atol=1e-3)
     raw = TreeDecoder(SPEC, vector_read="parent", walk_fallback=False).decode(out)
-    np.testing.assert_allclose(raw.predicted[0, WRIST] / 4.0, raw.keypoints[0, ELBOW] / 4.0 + [5.0, -3.0], atol=1e-3)
+    np.testing.assert_allclose(raw.predicted[0, WRIST] / 4.0,
+                               raw.keypoints[0, ELBOW] / 4.0 + _centre_edge(out) + [5.0, -3.0], atol=1e-3)
 
 
 def test_the_walk_head_leaves_every_other_output_bit_identical(tmp_path):
@@ -91,6 +101,7 @@ def test_the_walk_head_leaves_every_other_output_bit_identical(tmp_path):
     with torch.no_grad():
         before = net(x)
         net.add_walk_head()
+        assert not net.walk(torch.rand(1, 24, 8, 8)).any()  # starts as the anchored walk: no correction
         torch.nn.init.normal_(net.walk.out.weight)
         after = net(x)
     assert set(after) == set(before) | {"walk_vectors"}
@@ -119,5 +130,40 @@ def test_training_the_walk_head_moves_only_the_walk_head():
     for k, v in net.state_dict().items():
         if not k.startswith("walk."):
             assert torch.equal(v, frozen[k]), k
-    assert not torch.equal(net.walk.out.weight, net.heads.vectors.out.weight)
+    assert net.walk.out.weight.abs().sum() > 0
     assert history[-1]["train_l1"] < history[1]["train_l1"]
+
+
+def test_the_walk_head_is_taught_the_residual_of_the_centre_read():
+    """The loss target is the true vector minus the centre read's edge vector read at the person's centre cell:
+    a head giving exactly that residual has zero loss, one giving none has the centre read's error."""
+    from posetracker.train.walk_head import centre_read, walk_loss
+
+    people = make_person(SPEC, (128.0, 120.0), 170.0)[None]
+    tgt = encode_targets(people, SPEC, vector_write="parent")
+    net = PoseNet(SPEC).eval()
+    net.add_walk_head()
+    x = torch.rand(1, 24, 64, 64)
+    with torch.no_grad():
+        vectors = net.heads.vectors(x)
+        anchor, inside = centre_read(vectors, torch.from_numpy(tgt["vectors_centre"])[None])
+    w = tgt["vectors_weight"] > 0
+    cx, cy = tgt["vectors_centre"][0][w[0]], tgt["vectors_centre"][1][w[0]]
+    assert inside.all() and np.ptp(cx) == 0 and np.ptp(cy) == 0  # one person: one centre cell
+    np.testing.assert_allclose(vectors[0, :, int(cy[0]), int(cx[0])].numpy()[:, None, None] * w,
+                               anchor[0].numpy() * w, rtol=1e-6)  # every disc cell reads the centre cell
+    batch = {"feats": x[None], **{k: torch.from_numpy(v)[None, None] for k, v in tgt.items()}}
+    residual = (torch.from_numpy(tgt["vectors"]) - anchor[0]) * torch.from_numpy(w)
+    with torch.no_grad():
+        before = float(walk_loss(net, batch))
+        net.walk = _Const(residual)
+        assert float(walk_loss(net, batch)) < 1e-5 < before
+
+
+class _Const(torch.nn.Module):
+    def __init__(self, value: torch.Tensor):
+        super().__init__()
+        self.value = value
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.value[None].expand(len(x), -1, -1, -1)

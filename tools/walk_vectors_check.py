@@ -1,4 +1,4 @@
-"""Where the tree walk's predictions go wrong: centre read against the walk head, on held-out clip frames.
+"""Where the tree walk's predictions go wrong: centre read against the walk (head), on held-out clip frames.
 
     python tools/walk_vectors_check.py --weights /tmp/posenet-walkhead.safetensors [--config configs/walk_head.yaml]
 
@@ -8,8 +8,9 @@ labelled parent p, in feature cells u = source px * letterbox scale / stride (th
 
 - centre read: u_root + the centre-read vectors (``vectors``) along the root -> k path, read at the root's cell
   (MoveNet's centre + r(k));
-- walk, one step from the true parent: u_p + ``walk_vectors`` read (bilinear) at u_p;
-- walk chained without heatmaps: from u_root, each step read at the previous *predicted* position;
+- walk, one step from the true parent: u_p + the centre-read vector of edge p -> k read at the root's cell +
+  the walk head's correction ``walk_vectors`` read (bilinear) at u_p;
+- walk chained without heatmaps: from u_root, each step's correction read at the previous *predicted* position;
 - anchored, one step from the true parent: u_p + the centre-read vector of edge p -> k read at the root's cell
   (the decoder's ``--vector-read anchored``; needs no walk head, the only reading besides the centre's
   for weights without one).
@@ -63,7 +64,7 @@ def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:
             for k in order:
                 e, par = edge_of[k], parents[k]
                 if has_walk:
-                    chain[k] = chain[par] + sample_bilinear(walk[t][2 * e:2 * e + 2], chain[par][None])[0]
+                    chain[k] = chain[par] + at_c[e] + sample_bilinear(walk[t][2 * e:2 * e + 2], chain[par][None])[0]
                 if not (vis[p, k] and np.isfinite(u[p, k]).all() and np.isfinite(u[p, par]).all()):
                     continue
                 path, j = [], k
@@ -73,7 +74,7 @@ def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:
                 centre = r + at_c[path].sum(0)
                 reads = {"centre": centre, "anchored_step": u[p, par] + at_c[e]}
                 if has_walk:
-                    reads["walk_step"] = u[p, par] + sample_bilinear(walk[t][2 * e:2 * e + 2], u[p, par][None])[0]
+                    reads["walk_step"] = u[p, par] + at_c[e] + sample_bilinear(walk[t][2 * e:2 * e + 2], u[p, par][None])[0]
                     reads["walk_chain"] = chain[k]
                 for name, pred in reads.items():
                     out[name].append((depth[k], k, float(np.linalg.norm(pred - u[p, k]))))

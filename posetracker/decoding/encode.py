@@ -20,6 +20,10 @@ Output keys and shapes match the network outputs, plus a ``*_weight`` mask per m
   discs overlap, the person whose centre/parent is nearer wins (and if that person
   lacks the edge, weight 0). Keep ``radius >= 1.5`` so that a bilinear read at a
   parent ("parent" decoding) only touches cells of its own disc.
+- ``vectors_centre`` (2E, h, w), only with ``vector_write="parent"``: where a vector
+  target is written, the (x, y) cell of its person's centre peak (round of the centre,
+  cells); 0 elsewhere. The walk head learns a correction to the centre read's edge
+  vector, which is read there (``posetracker.train.walk_head``).
 - ``depth`` (1+E, h, w): root depth (m) in the disc around the centre; channel 1+e:
   depth(child) - depth(parent), written like the vectors. All zero, weight 0, when no
   depth is given.
@@ -202,6 +206,9 @@ def encode_targets(
     vals = _gather(vec, e_win)
     out["vectors"] = _interleave(np.where(has_vec, vals[..., 0], 0.0), np.where(has_vec, vals[..., 1], 0.0))
     out["vectors_weight"] = _interleave(has_vec, has_vec)
+    if vector_write == "parent":
+        at = _gather(np.broadcast_to(np.round(u[:, [spec.root]]), vec.shape), e_win)  # (E, h, w, 2) the disc owner's centre cell
+        out["vectors_centre"] = _interleave(np.where(has_vec, at[..., 0], 0.0), np.where(has_vec, at[..., 1], 0.0))
     if z is not None:
         zr = z[:, [spec.root]]
         has_root = _gather(np.isfinite(zr), c_win) & c_in

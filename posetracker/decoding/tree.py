@@ -17,9 +17,11 @@ Where vectors (and depth differences) are read, ``vector_read``:
   ``centre + r(k)``, whatever the heatmap search finds for the parents.
 - ``"parent"`` (trained weights): bilinear at the *located* parent position, and
   predicted child = located parent + vector there (method A's literal tree walk).
-  The walk reads ``walk_vectors`` (2E, h, w) when the outputs have them (a head of
-  its own, trained at the parents; the depth differences are then read at the
-  centre, where the depth head was trained), else ``vectors``.
+  With ``walk_vectors`` (2E, h, w) in the outputs (the walk's own head, trained at
+  the parents) the step is the centre read's edge vector (as "anchored" below) plus
+  the correction ``walk_vectors`` read at the located parent; the depth differences
+  are then read at the centre, where the depth head was trained. Without them it
+  reads ``vectors`` at the parent.
   With the walk's own head, ``walk_fallback`` (default on) guards against
   compounding: a child whose parent was not found in its heatmap (confidence <
   ``keypoint_threshold``) is predicted as the centre read predicts it (centre +
@@ -183,6 +185,7 @@ class TreeDecoder:
         own_head = walk_vectors is not None  # the walk's own head: depth differences stay centre reads
         walk = _Walk(walk_vectors if own_head else vectors, None if own_head else depth, n, n_joints)
         walk.fallback = (own_head or self.vector_read == "anchored") and self.walk_fallback
+        walk.correction = own_head
         walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
         walk.conf[:, spec.root] = peaks.score
 
@@ -242,7 +245,12 @@ class TreeDecoder:
             parents, edges = self._parents[joints], self._edge_of[joints]
             at = walk.pos[:, parents]
             # "anchored": the centre's edge vectors, v(p -> c) read at the centre; else read at the located parent
-            guess = at + (walk.at_centre[:, edges] if self.vector_read == "anchored" else walk.read_at_parents(edges, at))
+            if self.vector_read == "anchored":
+                guess = at + walk.at_centre[:, edges]
+            elif walk.correction:  # the walk head: a correction to the centre's edge vector, read at the parent
+                guess = at + walk.at_centre[:, edges] + walk.read_at_parents(edges, at)
+            else:
+                guess = at + walk.read_at_parents(edges, at)
             if walk.fallback:  # an unsure parent: the centre read's prediction instead
                 unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
                 guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
@@ -294,6 +302,7 @@ class _Walk:
         self.centre_pred = np.zeros((n, k, 2))
         self.at_centre = np.zeros((n, c // 2, 2))  # (P, E, 2) edge vectors read at the centre cell
         self.fallback = False  # "parent" read: predict a child of an unsure parent by the centre read
+        self.correction = False  # ``vectors`` are the walk head's corrections to the centre read's edge vectors
         self.depth_reads = np.full((n, 1 + c // 2), np.nan)
 
     def read_at_parents(self, edges: np.ndarray, xy: np.ndarray) -> np.ndarray:

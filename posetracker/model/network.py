@@ -13,14 +13,16 @@ heatmaps            (N, T, K, h, w)        sigmoid of the logits, in [0, 1]
 offsets             (N, T, 2K, h, w)       sub-cell (dx, dy) per joint, feature cells
 vectors             (N, T, 2E, h, w)       parent -> child (dx, dy) per edge, feature cells
 depth               (N, T, 1+E, h, w)      root depth (m), then depth difference per edge (m)
-walk_vectors        (N, T, 2E, h, w)       only with a walk head: parent -> child (dx, dy) per edge,
-                                           valid around the edge's *parent* joint (the tree walk's read)
+walk_vectors        (N, T, 2E, h, w)       only with a walk head: correction (dx, dy) per edge to the
+                                           centre read's parent -> child vector, valid around the
+                                           edge's *parent* joint (the tree walk reads it there)
 ==================  =====================  ===========================================
 
 The walk head (``PoseNet.walk``, None unless added) is a head of its own for the
 located-parent tree walk (method A step 7): ``vectors`` keep MoveNet's centre
-regression (valid around the body centre), ``walk_vectors`` are trained at the
-parent joints, so training the walk cannot change the centre read.
+regression (valid around the body centre); the walk steps from a located parent by
+that centre-read edge vector plus ``walk_vectors`` read at the parent, trained there,
+so training the walk cannot change the centre read.
 
 A feature coordinate u (cells) is the input pixel ``u * STRIDE``.
 """
@@ -54,10 +56,12 @@ class PoseNet(nn.Module):
         self.walk: SeparableHead | None = None
 
     def add_walk_head(self) -> SeparableHead:
-        """Add the walk head (target features (N, C, h, w) -> walk vectors (N, 2E, h, w)), initialised as a copy
-        of the centre-read vector head; returns it."""
+        """Add the walk head (target features (N, C, h, w) -> corrections (N, 2E, h, w)), initialised as a copy
+        of the centre-read vector head with a zero output layer (no correction: the anchored walk); returns it."""
         head = SeparableHead(self.backbone.out_channels, 2 * self.spec.num_edges)
         head.load_state_dict(self.heads.vectors.state_dict())
+        torch.nn.init.zeros_(head.out.weight)
+        torch.nn.init.zeros_(head.out.bias)
         self.walk = head.to(next(self.heads.parameters()).device)
         return self.walk
 

@@ -152,6 +152,10 @@ class WindowDataset(Dataset):
         if self.crop is not None and self.crop < min(out_size):
             y0, x0 = self._crop_origin(entry, start, out_size, i)
             sample = {k: v[..., y0:y0 + self.crop, x0:x0 + self.crop] for k, v in sample.items()}
+            if "vectors_centre" in sample:  # cells of the whole map -> of the crop
+                c = sample["vectors_centre"]
+                c[..., 0::2, :, :] -= x0
+                c[..., 1::2, :, :] -= y0
         h, w = sample["feats"].shape[-2:]
         sample["joints"], sample["joints_ok"] = window_joints(entry, start, self.window, self.opts.stride,
                                                               (x0, y0), (w, h))

@@ -15,8 +15,17 @@ Training samples are single frames of two kinds of features per clip variant:
   offline, in chunks as ``TrackingSession`` does (:func:`offline_target_features`,
   cached beside the first features), so the head also sees what a video's heads see.
 
-Targets: ``encode_targets(..., vector_write="parent")``: each edge's vector (cells)
-in a disc of ``radius`` cells around the edge's parent joint. Loss: L1 at those cells.
+The head learns a *correction*: the walk's parent -> child vector is the centre read's
+edge vector (MoveNet's r(child) - r(parent), read at the person's centre cell, the
+decoder's "anchored" walk) plus the walk head read at the located parent. MoveNet's
+differences between joints are already better than its absolute positions (errors
+shared along a limb), so the correction starts at 0 (the anchored walk) and keeps the
+distal edges' limb context that a 3x3 head at the parent cannot see.
+
+Targets: ``encode_targets(..., vector_write="parent")``: each edge's vector (cells) in a
+disc of ``radius`` cells around the edge's parent joint, and ``vectors_centre``, the
+person's centre cell there. Loss: L1 of (centre read + head) against the vector at those
+cells whose centre lies inside the training crop.
 """
 
 from __future__ import annotations
@@ -66,11 +75,32 @@ def target_entry(net: PoseNet, entry: ClipEntry) -> ClipEntry:
     return ClipEntry(f"{entry.name}#target", hit, entry.labels)
 
 
-def walk_loss(head: torch.nn.Module, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """L1 (cells) of the walk head's vectors at the parent-disc cells. batch: WindowDataset samples, window 1."""
+def centre_read(vectors: torch.Tensor, centre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each cell's edge vector as read at its person's centre cell.
+
+    vectors: (N, 2E, h, w) the centre-read head's output; centre: (N, 2E, h, w) (x, y) centre cell per cell and
+    edge (``vectors_centre``) -> (read (N, 2E, h, w), inside (N, 2E, h, w) bool: the centre lies in the map).
+    """
+    n, c, h, w = vectors.shape
+    cx, cy = centre[:, 0::2].round().long(), centre[:, 1::2].round().long()  # (N, E, h, w)
+    inside = (cx >= 0) & (cx < w) & (cy >= 0) & (cy < h)
+    flat = (cy.clamp(0, h - 1) * w + cx.clamp(0, w - 1)).flatten(2)  # (N, E, h*w)
+    v = vectors.flatten(2)  # (N, 2E, h*w)
+    read = torch.empty_like(v)
+    read[:, 0::2] = torch.gather(v[:, 0::2], 2, flat)
+    read[:, 1::2] = torch.gather(v[:, 1::2], 2, flat)
+    inside2 = inside.repeat_interleave(2, dim=1)
+    return read.reshape(n, c, h, w), inside2
+
+
+def walk_loss(net: PoseNet, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """L1 (cells) of the walk's vectors (centre read + the head's correction) at the parent-disc cells whose
+    person's centre lies in the crop. batch: WindowDataset samples, window 1."""
     x = batch["feats"].flatten(0, 1)  # (N, C, h, w)
     tgt, w = batch["vectors"].flatten(0, 1), batch["vectors_weight"].flatten(0, 1)  # (N, 2E, h, w)
-    return masked_l1(head(x), tgt, w)
+    with torch.no_grad():
+        anchor, inside = centre_read(net.heads.vectors(x), batch["vectors_centre"].flatten(0, 1))
+    return masked_l1(anchor + net.walk(x), tgt, w * inside)
 
 
 def _dataset(entries: list[ClipEntry], net: PoseNet, sc: StageConfig, opts: EncodeOptions, train: bool) -> WindowDataset:
@@ -79,19 +109,19 @@ def _dataset(entries: list[ClipEntry], net: PoseNet, sc: StageConfig, opts: Enco
 
 
 @torch.no_grad()
-def validate(net: PoseNet, head: torch.nn.Module, entries: list[ClipEntry], sc: StageConfig,
+def validate(net: PoseNet, entries: list[ClipEntry], sc: StageConfig,
              opts: EncodeOptions) -> float:
-    """Mean L1 (cells) of ``head`` at the parent discs over up to ``sc.val_windows`` evenly spread frames."""
+    """Mean L1 (cells) of the walk's vectors at the parent discs over up to ``sc.val_windows`` evenly spread frames."""
     ds = _dataset(entries, net, sc, opts, train=False)
     idx = np.linspace(0, len(ds) - 1, min(sc.val_windows, len(ds))).astype(int).tolist()
-    head.eval()
-    losses = [float(walk_loss(head, b)) for b in DataLoader(Subset(ds, idx), batch_size=sc.batch)]
+    net.walk.eval()
+    losses = [float(walk_loss(net, b)) for b in DataLoader(Subset(ds, idx), batch_size=sc.batch)]
     return float(np.mean(losses))
 
 
 def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], sc: StageConfig,
                     opts: EncodeOptions, seed: int = 0, log: Log = print) -> list[dict]:
-    """Train ``net.walk`` (added as a copy of the centre-read vector head when missing); every other parameter
+    """Train ``net.walk`` (added, giving a zero correction, when missing); every other parameter
     frozen. ``train`` / ``val``: entries of first features; their target-feature twins are added here.
     Returns per-epoch summaries (train and val L1 in cells, seconds)."""
     head = net.walk if net.walk is not None else net.add_walk_head()
@@ -109,8 +139,8 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
     opt = torch.optim.AdamW(head.parameters(), lr=sc.lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(sc.warmup_steps, 1))
                                               * (0.1 + 0.45 * (1 + np.cos(np.pi * min(s / max(steps, 1), 1.0)))))
-    history = [{"epoch": -1, "val_l1": validate(net, head, val, sc, opts)}]
-    log(f"walk head before training: val L1 {history[0]['val_l1']:.3f} cells")
+    history = [{"epoch": -1, "val_l1": validate(net, val, sc, opts)}]
+    log(f"walk (anchored, before training): val L1 {history[0]['val_l1']:.3f} cells")
     for epoch in range(sc.epochs):
         head.train()
         order = np.random.default_rng([seed, epoch]).permutation(len(ds)).tolist()
@@ -119,14 +149,14 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
         for i, batch in enumerate(loader):
             if sc.max_steps_per_epoch and i >= sc.max_steps_per_epoch:
                 break
-            loss = walk_loss(head, batch)
+            loss = walk_loss(net, batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(head.parameters(), sc.grad_clip)
             opt.step()
             sched.step()
             losses.append(float(loss.detach()))
-        row = {"epoch": epoch, "train_l1": float(np.mean(losses)), "val_l1": validate(net, head, val, sc, opts),
+        row = {"epoch": epoch, "train_l1": float(np.mean(losses)), "val_l1": validate(net, val, sc, opts),
                "seconds": time.time() - te}
         history.append(row)
         log(f"walk head epoch {epoch + 1}/{sc.epochs}: train L1 {row['train_l1']:.3f}, val L1 {row['val_l1']:.3f} "
@@ -135,4 +165,4 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
     return history
 
 
-__all__ = ["offline_target_features", "target_entry", "train_walk_head", "validate", "walk_loss"]
+__all__ = ["centre_read", "offline_target_features", "target_entry", "train_walk_head", "validate", "walk_loss"]
