@@ -160,6 +160,13 @@ def test_the_walk_head_is_taught_the_residual_of_the_centre_read():
         assert float(walk_loss(net, batch)) < 1e-5 < before
 
 
+def test_a_frame_without_people_has_the_walk_heads_targets_too():
+    """Batches stack every frame's maps: an empty frame must give the same keys (all zero weight)."""
+    empty = encode_targets(np.zeros((0, SPEC.num_joints, 2)), SPEC, vector_write="parent")
+    person = encode_targets(make_person(SPEC, (128.0, 120.0), 170.0)[None], SPEC, vector_write="parent")
+    assert set(empty) == set(person) and not empty["vectors_weight"].any()
+
+
 class _Const(torch.nn.Module):
     def __init__(self, value: torch.Tensor):
         super().__init__()

@@ -176,6 +176,8 @@ def encode_targets(
     u = np.where(known[..., None], u, 0.0)
     h, w = out_size
     out = _empty_targets(n_joints, n_edges, h, w)
+    if vector_write == "parent":
+        out["vectors_centre"] = np.zeros_like(out["vectors"])
     if n == 0:
         return out
 
