@@ -90,7 +90,7 @@ class TrackingSession:
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
-            max_people=self.config.max_people, walk_fallback=self.config.walk_fallback, **self.spec.decoder,
+            max_people=self._centres_wanted(), walk_fallback=self.config.walk_fallback, **self.spec.decoder,
         )
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
@@ -171,6 +171,13 @@ class TrackingSession:
             out = same_sides(out, linked, self.tracker.pairs)  # (offline: the hand-counted heel strikes agree)
         return self.depth.blend_tracks(out)
 
+    def _centres_wanted(self) -> int:
+        """Most people the whole-frame decoder looks for: Max people, or with a known number of animals in a
+        top-down mode twice that, the crops keeping the surest (``decoding.top_down``)."""
+        if self.config.known_count and self.spec.top_down:
+            return 2 * self.config.known_count
+        return self.config.max_people
+
     # ------------------------------------------------------------------ frames
 
     def _input(self, rgb: np.ndarray) -> tuple[torch.Tensor, Letterbox]:
@@ -197,7 +204,8 @@ class TrackingSession:
             people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
                                      self.config.max_people)
         if meta.frame is not None and self.spec.top_down:
-            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people)
+            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people,
+                                keep=self.config.known_count)
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:

@@ -118,3 +118,33 @@ def test_identity_switches_count_a_labelled_track_moving_to_another_id():
                            track_ids=np.array(ids[t]), image_size=(200, 200)) for t in range(4)}
     r = identity_switches(frames, items, np.arange(k))
     assert r["switches"] == 2 and r["switch_frames"] == [2, 2] and r["matched"] == r["track_frames"] == 8
+
+
+def test_a_known_count_keeps_the_readings_surest_of_their_joints():
+    """Three centres for two animals (a stronger one between two touching flies): the crops read each; the two
+    readings surest of their joints stay, in their order, whatever the centre peaks scored."""
+    from posetracker.decoding.top_down import most_confident
+
+    k = FLY.num_joints
+    kp = np.stack([np.full((k, 2), x, np.float32) for x in (200.0, 500.0, 800.0)])  # apart: no repeats
+    conf = np.stack([np.full(k, c, np.float32) for c in (0.9, 0.3, 0.8)])
+    conf[2, :3] = np.nan  # a joint not read counts 0: mean 0.8 * (k - 3) / k, still above 0.3
+    people = DecodedPeople(kp, conf, np.array([0.5, 0.9, 0.4], np.float32), np.zeros((3, k)), kp.copy())
+    np.testing.assert_array_equal(most_confident(people, 2), [0, 2])
+    same = lambda crops: [DecodedPeople.empty(k) for _ in crops]  # noqa: E731 (no crop finds anyone centred)
+    out = read_crops(people, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, same, keep=2)
+    np.testing.assert_array_equal(out.keypoints[:, 0, 0], [200.0, 800.0])
+    assert read_crops(people, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, same).num_people == 3
+
+
+def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres():
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.train.detector import new_detector
+
+    net = new_detector(FLY, load_posenet()).eval()
+    two = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch", max_people=2,
+                                             known_count=2))
+    assert two.decoder.max_people == 4
+    plain = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch", max_people=2))
+    assert plain.decoder.max_people == 2

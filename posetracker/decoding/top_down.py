@@ -16,6 +16,11 @@ of its own (:class:`CropModel`, trained on crops whose targets are the centred a
 centred``) reads each crop. Either way two readings of one animal (two centres on one fly give two crops
 that read the same fly) are caught after the crops: the one less sure of its joints is dropped
 (:func:`drop_repeats`).
+
+With a known number of animals N (``SessionConfig.known_count``, ``--animals N``) the whole-frame pass looks
+for 2N centres and the N readings surest of their joints are kept (:func:`most_confident`): where two flies
+touch nose to tail the centre model puts a stronger peak between them than on one of the flies, so N centres
+would drop that fly; its crop then reads a fly less surely than the crops around the real centres do.
 """
 
 from __future__ import annotations
@@ -61,11 +66,13 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
-               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE) -> DecodedPeople:
+               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE,
+               keep: int | None = None) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
     nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay.
-    Then one reading per animal (:func:`drop_repeats`)."""
+    Then one reading per animal (:func:`drop_repeats`), and with ``keep`` (a known number of animals) the
+    ``keep`` readings surest of their joints (:func:`most_confident`)."""
     chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
     if not chosen:
         return people
@@ -80,7 +87,15 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
             from_crop[p] = True
     out = DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
-    return out.take(drop_repeats(out, from_crop, crop_px))
+    out = out.take(drop_repeats(out, from_crop, crop_px))
+    return out if keep is None or out.num_people <= keep else out.take(most_confident(out, keep))
+
+
+def most_confident(people: DecodedPeople, n: int) -> np.ndarray:
+    """Indices (ascending) of the ``n`` people with the highest mean joint confidence (a joint not read
+    counts 0); ties keep the earlier (higher-scored) person."""
+    sure = np.nan_to_num(people.confidence).mean(-1)  # (P,)
+    return np.sort(np.argsort(-sure, kind="stable")[:n])
 
 
 def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, frac: float = REPEAT_FRAC,
@@ -132,4 +147,5 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
     return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
 
 
-__all__ = ["CropModel", "centred_person", "crop_window", "cut_crop", "drop_repeats", "load_crop_model", "read_crops"]
+__all__ = ["CropModel", "centred_person", "crop_window", "cut_crop", "drop_repeats", "load_crop_model", "most_confident",
+           "read_crops"]
