@@ -253,3 +253,16 @@ def test_a_config_can_make_its_skeleton_top_down(tmp_path):
     path.write_text("skeleton: fly13\ndata: x.json\ntop_down: {crop_weights: a}\n")
     with pytest.raises(SkeletonError, match="top_down"):
         config_spec(load_detector_config(path))
+
+
+def test_two_readings_with_the_same_body_centre_are_one_animal():
+    """A second reading of one fly, turned end to end (its joints a mean > a tenth of the crop away) but with its
+    centre where the first one's is, is a repeat when the root is checked; a touching fly beside it is not."""
+    rng = np.random.default_rng(2)
+    fly = rng.uniform(-60, 60, (K, 2)) + 300
+    fly[0] = 300  # the root at the fly's centre
+    turned = 2 * fly[0] - fly + rng.normal(0, 2, (K, 2))  # the same fly read head to tail
+    beside = fly + (45, 0)  # another fly touching it, side by side
+    people = _people(np.stack([fly, turned, beside]), np.array([0.8, 0.5, 0.7]))
+    np.testing.assert_array_equal(drop_repeats(people, np.ones(3, bool), 256), [0, 1, 2])
+    np.testing.assert_array_equal(drop_repeats(people, np.ones(3, bool), 256, root=0), [0, 2])

@@ -87,7 +87,7 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
             from_crop[p] = True
     out = DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
-    out = out.take(drop_repeats(out, from_crop, crop_px))
+    out = out.take(drop_repeats(out, from_crop, crop_px, root=root))
     return out if keep is None or out.num_people <= keep else out.take(most_confident(out, keep))
 
 
@@ -99,10 +99,12 @@ def most_confident(people: DecodedPeople, n: int) -> np.ndarray:
 
 
 def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, frac: float = REPEAT_FRAC,
-                 min_confidence: float = 0.1) -> np.ndarray:
+                 min_confidence: float = 0.1, root: int | None = None) -> np.ndarray:
     """Indices (ascending) of the people to keep so that each animal is read once. people: (P, K, 2) source px;
     from_crop (P,) bool: read from a crop. Two people whose joints (confident in both) lie a mean under ``frac``
-    x ``crop_px`` apart, i.e. under ``frac`` x the crop's side in crop space, are one animal: a crop's reading
+    x ``crop_px`` apart, i.e. under ``frac`` x the crop's side in crop space, are one animal, and so are two
+    whose ``root`` joints (the body centres; None: not checked) lie that close whatever their other joints
+    say (two readings of one fly, one of them shifted or turned, where two flies touch): a crop's reading
     beats a whole-frame one, then the higher mean confidence wins."""
     n = people.num_people
     if n < 2:
@@ -111,6 +113,8 @@ def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, f
     d = np.linalg.norm(people.keypoints[:, None].astype(np.float64) - people.keypoints[None], axis=-1)  # (P, P, K)
     both = ok[:, None] & ok[None]
     mean = np.where(both.any(-1), np.where(both, d, 0.0).sum(-1) / np.maximum(both.sum(-1), 1), np.inf)
+    if root is not None:
+        mean = np.minimum(mean, np.where(np.isfinite(d[..., root]), d[..., root], np.inf))
     sure = np.where(ok, people.confidence, 0.0).mean(-1)
     keep: list[int] = []
     for i in sorted(range(n), key=lambda i: (not from_crop[i], -sure[i])):
