@@ -364,6 +364,8 @@ class TrackingSession:
         if self.config.track and not self.config.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        if not self.config.rigid_bones:
+            meta["bones"] = "raw"  # the lengths as estimated; exports keep them (tracking.bones.settle_bones)
         if self.joined:
             meta["known_count"] = {"animals": self.config.known_count, **self.joined}
         if self.facing_repairs:

@@ -142,3 +142,30 @@ def test_rigid_tracks_gives_each_track_one_length_per_bone():
     truth = np.stack([bone_lengths(f.world, spec) for f in seq.frames])[..., anatomical].mean(0)
     limbs = truth > 0.2  # (short face bones: 3 cm of noise lengthens them)
     np.testing.assert_allclose(after[0][limbs], truth[limbs], rtol=0.05)  # the median of noisy lengths: the true ones
+
+
+def test_settle_bones_makes_a_live_result_rigid_and_leaves_the_rest():
+    """Exports of a live result (running-median bones) carry one length per bone over the recording."""
+    import dataclasses
+
+    from posetracker.tracking.bones import settle_bones
+    from test_bvh_synthetic import make_sequence
+
+    seq = make_sequence(60, people=1, seed=4)
+    rng = np.random.default_rng(1)
+    noisy = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
+             for f in seq.frames]
+    spec = seq.skeleton
+    anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
+
+    def spread(s) -> float:
+        lengths = np.stack([bone_lengths(f.world, spec) for f in s.frames])[..., anatomical]
+        return float(lengths.std(0).max())
+
+    live = dataclasses.replace(seq, frames=noisy, metadata={"mode": "live"})
+    settled = settle_bones(live)
+    assert spread(live) > 0.01 and spread(settled) < 1e-5
+    assert settled.metadata["bones"] == "recording" and settle_bones(settled) is settled
+    for meta in ({"mode": "offline"}, {"mode": "live", "bones": "raw"}):
+        other = dataclasses.replace(live, metadata=meta)
+        assert settle_bones(other) is other

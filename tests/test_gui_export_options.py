@@ -112,3 +112,32 @@ def test_a_format_without_choices_asks_nothing(qtbot, window, tmp_path, monkeypa
     window.ask_export("csv")
     qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
     assert target.is_file()
+
+
+def test_an_export_of_a_live_result_has_one_length_per_bone(tmp_path):
+    """The live view's bones are a running median; what the app writes afterwards has the recording's lengths."""
+    import dataclasses
+
+    import numpy as np
+
+    from posetracker.export import get_exporter
+    from posetracker.export.json_io import read_sequence
+    from posetracker.tracking import bone_lengths
+    from test_bvh_synthetic import make_sequence
+    from ui.jobs import ExportJob
+
+    seq = make_sequence(40, people=1, seed=5)
+    rng = np.random.default_rng(2)
+    frames = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
+              for f in seq.frames]
+    live = dataclasses.replace(seq, frames=frames, metadata={"mode": "live", "source": "camera 0"})
+    job = ExportJob(get_exporter("json"), live, tmp_path / "live.json")
+    written = []
+    job.signals.done.connect(written.extend)
+    job.run()
+    assert written
+    back = read_sequence(tmp_path / "live.json")
+    spec = back.skeleton
+    anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
+    lengths = np.stack([bone_lengths(f.world, spec) for f in back.frames])[..., anatomical]
+    assert lengths.std(0).max() < 1e-4 and back.metadata["bones"] == "recording"

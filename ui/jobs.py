@@ -11,6 +11,7 @@ from posetracker.capture import FrameSource
 from posetracker.export import Exporter, write_reporting
 from posetracker.recording import ReplaySession, replay_source
 from posetracker.recording.replay import read_meta, read_poses
+from posetracker.tracking.bones import settle_bones
 from posetracker.types import PoseSequence
 from .packets import describe_error
 
@@ -31,7 +32,8 @@ class ExportJob(QRunnable):
 
     def run(self) -> None:
         try:
-            files, warned = write_reporting(self.exporter, self.seq, self.path, force=True, **self.options)
+            seq = settle_bones(self.seq)  # a live result: one length per bone over the whole recording
+            files, warned = write_reporting(self.exporter, seq, self.path, force=True, **self.options)
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised
             self.signals.failed.emit(f"Export to {self.path} failed: {describe_error(exc)}")
         else:

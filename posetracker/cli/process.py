@@ -110,6 +110,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
         exporter = exporter_for_path(out)
     check_target(out, args.force)
     from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
+    from posetracker.tracking.bones import settle_bones
 
     camera = _camera_before(args)
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
@@ -144,6 +145,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
                                         "model": str(session.net.meta.get("source", ""))})
     finally:
         bar.close()
+    seq = settle_bones(seq)  # live: one length per bone over the recording, as offline gives
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
     if camera is None:  # --fov auto without a tag: from the people

@@ -7,7 +7,9 @@ estimates each length as the median of the valid samples (robust to up to
 ~50% outliers). :func:`rigidify` rescales every bone of a pose to given
 lengths along the tree, and :class:`BoneLengthSolver` applies both per track
 as frames come (live); :func:`rigid_tracks` does it for a whole recording at
-once (offline: one length per bone and track, from all its frames).
+once (offline: one length per bone and track, from all its frames), and
+:func:`settle_bones` gives a finished live result the same lengths before it
+is written (an export is made after the fact, with every frame at hand).
 
 Bones that leave a *virtual* joint (e.g. human18's body centre, the centre of
 the keypoint box) are not anatomical: their length changes with the pose. By
@@ -23,7 +25,7 @@ from functools import lru_cache
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
-from posetracker.types import PoseFrame
+from posetracker.types import PoseFrame, PoseSequence
 
 
 @lru_cache(maxsize=32)
@@ -267,3 +269,15 @@ def rigid_tracks(frames: list[PoseFrame], spec: SkeletonSpec, min_confidence: fl
         world[people] = rigidify(f.world[people], np.stack([lengths[int(f.track_ids[p])] for p in people]), spec)
         out.append(dataclasses.replace(f, world=world))
     return out
+
+
+def settle_bones(seq: PoseSequence) -> PoseSequence:
+    """A live result (``metadata["mode"] == "live"``: each track's bones were a running median while it ran)
+    with one length per bone and track over the whole recording (:func:`rigid_tracks`), marked
+    ``metadata["bones"] = "recording"``. Anything else (offline results are so already; ``metadata["bones"]
+    == "raw"``: the user asked for the lengths as estimated) is returned as it is."""
+    meta = seq.metadata or {}
+    if meta.get("mode") != "live" or meta.get("bones") in ("raw", "recording"):
+        return seq
+    return dataclasses.replace(seq, frames=rigid_tracks(seq.frames, seq.skeleton),
+                               metadata={**meta, "bones": "recording"})
