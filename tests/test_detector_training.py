@@ -13,7 +13,8 @@ from posetracker.refiners.heatmap import HeatmapRefiner
 from posetracker.skeletons import load_skeleton
 from posetracker.train.detector import (DetectorConfig, batch_targets, detector_loss, heatmap_refiner_loss, lr_schedule,
                                         new_detector)
-from posetracker.train.detector_samples import AugmentConfig, LabelledSamples, split_items, warp_matrix, warp_sample
+from posetracker.train.detector_samples import (AugmentConfig, LabelledSamples, defocus, split_items, warp_matrix,
+                                                warp_sample)
 from posetracker.types import PoseFrame
 
 
@@ -63,6 +64,31 @@ def test_warp_moves_points_with_the_pixels_and_flip_swaps_sides(mouse):
             if flipped and src != k:
                 assert not np.allclose(p[0, k], (m[:, :2] @ pts[0, k] + m[:, 2]))
     assert seen_flip
+
+
+def test_defocus_blurs_and_brightens_one_animal_only():
+    """The out-of-focus term changes the picture around one labelled instance and nowhere far from it."""
+    rng = np.random.default_rng(0)
+    img = np.zeros((256, 256, 3), np.uint8)
+    img[::4] = 120  # stripes: blur changes them
+    pts = np.full((2, 3, 2), np.nan)
+    pts[0] = [[40, 40], [50, 45], [45, 55]]
+    pts[1] = [[200, 200], [210, 205], [205, 215]]
+    changed_near = set()
+    for _ in range(6):
+        out = defocus(img, pts, rng)
+        diff = np.abs(out.astype(int) - img).max(-1)
+        assert diff[128, 128] == 0 and diff[0, 255] == 0, "far from both animals nothing moves"
+        near = [diff[35:60, 35:60].max() > 0, diff[195:220, 195:220].max() > 0]
+        assert sum(near) == 1, "exactly one animal is drawn out of focus"
+        changed_near.add(near.index(True))
+    assert changed_near == {0, 1}
+    assert defocus(img, np.full((1, 3, 2), np.nan), rng) is img  # nothing labelled: untouched
+
+
+def test_defocus_leaves_old_cache_keys_alone():
+    assert AugmentConfig().key() == [8, 180.0, [0.75, 1.25], True, 0.2]
+    assert AugmentConfig(defocus=0.5).key() != AugmentConfig().key()
 
 
 def test_batch_targets_shapes(mouse):

@@ -19,7 +19,8 @@ Two sources give the same :class:`LabelledSamples`:
 Each training item becomes ``variants`` augmented copies: one affine warp from
 the source image straight into the 256 x 256 network input (the letterbox,
 then a rotation and scale about the input's centre, and a horizontal flip that
-swaps left/right joints by the skeleton's mirror pairs), colour jitter on top.
+swaps left/right joints by the skeleton's mirror pairs), colour jitter on top and,
+if asked (``defocus``), one animal blurred and brightened as if off the focal plane.
 Held-out items are only letterboxed, as the product does.
 
 Which warps a training item gives (``samples``): "auto", the whole frame, and for a top-down skeleton
@@ -65,9 +66,11 @@ class AugmentConfig:
     scale: tuple[float, float] = (0.75, 1.25)
     flip: bool = True
     colour: float = 0.2  # brightness / contrast jitter (fraction)
+    defocus: float = 0.0  # chance that one labelled instance of a sample is drawn out of focus (:func:`defocus`)
 
     def key(self) -> list:
-        return [self.variants, self.rotate_deg, list(self.scale), self.flip, self.colour]
+        return [self.variants, self.rotate_deg, list(self.scale), self.flip, self.colour,
+                *([self.defocus] if self.defocus else [])]
 
 
 TAPS = ("c2", "c3", "c4", "c5")
@@ -146,19 +149,42 @@ def instance_centres(pts: np.ndarray, root: int) -> np.ndarray:
     return out
 
 
+def defocus(img: np.ndarray, pts: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Input (S, S, 3) uint8 with one of its labelled instances ``pts`` (P, K, 2) input px drawn out of focus:
+    inside a soft disc around that instance (its points' spread plus a margin) the image is blurred (Gaussian,
+    sigma 1-4 % of the instance's span) and brightened (x1.0-1.6), as an animal off the focal plane and nearer
+    the light looks (the second fly of SLEAP's two-fly clip after frame 1000). Unchanged when no instance is labelled."""
+    whole = [p[np.isfinite(p).all(-1)] for p in pts]
+    whole = [p for p in whole if len(p)]
+    if not whole:
+        return img
+    p = whole[int(rng.integers(len(whole)))]
+    centre = p.mean(0)
+    radius = float(np.linalg.norm(p - centre, axis=-1).max()) + 6.0
+    yy, xx = np.mgrid[: img.shape[0], : img.shape[1]].astype(np.float32)
+    d = np.hypot(xx - centre[0], yy - centre[1])
+    mask = np.clip((radius + 4.0 - d) / 8.0, 0.0, 1.0)[..., None]  # 1 inside, 8 px feather
+    sigma = max(0.5, 2 * radius * rng.uniform(0.01, 0.04))
+    blurred = cv2.GaussianBlur(img, (0, 0), sigma).astype(np.float32) * rng.uniform(1.0, 1.6)
+    return np.clip(img * (1 - mask) + blurred * mask, 0, 255).astype(np.uint8)
+
+
 def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, spec: SkeletonSpec,
-                rng: np.random.Generator | None, colour: float, letterboxed: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                rng: np.random.Generator | None, colour: float, letterboxed: bool = False,
+                defocus_chance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
     """Image (H, W, 3) and points (P, K, 2) source px -> input (256, 256, 3) and points (P, K, 2) input px,
     by the affine ``m`` (``letterboxed``: the product's own letterbox, which ``m`` then equals); colour jitter
-    when ``rng`` is given."""
+    and, with chance ``defocus_chance``, one instance out of focus (:func:`defocus`) when ``rng`` is given."""
+    out = pts @ m[:, :2].T + m[:, 2]
     if letterboxed:
         img, _ = letterbox(rgb, INPUT_SIZE)
     else:
         img = cv2.warpAffine(rgb, m, (INPUT_SIZE, INPUT_SIZE), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
+        if rng is not None and defocus_chance > 0 and rng.random() < defocus_chance:
+            img = defocus(img, out, rng)
         if rng is not None and colour > 0:
             a, b = 1 + rng.uniform(-colour, colour), 255 * rng.uniform(-colour, colour) / 2
             img = np.clip(img.astype(np.float32) * a + b, 0, 255).astype(np.uint8)
-    out = pts @ m[:, :2].T + m[:, 2]
     if flipped:
         out = out[:, list(spec.mirror_index)]
     return img, out
@@ -227,7 +253,8 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
     for i, (rgb, pts) in enumerate(pairs):
         for m, flipped, carried, boxed in sample_warps(rgb, pts[:most], spec, aug, rng, samples):
             img, p = warp_sample(rgb, carried, m, flipped, spec, None if aug is None else rng,
-                                 0.0 if aug is None else aug.colour, letterboxed=boxed)
+                                 0.0 if aug is None else aug.colour, letterboxed=boxed,
+                                 defocus_chance=0.0 if aug is None else aug.defocus)
             padded = np.full((width, spec.num_joints, 2), np.nan, np.float32)
             padded[: len(p)] = p
             images.append(img)
