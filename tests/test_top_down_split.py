@@ -255,14 +255,23 @@ def test_a_config_can_make_its_skeleton_top_down(tmp_path):
         config_spec(load_detector_config(path))
 
 
-def test_two_readings_with_the_same_body_centre_are_one_animal():
-    """A second reading of one fly, turned end to end (its joints a mean > a tenth of the crop away) but with its
-    centre where the first one's is, is a repeat when the root is checked; a touching fly beside it is not."""
+# A fly of SLEAP's two-fly clip, source px relative to its thorax, head along +x: the median labelled shape
+# (head, thorax, abdomen, wings, leg tips fore / mid / hind, eyes; fly13's joint order).
+FLY_SHAPE = np.array([[36, 1], [0, 0], [-33, 1], [-51, -5], [-51, 1], [46, -9], [45, 12], [24, -34], [19, 34],
+                      [-28, -28], [-34, 26], [28, -9], [27, 11]], float)
+
+
+def test_two_readings_of_one_fly_are_one_animal_and_two_flies_touching_are_two():
+    """A second reading of one fly, turned end to end or slid along its body by more than a tenth of the crop
+    (its joints, and its centre, a mean > 25.6 px from the first's) is a repeat when the root is checked: its
+    points, as a set, lie on the first's. Touching flies, side by side or nose to tail, are not."""
     rng = np.random.default_rng(2)
-    fly = rng.uniform(-60, 60, (K, 2)) + 300
-    fly[0] = 300  # the root at the fly's centre
-    turned = 2 * fly[0] - fly + rng.normal(0, 2, (K, 2))  # the same fly read head to tail
-    beside = fly + (45, 0)  # another fly touching it, side by side
-    people = _people(np.stack([fly, turned, beside]), np.array([0.8, 0.5, 0.7]))
-    np.testing.assert_array_equal(drop_repeats(people, np.ones(3, bool), 256), [0, 1, 2])
-    np.testing.assert_array_equal(drop_repeats(people, np.ones(3, bool), 256, root=0), [0, 2])
+    root = FLY.root
+    fly = FLY_SHAPE + 300 + rng.normal(0, 1, (K, 2))
+    turned = 2 * fly[root] - fly + rng.normal(0, 2, (K, 2))  # the same fly read head to tail
+    slid = fly + (30, 4)  # the same fly read again 30 px further on (where two flies touch)
+    beside = fly + (0, 60)  # another fly touching it, side by side
+    ahead = fly + (85, 0)  # another fly, its abdomen on this one's head
+    people = _people(np.stack([fly, turned, slid, beside, ahead]), np.array([0.8, 0.5, 0.6, 0.7, 0.7]))
+    np.testing.assert_array_equal(drop_repeats(people, np.ones(5, bool), 256), [0, 1, 2, 3, 4])
+    np.testing.assert_array_equal(drop_repeats(people, np.ones(5, bool), 256, root=root), [0, 3, 4])

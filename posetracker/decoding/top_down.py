@@ -14,8 +14,9 @@ Split models (``top_down: {crop_px, crop_weights}``), as SLEAP splits centroid a
 the mode's weights, trained on whole frames only (``samples: frames``), find the centres, and a crop model
 of its own (:class:`CropModel`, trained on crops whose targets are the centred animal only, ``samples:
 centred``) reads each crop. Either way two readings of one animal (two centres on one fly give two crops
-that read the same fly) are caught after the crops: the one less sure of its joints is dropped
-(:func:`drop_repeats`).
+that read the same fly, perhaps shifted along it or turned end to end) are caught after the crops: the one
+less sure of its joints is dropped (:func:`drop_repeats`). Two animals side by side with their centres
+closer than about 0.2 x the crop (their points as sets then overlap, :func:`point_gaps`) are taken for one.
 
 With a known number of animals N (``SessionConfig.known_count``, ``--animals N``) the whole-frame pass looks
 for 2N centres and the N readings surest of their joints are kept (:func:`most_confident`): where two flies
@@ -98,14 +99,31 @@ def most_confident(people: DecodedPeople, n: int) -> np.ndarray:
     return np.sort(np.argsort(-sure, kind="stable")[:n])
 
 
+def point_gaps(xy: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    """(P, P) how far apart two readings' points lie, whichever joint each point is: the mean of the two ways'
+    median distance from a confident point of one to the nearest confident point of the other (inf where one
+    has none). xy: (P, K, 2) px; ok: (P, K) bool. One animal read twice, shifted, turned end to end or with
+    its legs named differently, gives a small gap; two animals touching, most of whose points lie apart, a
+    large one."""
+    n = xy.shape[0]
+    gaps = np.full((n, n), np.inf)
+    for i in range(n):
+        for j in range(i + 1, n):
+            if ok[i].any() and ok[j].any():
+                d = np.linalg.norm(xy[i][ok[i]][:, None] - xy[j][ok[j]][None], axis=-1)
+                gaps[i, j] = gaps[j, i] = (np.median(d.min(1)) + np.median(d.min(0))) / 2
+    return gaps
+
+
 def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, frac: float = REPEAT_FRAC,
                  min_confidence: float = 0.1, root: int | None = None) -> np.ndarray:
     """Indices (ascending) of the people to keep so that each animal is read once. people: (P, K, 2) source px;
     from_crop (P,) bool: read from a crop. Two people whose joints (confident in both) lie a mean under ``frac``
     x ``crop_px`` apart, i.e. under ``frac`` x the crop's side in crop space, are one animal, and so are two
     whose ``root`` joints (the body centres; None: not checked) lie that close whatever their other joints
-    say (two readings of one fly, one of them shifted or turned, where two flies touch): a crop's reading
-    beats a whole-frame one, then the higher mean confidence wins."""
+    say (two readings of one fly, one of them shifted or turned, where two flies touch), or whose points,
+    taken as a set, lie that close (:func:`point_gaps`; with ``root`` too): a crop's reading beats a
+    whole-frame one, then the higher mean confidence wins."""
     n = people.num_people
     if n < 2:
         return np.arange(n)
@@ -115,6 +133,7 @@ def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, f
     mean = np.where(both.any(-1), np.where(both, d, 0.0).sum(-1) / np.maximum(both.sum(-1), 1), np.inf)
     if root is not None:
         mean = np.minimum(mean, np.where(np.isfinite(d[..., root]), d[..., root], np.inf))
+        mean = np.minimum(mean, point_gaps(people.keypoints[..., :2].astype(np.float64), ok))
     sure = np.where(ok, people.confidence, 0.0).mean(-1)
     keep: list[int] = []
     for i in sorted(range(n), key=lambda i: (not from_crop[i], -sure[i])):
@@ -152,4 +171,5 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
 
 
 __all__ = ["CropModel", "centred_person", "crop_window", "cut_crop", "drop_repeats", "load_crop_model", "most_confident",
+           "point_gaps",
            "read_crops"]
