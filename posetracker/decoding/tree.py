@@ -34,6 +34,14 @@ Where vectors (and depth differences) are read, ``vector_read``:
   same ``walk_fallback``. A baseline of the walk that needs no head of its own
   (``docs/experiments/tree-walk.md``).
 
+Walking ("parent", "anchored"), a child's peaks are scored against two predictions,
+the walk's and the centre read's, and each peak keeps the better score (method A
+step 8: the peak matching the position predicted from the person's *own centre or
+parent*). A parent taken from a neighbour in a crowd then no longer drags its child
+along, and a limb the centre read places badly is still found from its parent; the
+child's predicted position (``predicted``, and where a joint without a peak is put)
+stays the walk's.
+
 Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
 (see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
 its predicted position with confidence ``0.5 * min(heat at prediction,
@@ -258,6 +266,9 @@ class TreeDecoder:
         g = guess.transpose(1, 0, 2)  # (J, P, 2)
         # Method A step 8: each person takes the peak matching its own prediction; no peak is shared.
         scores = score_matrix(g, walk.window, cands.xy, cands.heat, cands.valid)
+        if self.vector_read != "centre":  # step 8's "own centre/parent": the centre read's prediction competes
+            centre_guess = walk.centre_pred[:, joints].transpose(1, 0, 2)
+            scores = np.maximum(scores, score_matrix(centre_guess, walk.window, cands.xy, cands.heat, cands.valid))
         chosen = self._assign(scores, self.keypoint_threshold)  # (J, P)
         jj, pp = np.nonzero(chosen >= 0)
         cc = chosen[jj, pp]
