@@ -27,7 +27,7 @@ class SessionConfig:
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
-    vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: "parent" (the tree walk) when the weights are trained for it
+    vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: default_vector_read (the tree walk)
     walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
     fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
     smoothing: bool = True
@@ -71,7 +71,11 @@ class SessionConfig:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 
 
-def default_vector_read(net: PoseNet) -> Literal["centre", "parent"]:
-    """Where the decoder reads tree vectors for these weights: at the located parent (method A's walk) when
-    the vector head was trained for it (``walk`` among the weights' trained parts), else at the centre."""
-    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "centre"
+def default_vector_read(net: PoseNet) -> Literal["anchored", "parent"]:
+    """How the decoder walks the tree for these weights (method A steps 6-8, each child from its located
+    parent): with the walk's own head when the weights have one (``walk`` among their trained parts, "parent"),
+    else with the edge vectors of the centre read ("anchored"); either way the centre read's prediction is
+    the second hypothesis of each child's peak search (:mod:`posetracker.decoding.tree`). On 12 held-out
+    clips the anchored walk beat the centre read (``docs/experiments/tree-walk.md``); a skeleton whose joints
+    all hang from the centre (mouse4) decodes the same either way."""
+    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "anchored"
