@@ -10,7 +10,7 @@ Network outputs of one frame (numpy, stride ``s``: feature cell u -> input pixel
 
 Where vectors (and depth differences) are read, ``vector_read``:
 
-- ``"centre"`` (pretrained weights): at the person's centre peak cell (nearest cell),
+- ``"centre"`` (MoveNet's own read, kept as a baseline): at the person's centre peak cell (nearest cell),
   and predicted child = *predicted* parent + v(parent -> child). This telescopes to
   centre + sum of the edge vectors on the path; with v(p -> c) = r(c) - r(p) of a
   centre -> keypoint regression r (r(root) = 0 at the centre cell) it is MoveNet's
@@ -28,7 +28,8 @@ Where vectors (and depth differences) are read, ``vector_read``:
   ``vectors`` along its path, read at the centre) instead of from the unsure
   parent; a found parent is always walked from. (Without a walk head ``vectors``
   may hold parent reads only, so there is no centre read to fall back on.)
-- ``"anchored"`` (any weights): the walk from the *located* parent with the centre
+- ``"anchored"`` (any weights; the session's default for weights without a walk head,
+  ``session_config.default_vector_read``): the walk from the *located* parent with the centre
   read's edge vectors, predicted child = located parent + v(parent -> child) read
   at the centre cell (= r(child) - r(parent) of MoveNet's regression), with the
   same ``walk_fallback``. A baseline of the walk that needs no head of its own
