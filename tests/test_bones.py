@@ -122,19 +122,28 @@ def test_solver_per_track() -> None:
     assert plain(f) is f and plain.estimator.track_ids == [0, 1]
 
 
-def test_rigid_tracks_gives_each_track_one_length_per_bone():
-    """Offline rigid bones (issue #22 item 6): every confident bone of a track has one length over the recording."""
+def noisy_sequence(people: int, seed: int, frames: int = 60, noise_m: float = 0.03):
+    """A synthetic walk (test_bvh_synthetic) whose world joints carry ``noise_m`` of Gaussian noise: (the clean
+    sequence, the noisy frames, the indices of the anatomical bones, i.e. not touching the virtual centre)."""
     import dataclasses
 
-    from posetracker.tracking.bones import rigid_tracks
     from test_bvh_synthetic import make_sequence
 
-    seq = make_sequence(60, people=2, seed=3)
-    rng = np.random.default_rng(0)
-    noisy = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
+    seq = make_sequence(frames, people=people, seed=seed)
+    rng = np.random.default_rng(seed)
+    noisy = [dataclasses.replace(f, world=(f.world + rng.normal(0, noise_m, f.world.shape)).astype(np.float32))
              for f in seq.frames]
     spec = seq.skeleton
     anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
+    return seq, noisy, anatomical
+
+
+def test_rigid_tracks_gives_each_track_one_length_per_bone():
+    """Offline rigid bones (issue #22 item 6): every confident bone of a track has one length over the recording."""
+    from posetracker.tracking.bones import rigid_tracks
+
+    seq, noisy, anatomical = noisy_sequence(people=2, seed=3)
+    spec = seq.skeleton
     before = np.stack([bone_lengths(f.world, spec) for f in noisy])[..., anatomical]  # (T, P, E')
     after = np.stack([bone_lengths(f.world, spec) for f in rigid_tracks(noisy, spec)])[..., anatomical]
     assert (before.std(0) / before.mean(0)).min() > 0.02
@@ -149,14 +158,9 @@ def test_settle_bones_makes_a_live_result_rigid_and_leaves_the_rest():
     import dataclasses
 
     from posetracker.tracking.bones import settle_bones
-    from test_bvh_synthetic import make_sequence
 
-    seq = make_sequence(60, people=1, seed=4)
-    rng = np.random.default_rng(1)
-    noisy = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
-             for f in seq.frames]
+    seq, noisy, anatomical = noisy_sequence(people=1, seed=4)
     spec = seq.skeleton
-    anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
 
     def spread(s) -> float:
         lengths = np.stack([bone_lengths(f.world, spec) for f in s.frames])[..., anatomical]

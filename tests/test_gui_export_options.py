@@ -123,13 +123,10 @@ def test_an_export_of_a_live_result_has_one_length_per_bone(tmp_path):
     from posetracker.export import get_exporter
     from posetracker.export.json_io import read_sequence
     from posetracker.tracking import bone_lengths
-    from test_bvh_synthetic import make_sequence
+    from test_bones import noisy_sequence
     from ui.jobs import ExportJob
 
-    seq = make_sequence(40, people=1, seed=5)
-    rng = np.random.default_rng(2)
-    frames = [dataclasses.replace(f, world=(f.world + rng.normal(0, 0.03, f.world.shape)).astype(np.float32))
-              for f in seq.frames]
+    seq, frames, anatomical = noisy_sequence(people=1, seed=5, frames=40)
     live = dataclasses.replace(seq, frames=frames, metadata={"mode": "live", "source": "camera 0"})
     job = ExportJob(get_exporter("json"), live, tmp_path / "live.json")
     written = []
@@ -138,6 +135,5 @@ def test_an_export_of_a_live_result_has_one_length_per_bone(tmp_path):
     assert written
     back = read_sequence(tmp_path / "live.json")
     spec = back.skeleton
-    anatomical = [e for e, (a, c) in enumerate(spec.edges.tolist()) if spec.index("centre") not in (a, c)]
     lengths = np.stack([bone_lengths(f.world, spec) for f in back.frames])[..., anatomical]
     assert lengths.std(0).max() < 1e-4 and back.metadata["bones"] == "recording"

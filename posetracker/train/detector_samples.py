@@ -153,7 +153,7 @@ def defocus(img: np.ndarray, pts: np.ndarray, rng: np.random.Generator) -> np.nd
     """Input (S, S, 3) uint8 with one of its labelled instances ``pts`` (P, K, 2) input px drawn out of focus:
     inside a soft disc around that instance (its points' spread plus a margin) the image is blurred (Gaussian,
     sigma 1-4 % of the instance's span) and brightened (x1.0-1.6), as an animal off the focal plane and nearer
-    the light looks (the second fly of SLEAP's two-fly clip after frame 1000). Unchanged when no instance is labelled."""
+    the light looks (the second fly of SLEAP's two-fly clip after frame 1000). Unchanged when none is labelled."""
     whole = [p[np.isfinite(p).all(-1)] for p in pts]
     whole = [p for p in whole if len(p)]
     if not whole:
