@@ -237,42 +237,55 @@ def bench_versus_mediapipe(path: str, python: str, runs: int = 5, frames: int = 
                            ) -> VersusResult:
     """PoseTracker live (1 inference thread) and MediaPipe Pose full (``python``: an interpreter whose
     environment has ``mediapipe``; it runs :data:`PEER_SCRIPT`), alternating run by run on the same first
-    ``frames`` frames, both pinned to the CPUs ``cores``; each side's warm-up is not timed. On more than one
-    core the peer script reads and converts the next frame on a thread of its own while MediaPipe runs
-    (``--prefetch``), as PoseTracker's two stages read on their helper thread."""
+    ``frames`` frames; each side's warm-up is not timed. Both sides are processes started under
+    ``taskset -c CORES``, so every thread either starts is confined to ``cores`` from the beginning
+    (PoseTracker's side: :mod:`posetracker.bench_live_worker`, one session kept open over its runs). On more
+    than one core the peer script reads and converts the next frame on a thread of its own while MediaPipe
+    runs (``--prefetch``), as PoseTracker's two stages read on their helper thread."""
     import json
-    import os
     import subprocess
+    import sys
+    import tempfile
 
-    from posetracker.session import SessionConfig, TrackingSession
-
-    budget = {} if crop_budget_ms is None else {"crop_budget_ms": crop_budget_ms}
-    config = SessionConfig(mode="live", threads=1, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), int8=int8, two_stage=two_stage,
-                           **budget)
     cpus = ",".join(map(str, cores))
     peer_cmd = ["taskset", "-c", cpus, python, str(PEER_SCRIPT), path, str(frames), *(["--prefetch"] if len(cores) > 1 else [])]
-    before = os.sched_getaffinity(0)
-    ours, lat, peer, people = [], [], [], []
-    try:
-        os.sched_setaffinity(0, set(cores))  # before the session: its defaults depend on the CPUs it may use
-        session = TrackingSession.open(weights=weights, config=config)
-        stages_two = use_two_stages(session.config.two_stage)  # as the pinned runs resolve it
-        _pipeline_run(session, path, "live", frames)  # warm-up
-        for _ in range(runs):
-            f, l = _pipeline_run(session, path, "live", frames, people)
-            ours.append(f)
-            lat += l
-            out = subprocess.run(peer_cmd, capture_output=True, text=True, timeout=600)
-            lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
-            if out.returncode != 0 or not lines:
-                raise RuntimeError(f"MediaPipe run failed ({python}): {(out.stderr or out.stdout).strip()[-500:]}")
-            doc = json.loads(lines[-1])
-            peer.append(float(doc["fps"]))
-    finally:
-        os.sched_setaffinity(0, before)
-    result = _result(session, "live", ours, lat, runs, frames, lookahead, people, stages_two)
-    return VersusResult(result, peer, [a / b for a, b in zip(ours, peer)], tuple(cores))
+    spec = {"path": path, "frames": frames, "weights": weights, "lookahead": lookahead,
+            "refiners": None if refiners is None else list(refiners), "tile_grid": tile_grid,
+            "crop_budget_ms": crop_budget_ms, "int8": int8, "two_stage": two_stage}
+    ours_cmd = ["taskset", "-c", cpus, sys.executable, "-m", "posetracker.bench_live_worker", json.dumps(spec)]
+    ours, peer = [], []
+    with tempfile.TemporaryFile("w+") as errors:
+        worker = subprocess.Popen(ours_cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errors, text=True)
+
+        def reply() -> dict:
+            for line in worker.stdout:
+                if line.startswith("{"):
+                    return json.loads(line)
+            worker.wait()
+            errors.seek(0)
+            raise RuntimeError(f"PoseTracker's timing process failed: {errors.read().strip()[-500:]}")
+
+        def send(command: str) -> dict:
+            worker.stdin.write(command + "\n")
+            worker.stdin.flush()
+            return reply()
+
+        try:
+            reply()  # ready: session open, warm-up done
+            for _ in range(runs):
+                ours.append(send("run")["fps"])
+                out = subprocess.run(peer_cmd, capture_output=True, text=True, timeout=600)
+                lines = [ln for ln in out.stdout.splitlines() if ln.startswith("{")]
+                if out.returncode != 0 or not lines:
+                    raise RuntimeError(f"MediaPipe run failed ({python}): {(out.stderr or out.stdout).strip()[-500:]}")
+                peer.append(float(json.loads(lines[-1])["fps"]))
+            doc = send("end")
+        finally:
+            if worker.poll() is None:
+                worker.kill()
+            worker.wait()
+    doc["refiners"] = tuple(doc["refiners"])
+    return VersusResult(PipelineResult(**doc), peer, [a / b for a, b in zip(ours, peer)], tuple(cores))
 
 
 def format_pipeline_table(results: list[PipelineResult]) -> str:
