@@ -131,7 +131,7 @@ def test_training_the_walk_head_moves_only_the_walk_head():
         if not k.startswith("walk."):
             assert torch.equal(v, frozen[k]), k
     assert net.walk.out.weight.abs().sum() > 0
-    assert history[-1]["train_l1"] < history[1]["train_l1"]
+    assert history[-1]["train"] < history[1]["train"]
 
 
 def test_the_walk_head_is_taught_the_residual_of_the_centre_read():

@@ -4,7 +4,8 @@
                               [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
     posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
     posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
-    posetracker train walk-head --config configs/walk_head.yaml --out PATH   (posetracker.cli.train_walk)
+    posetracker train walk-head --config configs/walk_head.yaml --out PATH   (posetracker.cli.train_heads)
+    posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out PATH
 
 Labels and features are cached under ~/.cache/posetracker (POSETRACKER_CACHE);
 a run's checkpoint and losses.csv under <cache>/train/<run>/.
@@ -201,7 +202,7 @@ def add_train_parser(subparsers) -> None:
     p.set_defaults(func=cmd_pose_prior)
 
     from posetracker.cli.train_detector import add_detector_parsers
-    from posetracker.cli.train_walk import add_walk_parser
+    from posetracker.cli.train_heads import add_heads_parsers
 
     add_detector_parsers(tsub)
-    add_walk_parser(tsub)
+    add_heads_parsers(tsub)

@@ -41,6 +41,7 @@ class StageConfig:
     lookaheads: tuple[int, ...] = (0, 1, 2)
     grad_clip: float = 1.0
     init_gain: float = 0.0  # temporal stage: memory gains to start from (0 = the untrained pass-through)
+    keep: float = 0.0  # keypoint-heads stage: weight of the starting heads' heatmaps (squared probability difference)
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from posetracker.train.cache import combine_key
 from posetracker.train.config import StageConfig
 from posetracker.train.dataset import ClipEntry, EncodeOptions, WindowDataset
 from posetracker.train.features import FeatureExtractor, load_features
+from posetracker.train.head_fit import fit_heads
 from posetracker.train.losses import masked_l1
 
 Log = Callable[[str], None]
@@ -123,7 +124,7 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
                     opts: EncodeOptions, seed: int = 0, log: Log = print) -> list[dict]:
     """Train ``net.walk`` (added, giving a zero correction, when missing); every other parameter
     frozen. ``train`` / ``val``: entries of first features; their target-feature twins are added here.
-    Returns per-epoch summaries (train and val L1 in cells, seconds)."""
+    Returns per-epoch summaries (train loss and val L1 in cells, seconds)."""
     head = net.walk if net.walk is not None else net.add_walk_head()
     for p in net.parameters():
         p.requires_grad_(False)
@@ -134,33 +135,9 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
     train = train + [target_entry(net, e) for e in train]
     val = val + [target_entry(net, e) for e in val]
     log(f"target features ready in {time.time() - t0:.0f} s; {len(train)} train / {len(val)} val entries")
-    ds = _dataset(train, net, sc, opts, train=True)
-    steps = sc.epochs * min(len(ds) // sc.batch, sc.max_steps_per_epoch or len(ds))
-    opt = torch.optim.AdamW(head.parameters(), lr=sc.lr, weight_decay=1e-4)
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(sc.warmup_steps, 1))
-                                              * (0.1 + 0.45 * (1 + np.cos(np.pi * min(s / max(steps, 1), 1.0)))))
-    history = [{"epoch": -1, "val_l1": validate(net, val, sc, opts)}]
-    log(f"walk (anchored, before training): val L1 {history[0]['val_l1']:.3f} cells")
-    for epoch in range(sc.epochs):
-        head.train()
-        order = np.random.default_rng([seed, epoch]).permutation(len(ds)).tolist()
-        loader = DataLoader(Subset(ds, order), batch_size=sc.batch, drop_last=True)
-        te, losses = time.time(), []
-        for i, batch in enumerate(loader):
-            if sc.max_steps_per_epoch and i >= sc.max_steps_per_epoch:
-                break
-            loss = walk_loss(net, batch)
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(head.parameters(), sc.grad_clip)
-            opt.step()
-            sched.step()
-            losses.append(float(loss.detach()))
-        row = {"epoch": epoch, "train_l1": float(np.mean(losses)), "val_l1": validate(net, val, sc, opts),
-               "seconds": time.time() - te}
-        history.append(row)
-        log(f"walk head epoch {epoch + 1}/{sc.epochs}: train L1 {row['train_l1']:.3f}, val L1 {row['val_l1']:.3f} "
-            f"cells ({row['seconds']:.0f} s)")
+    history = fit_heads(list(head.parameters()), [head], lambda b: walk_loss(net, b),
+                        _dataset(train, net, sc, opts, train=True), lambda: validate(net, val, sc, opts),
+                        sc, seed, log, "walk head (L1, cells)")
     head.eval()
     return history
 
