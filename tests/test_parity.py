@@ -74,20 +74,47 @@ def _sigmoid(a):
     return 1 / (1 + np.exp(-a))
 
 
-@pytest.mark.parametrize("i", [0, 1, 2, 3])
-def test_matches_tfjs_runtime(fx, shipped_net, i):
+@pytest.fixture(scope="module")
+def converted_net():
+    """A fresh conversion of the MoveNet files in ../shared (the shipped weights fine-tune some heads)."""
+    from posetracker.model.weights import build_from_movenet
+    from posetracker.skeletons import load_skeleton
+
+    torch.set_num_threads(1)
+    return build_from_movenet(shared_path("pretrained", "movenet", "movenet-multipose.json"), load_skeleton("human18"))
+
+
+def _untrained(net) -> tuple[str, ...]:
+    """The outputs (MoveNet's names) of ``net`` that no training step has changed: the shipped weights
+    name their fine-tuned parts ("keypoints": the keypoint heatmap and offset heads)."""
+    trained = set(net.meta.get("trained", "").split(","))
+    return ("centre", "regress") if "keypoints" in trained else ("centre", "heatmap", "regress", "offset")
+
+
+def _check_against_tfjs(fx, net, i: int, keys: tuple[str, ...]) -> None:
     if i >= int(fx["n_inputs"]):
         pytest.skip("fixture has fewer inputs")
     img = _input(fx, i)
-    ours = _run(shipped_net, img)
+    ours = _run(net, img)
     spread = json.loads(str(fx["cpu_vs_wasm_maxabs"]))
-    for key in ("centre", "heatmap"):
+    for key in {"centre", "heatmap"} & set(keys):
         ref = fx[f"{key}_{i}"][0]
         assert np.abs(_sigmoid(ours[key]) - _sigmoid(ref)).max() <= 1e-4, key
-    for key in ("centre", "heatmap", "regress", "offset"):
+    for key in keys:
         ref = fx[f"{key}_{i}"][0]
         diff = np.abs(ours[key] - ref).max()
         assert diff <= max(1e-4, spread[key]), f"{key}: {diff:.2e} > runtime spread {spread[key]:.2e}"
+
+
+@pytest.mark.parametrize("i", [0, 1, 2, 3])
+def test_shipped_untrained_outputs_match_tfjs_runtime(fx, shipped_net, i):
+    """Without ../shared: the shipped network's outputs that no training changed equal MoveNet's."""
+    _check_against_tfjs(fx, shipped_net, i, _untrained(shipped_net))
+
+
+@pytest.mark.parametrize("i", [0, 1, 2, 3])
+def test_conversion_matches_tfjs_runtime(fx, converted_net, i):
+    _check_against_tfjs(fx, converted_net, i, ("centre", "heatmap", "regress", "offset"))
 
 
 @pytest.fixture(scope="module")
@@ -101,15 +128,15 @@ def graph_f64():
 
 
 @pytest.mark.parametrize("i", [0, 1])
-def test_matches_float64_graph_interpreter(fx, graph_f64, shipped_net, i):
+def test_matches_float64_graph_interpreter(fx, graph_f64, converted_net, i):
     g, model, weights = graph_f64
     img = _input(fx, i)
     ref = g.run_graph(model, weights, img, list(g.HEAD_NODES.values()))
-    net64 = shipped_net.double()
+    net64 = converted_net.double()
     try:
         ours = _run(net64, img, torch.float64)
     finally:
-        shipped_net.float()
+        converted_net.float()
     for key in ("centre", "heatmap", "regress", "offset"):
         diff = np.abs(ours[key] - ref[g.HEAD_NODES[key]][0]).max()
         assert diff <= 1e-6, f"{key}: {diff:.2e}"

@@ -72,6 +72,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
         walk = cfg.encode.vector_write != "centre" and cfg.stages["depth"].vector_lr > 0 and "depth" in state.done
         if "walk" in before or walk:  # the vector head trained at the located parents: the session walks the tree
             parts.append("walk")
+        parts += sorted(before - {"depth", "temporal", "walk"})  # parts trained by other commands (keypoint heads)
         trained = ",".join(parts)
         src = (f"{net.meta.get('source', 'PoseNet')}; distilled by posetracker train distill (run {name}, "
                f"teacher {cfg.teacher}, stages done: {','.join(state.done) or 'none'})")
