@@ -20,8 +20,9 @@ and a roll reference that fixes the spin about that axis:
   axis (swung onto the thigh) while the knee is near straight; a hinge axis
   that disagrees with the pelvis (hyperextension) is flipped;
 - every roll reference then turns at most ``MAX_TURN_DEG`` a frame about its
-  bone (:func:`limit_turn`), so no bone spins by half a turn between two frames
-  while barely moving (measured by :func:`twist_flips`).
+  bone (:func:`limit_turn`; the forearm and the shin roll on the hinge axis made
+  normal to themselves, :func:`steady_frame`), so no bone spins by half a turn
+  between two frames while barely moving (measured by :func:`twist_flips`).
 
 Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel
 order) are unwrapped frame to frame: of the two equivalent triples and
@@ -236,7 +237,10 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
         ref = swing(rc @ a0, d1, rc @ n0)
         n = limit_turn(hinge_axis_hold(d1, d2, ref), d1)
         R[f"{side}Arm"] = frame_from(d1, n, a0, n0)
-        R[f"{side}ForeArm"] = frame_from(d2, n, a0, n0)
+        # the hinge axis is held normal to the upper arm; the forearm rolls on it made normal to the forearm,
+        # itself turning at most MAX_TURN_DEG a frame: where the held axis nearly lines up with the forearm (a
+        # quick bend from straight), its normal part is noise, and the forearm must not spin on it
+        R[f"{side}ForeArm"] = steady_frame(d2, n, a0, n0)
         R[f"{side}Hand"] = R[f"{side}ForeArm"]
         # leg: rest along -Y, the shin bends towards -Z -> hinge n0 = X
         a0, n0 = -Y, X
@@ -245,7 +249,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
         rh = R["Hips"]
         n = hinge_axis_ref(d1, d2, _unit(swing(rh @ a0, d1, rh @ n0)))
         R[f"{side}UpLeg"] = frame_from(d1, n, a0, n0)
-        R[f"{side}Leg"] = frame_from(d2, n, a0, n0)
+        R[f"{side}Leg"] = steady_frame(d2, n, a0, n0)  # as the forearm
         R[f"{side}Foot"] = R[f"{side}Leg"]
     return np.stack([R[name] for name, *_ in HUMANOID], axis=1)
 
