@@ -175,4 +175,6 @@ def test_the_dancer_seen_from_behind_faces_away_in_the_bvh():
     back, front = (t >= 220) & (t <= 300), (t <= 210) | (t >= 312)
     fixed, raw = chest_forward_z(True), chest_forward_z(False)
     assert (fixed[back, 2] < 0).mean() >= 0.95 and (fixed[front, 2] > 0).mean() >= 0.95
-    assert (raw[back, 2] < 0).mean() < 0.7
+    # without the repair fewer marked frames face away (0.43 with the heads before fine-tuning, 0.80 with
+    # the fine-tuned keypoint heads of 2026-12-04): the repair still turns the rest round
+    assert (raw[back, 2] < 0).mean() < 0.9 and (raw[back, 2] < 0).mean() < (fixed[back, 2] < 0).mean()
