@@ -32,7 +32,7 @@ from posetracker.decoding.sampling import read_cells, sample_bilinear
 from posetracker.model.weights import load_posenet
 from posetracker.train.config import load_config
 from posetracker.train.prepare import build_entries
-from posetracker.train.walk_head import target_entry
+from posetracker.train.head_fit import target_entry
 
 
 def errors(net, entry, stride: int = 4) -> dict[str, list[np.ndarray]]:

@@ -23,7 +23,6 @@ Loss per frame (N single frames, K joints, h x w cells):
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -35,9 +34,8 @@ from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
 from posetracker.train.config import StageConfig
 from posetracker.train.dataset import ClipEntry, EncodeOptions, WindowDataset
-from posetracker.train.head_fit import fit_heads
+from posetracker.train.head_fit import fit_heads, prepare_heads
 from posetracker.train.losses import heatmap_loss, masked_l1
-from posetracker.train.walk_head import target_entry
 
 Log = Callable[[str], None]
 
@@ -80,17 +78,8 @@ def train_keypoint_heads(net: PoseNet, train: list[ClipEntry], val: list[ClipEnt
     ``val``: entries of first features; their target-feature twins are added here. Returns per-epoch
     summaries (``val``: heatmap loss + offset L1 on the val clips' labels)."""
     start = copy.deepcopy(net.heads).eval()
-    for p in net.parameters():
-        p.requires_grad_(False)
     modules = [net.heads.keypoints, net.heads.offsets]
-    params = [p for m in modules for p in m.parameters()]
-    for p in params:
-        p.requires_grad_(True)
-    net.temporal.eval()
-    t0 = time.time()
-    train = train + [target_entry(net, e) for e in train]
-    val = val + [target_entry(net, e) for e in val]
-    log(f"target features ready in {time.time() - t0:.0f} s; {len(train)} train / {len(val)} val entries")
+    params, train, val = prepare_heads(net, modules, train, val, log)
 
     def loss(batch: dict[str, torch.Tensor]) -> torch.Tensor:
         lh, lo, keep = keypoint_losses(net.heads, start, batch)

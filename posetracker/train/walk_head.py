@@ -12,7 +12,7 @@ Training samples are single frames of two kinds of features per clip variant:
 - first features (T, C, h, w) from the cached backbone (what a still image's
   heads see: the temporal block leaves a single frame unchanged), and
 - target features (T, C, h, w): the same run through the frozen temporal block
-  offline, in chunks as ``TrackingSession`` does (:func:`offline_target_features`,
+  offline, in chunks as ``TrackingSession`` does (:func:`.head_fit.offline_target_features`,
   cached beside the first features), so the head also sees what a video's heads see.
 
 The head learns a *correction*: the walk's parent -> child vector is the centre read's
@@ -30,7 +30,6 @@ cells whose centre lies inside the training crop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -39,41 +38,12 @@ import torch
 from torch.utils.data import DataLoader, Subset
 
 from posetracker.model.network import PoseNet
-from posetracker.model.weights import weights_key
-from posetracker.train.cache import combine_key
 from posetracker.train.config import StageConfig
 from posetracker.train.dataset import ClipEntry, EncodeOptions, WindowDataset
-from posetracker.train.features import FeatureExtractor, load_features
-from posetracker.train.head_fit import fit_heads
+from posetracker.train.head_fit import fit_heads, prepare_heads
 from posetracker.train.losses import masked_l1
 
 Log = Callable[[str], None]
-
-
-@torch.no_grad()
-def offline_target_features(net: PoseNet, feats: np.ndarray, chunk: int = 16, overlap: int = 8) -> np.ndarray:
-    """First features (T, C, h, w) -> target features (T, C, h, w) float16, as the offline session makes them:
-    the forward state carried across chunks of ``chunk`` frames, each seeing ``overlap`` frames further on."""
-    out, h_fwd, start, n = [], None, 0, len(feats)
-    while start < n:
-        emit = min(chunk, n - start)
-        window = torch.from_numpy(np.asarray(feats[start:start + chunk + overlap], np.float32))[None]
-        target, h_fwd = net.temporal(window, h_fwd, emit=emit)
-        out.append(target[0].numpy().astype(np.float16))
-        start += emit
-    return np.concatenate(out)
-
-
-def target_entry(net: PoseNet, entry: ClipEntry) -> ClipEntry:
-    """The entry with its first features replaced by cached offline target features (same frames, labels)."""
-    key = combine_key("target-v1", entry.feats.key, weights_key(net.temporal))
-    hit = load_features(key)
-    if hit is None:
-        f = entry.feats
-        out = {"feats": offline_target_features(net, f.feats), "scales": f.scales, "frame_ids": f.frame_ids,
-               "timestamps": f.timestamps, "size": np.array(f.size, np.int64)}
-        hit = FeatureExtractor.store(key, out)
-    return ClipEntry(f"{entry.name}#target", hit, entry.labels)
 
 
 def centre_read(vectors: torch.Tensor, centre: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -126,20 +96,12 @@ def train_walk_head(net: PoseNet, train: list[ClipEntry], val: list[ClipEntry], 
     frozen. ``train`` / ``val``: entries of first features; their target-feature twins are added here.
     Returns per-epoch summaries (train loss and val L1 in cells, seconds)."""
     head = net.walk if net.walk is not None else net.add_walk_head()
-    for p in net.parameters():
-        p.requires_grad_(False)
-    for p in head.parameters():
-        p.requires_grad_(True)
-    net.temporal.eval()
-    t0 = time.time()
-    train = train + [target_entry(net, e) for e in train]
-    val = val + [target_entry(net, e) for e in val]
-    log(f"target features ready in {time.time() - t0:.0f} s; {len(train)} train / {len(val)} val entries")
-    history = fit_heads(list(head.parameters()), [head], lambda b: walk_loss(net, b),
+    params, train, val = prepare_heads(net, [head], train, val, log)
+    history = fit_heads(params, [head], lambda b: walk_loss(net, b),
                         _dataset(train, net, sc, opts, train=True), lambda: validate(net, val, sc, opts),
                         sc, seed, log, "walk head (L1, cells)")
     head.eval()
     return history
 
 
-__all__ = ["centre_read", "offline_target_features", "target_entry", "train_walk_head", "validate", "walk_loss"]
+__all__ = ["centre_read", "train_walk_head", "validate", "walk_loss"]
