@@ -54,6 +54,7 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.facing import repair_facing
+from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.mirror import same_sides
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
@@ -144,6 +145,7 @@ class TrackingSession:
         self.stream.reset()
         self._pending: deque[Pending] = deque()
         self.facing_repairs: dict[int, int] = {}
+        self.leg_repairs: dict[int, int] = {}
         self.joined: dict = {}  # offline with a known count: tracking.known_count.join_fragments' report  # offline: track id -> frames whose whole body was mirrored back
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
@@ -370,6 +372,8 @@ class TrackingSession:
             meta["known_count"] = {"animals": self.config.known_count, **self.joined}
         if self.facing_repairs:
             meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
+        if self.leg_repairs:
+            meta["leg_repairs"] = {str(k): v for k, v in self.leg_repairs.items()}
         if failure:
             meta["incomplete"] = failure[0]
         if getattr(frames, "skipped", None):  # unreadable images of a folder, skipped (capture.FrameSource)
@@ -412,6 +416,8 @@ class TrackingSession:
             tracked, self.joined = join_fragments(tracked, cfg.known_count, self.spec.root)
         if cfg.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
             tracked, self.facing_repairs = repair_facing(tracked, self.spec)
+        if cfg.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
+            tracked, self.leg_repairs = repair_near_leg(tracked, self.spec)
         if cfg.smoothing:
             tracked = smooth_tracks(tracked)
         return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked

@@ -38,6 +38,7 @@ class SessionConfig:
     fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
     known_count: int | None = None  # offline: exactly this many animals; track fragments joined into that many ids
     fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
+    fix_legs: bool = True  # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed

@@ -120,7 +120,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
                            max_people=args.animals or args.max_people, known_count=args.animals,
                            fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
-                           fix_facing=not args.no_facing_repair,
+                           fix_facing=not args.no_facing_repair, fix_legs=not args.no_leg_repair,
                            refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
@@ -235,6 +235,9 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--no-facing-repair", action="store_true",
                     help="offline: keep left and right as the network read them where a person seen from behind "
                          "seems read as facing the camera (default: exchanged back; listed as facing_repairs)")
+    pr.add_argument("--no-leg-repair", action="store_true",
+                    help="offline: keep knees and ankles as read where, seen from the side, they sit on the other "
+                         "leg by depth (default: exchanged back; listed as leg_repairs)")
     add_refiners_argument(pr, "switch on trained refiners")
     add_tiles_argument(pr)
     add_crop_budget_argument(pr)

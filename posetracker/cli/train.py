@@ -104,7 +104,8 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
                                    refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
-                                   fix_swaps=not args.no_swap_fix, walk_fallback=not args.no_walk_fallback,
+                                   fix_swaps=not args.no_swap_fix, fix_legs=not args.no_leg_repair,
+                                   walk_fallback=not args.no_walk_fallback,
                                    **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
             for notice in session.notices:
@@ -189,6 +190,8 @@ def add_train_parser(subparsers) -> None:
                    help="the walk: always predict a child from its located parent, even one not found in its heatmap")
     e.add_argument("--no-swap-fix", action="store_true", help="leave left/right pairs as the network read them "
                    "(the tracker swaps back pairs crossed against the track by default)")
+    e.add_argument("--no-leg-repair", action="store_true", help="offline: leave knees and ankles read on the "
+                   "other leg in side views (tracking.near_leg; exchanged back by default)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "with these refiners on (read beside each weights file)")
