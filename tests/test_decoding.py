@@ -165,6 +165,23 @@ def test_min_person_score_drops_a_centre_with_no_joints(human):
     assert kept.num_people == 1 and kept.keypoints[0, human.root, 0] == pytest.approx(80.0, abs=PX_TOL)
 
 
+def test_a_known_count_keeps_the_strongest_readings_however_faint(human):
+    """min_people (a known number of animals): a faint reading of the one animal beats none; more are not kept."""
+    people = np.stack([make_person(human, (80.0, 128.0), 150.0), make_person(human, (180.0, 128.0), 150.0)])
+    out = ideal_outputs(people, human)
+    out["heatmaps"][:, :, :33] *= 0.08  # the first person: centre peak and joints faint, the second strong
+    strong = TreeDecoder(human, min_person_score=0.1).decode(out)
+    assert strong.num_people == 1 and strong.keypoints[0, human.root, 0] == pytest.approx(180.0, abs=PX_TOL)
+    out["heatmaps"][:, :, 33:] = 0.0  # only the faint one left: below the centre threshold and the person score
+    assert TreeDecoder(human, min_person_score=0.1).decode(out).num_people == 0
+    one = TreeDecoder(human, min_person_score=0.1, min_people=1).decode(out)
+    assert one.num_people == 1 and one.keypoints[0, human.root, 0] == pytest.approx(80.0, abs=PX_TOL)
+    two = TreeDecoder(human, min_person_score=0.1, min_people=2).decode(ideal_outputs(people, human))
+    assert two.num_people == 2
+    with pytest.raises(ValueError):
+        TreeDecoder(human, max_people=2, min_people=3)
+
+
 def test_centre_read_reproduces_movenet_regression(human):
     """Vectors v(p->c) = r(c) - r(p) of a centre->keypoint field r: predicted k = centre + r(k)."""
     rng = np.random.default_rng(7)

@@ -129,7 +129,8 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     results = {}
     for combo in combos:
         kinds = () if combo == "none" else tuple(combo.split("+"))
-        session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds))
+        session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds,
+                                                                    known_count=args.animals))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -206,5 +207,6 @@ def add_detector_parsers(tsub) -> None:
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
                    help="most animals a frame (tracking; e.g. 2 for a pair)")
     e.add_argument("--animals", type=int, default=None, metavar="N",
-                   help="tracking: exactly N animals in the video, as posetracker process --animals N")
+                   help="exactly N animals in every frame, as posetracker process --animals N: the N strongest "
+                        "readings are kept (scores and tracking)")
     e.set_defaults(func=cmd_held_out_eval)

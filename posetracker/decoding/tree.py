@@ -73,6 +73,7 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.types import ShapeError
 
 VectorRead = Literal["centre", "parent", "anchored"]
+KNOWN_COUNT_FLOOR = 0.03  # the faintest centre peak taken for one of a known number of animals
 
 
 class TreeDecoder:
@@ -87,6 +88,10 @@ class TreeDecoder:
     ``assign``: "greedy" (descending score) or "hungarian" (maximum total score);
     ``min_person_score``: people whose score (centre peak x mean joint confidence) is
     below it are dropped (a centre peak with no confident joint around it is no one).
+    ``min_people``: a known number of animals (``SessionConfig.known_count``): the
+    ``min_people`` strongest readings are kept whatever their score, their centre peaks
+    looked for down to ``KNOWN_COUNT_FLOOR`` where fewer stand above ``score_threshold``
+    (the animal is there; a faint reading of it beats none).
     """
 
     def __init__(
@@ -104,6 +109,7 @@ class TreeDecoder:
         assign: str = "greedy",
         min_person_score: float = 0.0,
         walk_fallback: bool = True,
+        min_people: int = 0,
     ) -> None:
         if vector_read not in ("centre", "parent", "anchored"):
             raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['anchored', 'centre', 'parent']")
@@ -123,6 +129,9 @@ class TreeDecoder:
         self.max_candidates = int(max_candidates)
         self.min_person_score = float(min_person_score)
         self.walk_fallback = bool(walk_fallback)
+        if not 0 <= min_people <= self.max_people:
+            raise ValueError(f"min_people must be in [0, max_people={self.max_people}], got {min_people}")
+        self.min_people = int(min_people)
         self._assign = ASSIGNERS[assign]
         # Method A step 5: split the skeleton into first keypoints (children of the
         # centre) and second keypoints (reached through other keypoints, tree-walk order).
@@ -168,15 +177,22 @@ class TreeDecoder:
         # Method A step 4: centre peaks -> one person each; root = centre peak + sub-cell refinement.
         centre_map = heat[spec.root]
         peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
+        if len(peaks) < self.min_people:  # a known number of animals: fainter centre peaks too
+            peaks = find_peaks(centre_map, KNOWN_COUNT_FLOOR, self.max_people, self.min_centre_distance)
         people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
         if self.min_person_score <= 0:
             return people
-        strong = np.sort(order[scores >= self.min_person_score])  # their centre peaks
+        strong = np.sort(order[self._kept(scores)])  # their centre peaks
         if 0 < len(strong) < len(order):  # again without the weak: one may have taken a real person's joint
             peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
             people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
-        keep = scores >= self.min_person_score
+        keep = self._kept(scores)
         return people if keep.all() else people.take(keep)
+
+    def _kept(self, scores: np.ndarray) -> np.ndarray:
+        """(P,) bool of people sorted by score (descending): at least ``min_person_score``, or among the first
+        ``min_people``."""
+        return (scores >= self.min_person_score) | (np.arange(len(scores)) < self.min_people)
 
     def _decode_peaks(self, peaks: Peaks, heat: np.ndarray, vectors: np.ndarray, offsets: np.ndarray | None,
                       depth: np.ndarray | None, walk_vectors: np.ndarray | None = None,
