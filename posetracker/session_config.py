@@ -36,7 +36,8 @@ class SessionConfig:
     rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     track: bool = True
     fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
-    known_count: int | None = None  # offline: exactly this many animals; track fragments joined into that many ids
+    # exactly this many animals: that many readings kept a frame; offline, track fragments joined into that many ids
+    known_count: int | None = None
     fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
     fix_legs: bool = True  # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)

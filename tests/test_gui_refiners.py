@@ -239,6 +239,35 @@ def test_max_people_rebuilds_the_session_and_persists(qtbot, clip):
     again.close()
 
 
+def test_an_exact_count_reaches_the_session_and_persists(qtbot, clip):
+    """"exactly" beside Max people: the session keeps that many readings a frame (a known number of animals)."""
+    window = make_window(qtbot, BOTH)
+    panel, choices = window.model_panel, window.services.choices
+    assert not panel.exact.isChecked() and not window.state.exact_count
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    assert not choices[-1].exact_count
+    asked = len(choices)
+    panel.max_people.setValue(1)
+    qtbot.waitUntil(lambda: len(choices) > asked, timeout=3000)
+    asked = len(choices)
+    panel.exact.setChecked(True)
+    qtbot.waitUntil(lambda: len(choices) > asked, timeout=3000)
+    assert choices[-1].exact_count and choices[-1].max_people == 1
+    window.close()
+    again = make_window(qtbot, BOTH)
+    assert again.state.exact_count and again.model_panel.exact.isChecked()
+    assert again.live_factory().args[0].exact_count
+    again.select_model("mouse4", ("graph",))  # another skeleton keeps what the panel shows
+    assert again.model_panel.exact.isChecked() and again.model_panel.max_people.value() == 1
+    again.close()
+    from ui.services import real_session
+
+    session = real_session(ModelChoice(skeleton="mouse4", mode="offline", max_people=1, exact_count=True))
+    assert session.config.known_count == 1 and session.decoder.min_people == 1
+    assert real_session(ModelChoice(skeleton="mouse4", max_people=2)).decoder.min_people == 0
+
+
 @pytest.fixture
 def dummy_refiner(tmp_path, monkeypatch):
     """A third refiner kind, registered for the test only, with a weights file for human18."""

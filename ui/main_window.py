@@ -165,6 +165,7 @@ class MainWindow(WindowEvents, QMainWindow):
         mp.mode_chosen.connect(self.set_mode)
         mp.lookahead_changed.connect(self.on_lookahead_changed)
         mp.max_people_changed.connect(self.on_max_people_changed)
+        mp.exact_count_toggled.connect(self.on_exact_count_toggled)
         mp.sync_toggled.connect(self.on_sync_toggled)
         mp.refiners_changed.connect(self.on_refiners_changed)
         self.plots.person_changed.connect(self.on_person_changed)
@@ -194,7 +195,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.sides_action.setChecked(s.show_sides)
         self.threshold.setValue(s.confidence_threshold)
         self.skeleton_view.follow.setChecked(s.follow_person)
-        self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay, s.max_people)
+        self.model_panel.set_values(s.skeleton, s.mode, s.lookahead, s.sync_overlay, s.max_people, s.exact_count)
         self.model_panel.show_cost(s.lookahead, 30.0)
         self.source_panel.set_recent(s.recent_files)
         self.source_panel.loop.setChecked(s.loop)
@@ -299,7 +300,7 @@ class MainWindow(WindowEvents, QMainWindow):
 
     def live_factory(self):
         choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead, refiners=self.state.refiners,
-                             max_people=self.state.max_people)
+                             max_people=self.state.max_people, exact_count=self.state.exact_count)
         return partial(self.services.make_session, choice)
 
     def _reset_source(self) -> None:
@@ -369,7 +370,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.model_ok = False
         self.source_panel.set_processing(True)
         choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners,
-                             max_people=self.state.max_people)
+                             max_people=self.state.max_people, exact_count=self.state.exact_count)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(self.services.make_session, choice))
 

@@ -181,6 +181,7 @@ class ModelPanel(QWidget):
     mode_chosen = Signal(str)
     lookahead_changed = Signal(int)
     max_people_changed = Signal(int)
+    exact_count_toggled = Signal(bool)
     sync_toggled = Signal(bool)
     refiners_changed = Signal(tuple)  # checked refiner kinds, in list order
 
@@ -196,6 +197,9 @@ class ModelPanel(QWidget):
         self.cost = QLabel("")
         self.max_people = QSpinBox(minimum=1, maximum=MAX_PEOPLE_LIMIT)
         self.max_people.setToolTip("The most people (or animals) found in a frame; 1 for a one-subject recording")
+        self.exact = QCheckBox("exactly")
+        self.exact.setToolTip("Every frame holds exactly this many (animals in an arena): the surest readings are "
+                              "kept however faint, and whole-file processing joins track pieces into that many ids")
         self.sync = QCheckBox("Draw poses on the frame they came from")
         self.model_label = QLabel("Model: loading…")
         self.model_label.setWordWrap(True)
@@ -210,7 +214,10 @@ class ModelPanel(QWidget):
         form.addRow("Mode", self.mode)
         form.addRow("Look-ahead", self.lookahead)
         form.addRow("", self.cost)
-        form.addRow("Max people", self.max_people)
+        people = QHBoxLayout()
+        people.addWidget(self.max_people, 1)
+        people.addWidget(self.exact)
+        form.addRow("Max people", people)
         layout = QVBoxLayout(self)
         layout.addLayout(form)
         layout.addWidget(self.sync)
@@ -221,6 +228,7 @@ class ModelPanel(QWidget):
         self.mode.activated.connect(lambda i: self.mode_chosen.emit(self.mode.itemData(i)))
         self.lookahead.valueChanged.connect(self.lookahead_changed)
         self.max_people.valueChanged.connect(self.max_people_changed)
+        self.exact.toggled.connect(self.exact_count_toggled)
         self.sync.toggled.connect(self.sync_toggled)
 
     def set_options(self, options: list[ModelOption]) -> None:
@@ -269,7 +277,9 @@ class ModelPanel(QWidget):
     def checked_refiners(self) -> tuple[str, ...]:
         return tuple(box.property("kind") for box in self.refiner_boxes if box.isChecked())
 
-    def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool, max_people: int | None = None) -> None:
+    def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool, max_people: int | None = None,
+                   exact: bool | None = None) -> None:
+        """Show these values without emitting; None leaves Max people / "exactly" as they are."""
         for combo, value in ((self.skeleton, skeleton), (self.mode, mode)):
             combo.setCurrentIndex(max(0, combo.findData(value)))
         for spin, value in ((self.lookahead, lookahead), (self.max_people, max_people)):
@@ -277,9 +287,12 @@ class ModelPanel(QWidget):
                 spin.blockSignals(True)
                 spin.setValue(value)
                 spin.blockSignals(False)
-        self.sync.blockSignals(True)
-        self.sync.setChecked(sync)
-        self.sync.blockSignals(False)
+        for box, on in ((self.sync, sync), (self.exact, exact)):
+            if on is None:
+                continue
+            box.blockSignals(True)
+            box.setChecked(on)
+            box.blockSignals(False)
 
     def show_cost(self, lookahead: int, fps: float) -> None:
         ms = 1000.0 * lookahead / fps if fps > 0 else 0.0

@@ -34,6 +34,7 @@ class ModelChoice:
     weights: Path | None = None
     refiners: tuple[str, ...] = ()
     max_people: int = DEFAULT_MAX_PEOPLE
+    exact_count: bool = False  # max_people is the exact number in every frame (SessionConfig.known_count)
 
 
 def real_session(choice: ModelChoice) -> PoseSession:
@@ -51,7 +52,7 @@ def real_session(choice: ModelChoice) -> PoseSession:
         folder = Path(weights).parent if weights else None
         kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
     config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds,
-                           max_people=choice.max_people)
+                           max_people=choice.max_people, known_count=choice.max_people if choice.exact_count else None)
     return TrackingSession.open(spec, weights, config)
 
 

@@ -42,6 +42,7 @@ class AppState:
     # refiner kinds switched on (those the skeleton lacks are dropped); first run: the live defaults
     refiners: tuple[str, ...] = field(default_factory=default_live_refiners)
     max_people: int = DEFAULT_MAX_PEOPLE  # most people / animals per frame
+    exact_count: bool = False  # Max people is the exact number in every frame (animals known to be there)
     sync_overlay: bool = True  # draw poses on the frame they were computed from
     show_labels: bool = True
     show_low_confidence: bool = False

@@ -129,6 +129,11 @@ class WindowEvents:
         if not self.rebuild_live_session() and self.state.mode == "offline":
             self.statusBar().showMessage("The new maximum applies the next time the whole file is processed", 5000)
 
+    def on_exact_count_toggled(self, checked: bool) -> None:
+        self.state.exact_count = bool(checked)
+        if not self.rebuild_live_session() and self.state.mode == "offline":
+            self.statusBar().showMessage("The exact count applies the next time the whole file is processed", 5000)
+
     def on_refiners_changed(self, kinds: tuple) -> None:
         self.state.refiners = tuple(kinds)
         if not self.rebuild_live_session() and self.state.mode == "offline":
