@@ -42,12 +42,12 @@ of one track, K joints.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.mirror import permute_tracks
 from posetracker.types import PoseFrame
 
 FACE = ("nose", "left_eye", "right_eye")
@@ -172,28 +172,7 @@ def repair_facing(frames: list[PoseFrame], spec: SkeletonSpec,
     if not frames or not applies(spec):
         return list(frames), {}
     mirror = np.asarray(spec.mirror_index, np.int64)
-    out = list(frames)
-    report: dict[int, int] = {}
-    ids = sorted({int(i) for f in frames for i in f.track_ids if i >= 0})
-    for tid in ids:
-        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
-                if f.world is not None and tid in f.track_ids]
-        if len(rows) < 3:
-            continue
-        world = np.stack([frames[t].world[p] for t, p in rows]).astype(np.float64)
-        conf = np.stack([frames[t].confidence[p] for t, p in rows]).astype(np.float64)
-        times = np.array([frames[t].timestamp for t, _ in rows])
-        state = repair_states(world, conf, times, spec, settings)
-        if not state.any():
-            continue
-        report[tid] = int(state.sum())
-        for (t, p), swap in zip(rows, state):
-            if swap:
-                f = out[t]
-                kp, cf, w = f.keypoints.copy(), f.confidence.copy(), f.world.copy()
-                kp[p], cf[p], w[p] = kp[p, mirror], cf[p, mirror], w[p, mirror]
-                out[t] = dataclasses.replace(f, keypoints=kp, confidence=cf, world=w)
-    return out, report
+    return permute_tracks(frames, mirror, lambda tr: repair_states(tr.world, tr.confidence, tr.times, spec, settings))
 
 
 __all__ = ["FacingSettings", "applies", "facing_camera", "repair_facing", "repair_states", "swap_states", "trunk_yaw"]

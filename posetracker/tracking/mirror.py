@@ -25,6 +25,8 @@ mirror pair of a track sits crossed against the track's frame before.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,4 +102,46 @@ def permute_joints(frame: PoseFrame, perm: np.ndarray) -> PoseFrame:
                                world=None if frame.world is None else take(frame.world))
 
 
-__all__ = ["count_swaps", "crossed_pairs", "mirror_pairs", "permute_joints", "same_sides", "swap_permutation"]
+@dataclass(frozen=True)
+class TrackArrays:
+    """One track's frames that have 3-D, stacked: xy (T, K, 2) px, world (T, K, 3) m camera space,
+    confidence (T, K), times (T,) s."""
+
+    xy: np.ndarray
+    world: np.ndarray
+    confidence: np.ndarray
+    times: np.ndarray
+
+
+def permute_tracks(frames: list[PoseFrame], perm: np.ndarray, states: Callable[[TrackArrays], np.ndarray],
+                   min_frames: int = 3) -> tuple[list[PoseFrame], dict[int, int]]:
+    """The offline repairs' common step: per track (frames with world coordinates; people with id -1 pass
+    through), ``states(track)`` -> (T,) bool frames whose joints are reordered by ``perm`` (K,) int (keypoints,
+    confidence, world). Tracks seen in fewer than ``min_frames`` frames are left alone.
+    Returns new frames and {track id: frames changed} for tracks with any."""
+    out = list(frames)
+    report: dict[int, int] = {}
+    for tid in sorted({int(i) for f in frames for i in f.track_ids if i >= 0}):
+        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
+                if f.world is not None and tid in f.track_ids]
+        if len(rows) < min_frames:
+            continue
+        track = TrackArrays(np.stack([frames[t].keypoints[p, :, :2] for t, p in rows]).astype(np.float64),
+                            np.stack([frames[t].world[p] for t, p in rows]).astype(np.float64),
+                            np.stack([frames[t].confidence[p] for t, p in rows]).astype(np.float64),
+                            np.array([frames[t].timestamp for t, _ in rows], np.float64))
+        state = states(track)
+        if not state.any():
+            continue
+        report[tid] = int(state.sum())
+        for (t, p), swap in zip(rows, state):
+            if swap:
+                f = out[t]
+                kp, cf, w = f.keypoints.copy(), f.confidence.copy(), f.world.copy()
+                kp[p], cf[p], w[p] = kp[p, perm], cf[p, perm], w[p, perm]
+                out[t] = dataclasses.replace(f, keypoints=kp, confidence=cf, world=w)
+    return out, report
+
+
+__all__ = ["TrackArrays", "count_swaps", "crossed_pairs", "mirror_pairs", "permute_joints", "permute_tracks", "same_sides",
+           "swap_permutation"]

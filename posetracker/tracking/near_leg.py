@@ -41,12 +41,12 @@ Shapes: T frames of one track, K joints.
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.mirror import permute_tracks
 from posetracker.types import PoseFrame
 
 TRUNK = (("left_hip", "right_hip"), ("left_shoulder", "right_shoulder"))
@@ -178,29 +178,7 @@ def repair_near_leg(frames: list[PoseFrame], spec: SkeletonSpec,
     perm = np.arange(spec.num_joints)
     for a, b in LEG:
         perm[spec.index(a)], perm[spec.index(b)] = spec.index(b), spec.index(a)
-    out = list(frames)
-    report: dict[int, int] = {}
-    for tid in sorted({int(i) for f in frames for i in f.track_ids if i >= 0}):
-        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
-                if f.world is not None and tid in f.track_ids]
-        if len(rows) < 3:
-            continue
-        xy = np.stack([frames[t].keypoints[p, :, :2] for t, p in rows]).astype(np.float64)
-        world = np.stack([frames[t].world[p] for t, p in rows]).astype(np.float64)
-        conf = np.stack([frames[t].confidence[p] for t, p in rows]).astype(np.float64)
-        state = repair_states(xy, world, conf, spec, settings)
-        if not state.any():
-            continue
-        report[tid] = int(state.sum())
-        for (t, p), swap in zip(rows, state):
-            if swap:
-                f = out[t]
-                k, c = f.keypoints.copy(), f.confidence.copy()
-                k[p], c[p] = k[p, perm], c[p, perm]
-                w = f.world.copy()
-                w[p] = w[p, perm]
-                out[t] = dataclasses.replace(f, keypoints=k, confidence=c, world=w)
-    return out, report
+    return permute_tracks(frames, perm, lambda tr: repair_states(tr.xy, tr.world, tr.confidence, spec, settings))
 
 
 __all__ = ["LEG", "NearLegSettings", "apart", "applies", "repair_near_leg", "repair_states", "segments", "torso_px",
