@@ -102,7 +102,6 @@ def segments(xy: np.ndarray, ok: np.ndarray, spec: SkeletonSpec, min_apart: floa
     if not len(key):
         return seg
     k, prev = 0, key[0]
-    seg[key[0]] = 0
     for t in key[1:]:
         if t != prev + 1 or np.sign(dx[t]) != np.sign(dx[prev]):
             k += 1
