@@ -215,9 +215,10 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
                     help=f"most people (or animals) per frame (default {DEFAULT_MAX_PEOPLE}; 1 for one subject)")
     pr.add_argument("--animals", type=int, default=None, metavar="N",
-                    help="offline: exactly N animals are in the video: each animal keeps one id throughout, the "
-                         "pieces of its track joined (sets --max-people N; tracking.known_count); a top-down "
-                         "mode looks for 2N centres and keeps the N crop readings surest of their joints")
+                    help="offline: exactly N animals are in every frame: the N surest readings are kept however "
+                         "faint, each animal keeps one id throughout, the pieces of its track joined (sets "
+                         "--max-people N; tracking.known_count); a top-down mode looks for 2N centres and keeps "
+                         "the N crop readings surest of their joints")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=fov_argument, default="auto",
