@@ -54,9 +54,9 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
 from posetracker.tracking.facing import repair_facing
-from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.mirror import same_sides
+from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.offline import backfill_ids, smooth_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 

@@ -136,10 +136,9 @@ def permute_tracks(frames: list[PoseFrame], perm: np.ndarray, states: Callable[[
         report[tid] = int(state.sum())
         for (t, p), swap in zip(rows, state):
             if swap:
-                f = out[t]
-                kp, cf, w = f.keypoints.copy(), f.confidence.copy(), f.world.copy()
-                kp[p], cf[p], w[p] = kp[p, perm], cf[p, perm], w[p, perm]
-                out[t] = dataclasses.replace(f, keypoints=kp, confidence=cf, world=w)
+                order = np.tile(np.arange(out[t].num_joints), (out[t].num_people, 1))
+                order[p] = perm
+                out[t] = permute_joints(out[t], order)
     return out, report
 
 
