@@ -92,7 +92,8 @@ class TrackingSession:
             self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
             max_people=self._centres_wanted(), walk_fallback=self.config.walk_fallback,
-            min_people=min(self.config.known_count or 0, self._centres_wanted()), **self.spec.decoder,
+            min_people=min(self.config.known_count or 0, self._centres_wanted()),
+            **{**self.spec.decoder, **({} if self.config.vote_radius is None else {"vote_radius": self.config.vote_radius})},
         )
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)

@@ -29,6 +29,9 @@ class SessionConfig:
     keypoint_threshold: float = 0.1
     vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: default_vector_read (the tree walk)
     walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
+    # cells around a keypoint peak whose offsets vote for its position (decoding.peaks.vote_offsets); None: the
+    # decoder's default (tree.VOTE_RADIUS, or the skeleton's decoder setting); 0: the peak cell's offset alone
+    vote_radius: int | None = None
     fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
     smoothing: bool = True
     far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
@@ -69,6 +72,8 @@ class SessionConfig:
             raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
         if self.known_count is not None and self.known_count < 1:
             raise ValueError(f"known_count must be at least 1, got {self.known_count}")
+        if self.vote_radius is not None and self.vote_radius < 0:
+            raise ValueError(f"vote_radius must be >= 0, got {self.vote_radius}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

@@ -1,6 +1,7 @@
-"""Decoder time per frame, the centre read against the tree walk ("anchored", the default), on the shipped
-network's outputs for 20 frames of the openpose street clip (9-13 people), one thread; medians of 5 passes,
-each read twice. docs/experiments/tree-walk.md.
+"""Decoder time per frame, the centre read against the tree walk ("anchored", the default), each with the
+peak cell's own offset and with the offsets' vote (vote radius 0 / 2, the default), on the shipped network's
+outputs for 20 frames of the openpose street clip (9-13 people), one thread; medians of 5 passes, each
+setting read twice, in turn. docs/experiments/tree-walk.md, docs/experiments/offset-vote.md.
 
     python tools/decoder_speed.py
 """
@@ -20,11 +21,11 @@ for i, f in enumerate(c.decode(video=0)):
     outs.append({k: o[k][0, 0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth") if k in o})
     if len(outs) >= 20: break
 res = {}
-for v in ("centre", "anchored", "centre", "anchored"):
-    d = TreeDecoder(net.spec, stride=net.stride, vector_read=v, max_people=30)
+for v, r in [("centre", 0), ("centre", 2), ("anchored", 0), ("anchored", 2)] * 2:
+    d = TreeDecoder(net.spec, stride=net.stride, vector_read=v, max_people=30, vote_radius=r)
     ts = []
     for rep in range(5):
         for o in outs:
             t = time.perf_counter(); p = d.decode(o); ts.append(time.perf_counter() - t)
-    res.setdefault(v, []).append(np.median(ts) * 1000)
-print({k: [round(x, 2) for x in v] for k, v in res.items()}, "people/frame", p.num_people)
+    res.setdefault(f"{v}, vote {r}", []).append(np.median(ts) * 1000)
+print({k: [round(float(x), 2) for x in v] for k, v in res.items()}, "people/frame", p.num_people)

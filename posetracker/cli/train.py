@@ -105,7 +105,7 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
                                    refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
                                    fix_swaps=not args.no_swap_fix, fix_legs=not args.no_leg_repair,
-                                   walk_fallback=not args.no_walk_fallback,
+                                   walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius,
                                    **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
             for notice in session.notices:
@@ -188,6 +188,9 @@ def add_train_parser(subparsers) -> None:
                    help="where the decoder reads tree vectors (default: as the weights were trained)")
     e.add_argument("--no-walk-fallback", action="store_true",
                    help="the walk: always predict a child from its located parent, even one not found in its heatmap")
+    e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",
+                   help="cells around a keypoint peak whose offsets vote for its position (default: the decoder's, "
+                   "2; 0: the peak cell's own offset)")
     e.add_argument("--no-swap-fix", action="store_true", help="leave left/right pairs as the network read them "
                    "(the tracker swaps back pairs crossed against the track by default)")
     e.add_argument("--no-leg-repair", action="store_true", help="offline: leave knees and ankles read on the "

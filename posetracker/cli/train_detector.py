@@ -130,7 +130,8 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     for combo in combos:
         kinds = () if combo == "none" else tuple(combo.split("+"))
         session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds,
-                                                                    known_count=args.animals))
+                                                                    known_count=args.animals,
+                                                                    vote_radius=args.vote_radius))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -160,7 +161,8 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     items = [it for it in items if it.video == video]
     session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
                                                                 max_people=args.animals or args.max_people,
-                                                                known_count=args.animals, refiners=()))
+                                                                known_count=args.animals, refiners=(),
+                                                                vote_radius=args.vote_radius))
     with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
         seq = session.run(iter(src.read, None), fps=30.0, total=src.frame_count)
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)
@@ -209,4 +211,7 @@ def add_detector_parsers(tsub) -> None:
     e.add_argument("--animals", type=int, default=None, metavar="N",
                    help="exactly N animals in every frame, as posetracker process --animals N: the N strongest "
                         "readings are kept (scores and tracking)")
+    e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",
+                   help="cells around a keypoint peak whose offsets vote for its position (default: the decoder's; "
+                        "0: the peak cell's own offset)")
     e.set_defaults(func=cmd_held_out_eval)

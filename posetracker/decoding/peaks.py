@@ -143,6 +143,42 @@ def refine_quadratic(heatmap: np.ndarray, x: np.ndarray, y: np.ndarray, eps: flo
     return shift
 
 
+#: cells: a neighbour's vote counts when it lands this close to the peak's own reading
+VOTE_AGREE = 1.5
+
+
+def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, ys: np.ndarray, xs: np.ndarray,
+                 shift: np.ndarray, radius: int, agree: float = VOTE_AGREE) -> np.ndarray:
+    """Sub-cell position of each peak as the vote of the cells around it.
+
+    Every cell of a joint's heatmap near the joint regresses the joint's position (cell +
+    its offset), not only the peak cell. Reading the peak cell alone, the position jumps
+    when the peak moves to the next cell and carries that one cell's offset error; the
+    heat-weighted mean of the votes of the ``(2 radius + 1)^2`` cells around the peak
+    that land within ``agree`` cells of the peak's own reading (so a neighbouring
+    person's joint does not vote) is steadier from frame to frame
+    (``docs/experiments/offset-vote.md``).
+
+    heatmaps: (K, h, w); offsets: (2K, h, w) (dx, dy) per joint, cells; joint, ys, xs: (N,)
+    int peaks; shift: (N, 2) the peak cells' own (dx, dy) -> (N, 2) float64 voted (dx, dy)
+    relative to the peak cell. A peak without an agreeing vote keeps its own shift.
+    """
+    h, w = heatmaps.shape[-2:]
+    d = np.arange(-radius, radius + 1)
+    dy, dx = (a.ravel() for a in np.meshgrid(d, d, indexing="ij"))  # (M,) neighbour steps
+    yy, xx = ys[:, None] + dy[None], xs[:, None] + dx[None]  # (N, M)
+    inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+    yy, xx = np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)
+    jj = joint[:, None]
+    votes = np.stack([offsets[2 * jj, yy, xx] + dx[None], offsets[2 * jj + 1, yy, xx] + dy[None]],
+                     axis=-1).astype(np.float64)  # (N, M, 2)
+    weight = heatmaps[jj, yy, xx].astype(np.float64) * inside
+    weight *= np.linalg.norm(votes - shift[:, None], axis=-1) < agree
+    total = weight.sum(1)
+    voted = (weight[..., None] * votes).sum(1) / np.maximum(total, 1e-12)[:, None]
+    return np.where(total[:, None] > 0, voted, shift)
+
+
 @dataclass(frozen=True)
 class Candidates:
     """Candidate peaks of J joint heatmaps (method A step 8), padded to C per joint, strongest first.
@@ -170,12 +206,16 @@ def keypoint_candidates(
     max_per_joint: int,
     offsets: np.ndarray | None = None,
     max_offset: float = 1.0,
+    vote_radius: int = 0,
+    vote_agree: float = VOTE_AGREE,
 ) -> Candidates:
     """Candidate peaks of every listed joint, found once per frame.
 
     heatmaps: (K, h, w); offsets: (2K, h, w) sub-cell (dx, dy) per joint, or None to
     refine with :func:`refine_quadratic` instead. Offsets are clipped to
-    ``[-max_offset, max_offset]`` cells. At most ``max_per_joint`` peaks per joint.
+    ``[-max_offset, max_offset]`` cells. With ``vote_radius`` > 0 each peak's position is
+    the offsets' vote of its neighbourhood (:func:`vote_offsets`). At most ``max_per_joint``
+    peaks per joint.
     """
     sel = np.asarray(joints, dtype=np.int64)
     n_sel = sel.shape[0]
@@ -193,6 +233,8 @@ def keypoint_candidates(
     if offsets is not None:
         shift = offsets[np.stack([2 * joint, 2 * joint + 1]), ys[None], xs[None]].T.astype(np.float64)  # one read
         shift = np.minimum(np.maximum(shift, -max_offset), max_offset)
+        if vote_radius > 0:
+            shift = vote_offsets(heatmaps, offsets, joint, ys, xs, shift, vote_radius, vote_agree)
     else:
         shift = np.zeros((xs.shape[0], 2))
         for k in np.unique(joint):
@@ -211,5 +253,5 @@ def keypoint_candidates(
 
 __all__ = [
     "Peaks", "Candidates", "local_maxima", "maxima_above", "suppress_close", "find_peaks", "refine_quadratic",
-    "keypoint_candidates",
+    "vote_offsets", "keypoint_candidates", "VOTE_AGREE",
 ]

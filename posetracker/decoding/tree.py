@@ -43,6 +43,11 @@ along, and a limb the centre read places badly is still found from its parent; t
 child's predicted position (``predicted``, and where a joint without a peak is put)
 stays the walk's.
 
+Each candidate peak's sub-cell position is the vote of the offsets of the cells within
+``vote_radius`` of it (:func:`posetracker.decoding.peaks.vote_offsets`; 0: the peak cell's
+own offset, MoveNet's read), which holds a joint steady where its peak moves from cell to
+cell.
+
 Confidence (per joint) = heatmap value at the chosen peak x Gaussian distance weight
 (see :mod:`posetracker.decoding.assign`). A joint without an acceptable peak keeps
 its predicted position with confidence ``0.5 * min(heat at prediction,
@@ -74,6 +79,7 @@ from posetracker.types import ShapeError
 
 VectorRead = Literal["centre", "parent", "anchored"]
 KNOWN_COUNT_FLOOR = 0.03  # the faintest centre peak taken for one of a known number of animals
+VOTE_RADIUS = 2  # cells around a keypoint peak whose offsets vote for its position (0: the peak cell's own)
 
 
 class TreeDecoder:
@@ -110,6 +116,7 @@ class TreeDecoder:
         min_person_score: float = 0.0,
         walk_fallback: bool = True,
         min_people: int = 0,
+        vote_radius: int = VOTE_RADIUS,
     ) -> None:
         if vector_read not in ("centre", "parent", "anchored"):
             raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['anchored', 'centre', 'parent']")
@@ -132,6 +139,9 @@ class TreeDecoder:
         if not 0 <= min_people <= self.max_people:
             raise ValueError(f"min_people must be in [0, max_people={self.max_people}], got {min_people}")
         self.min_people = int(min_people)
+        if not vote_radius >= 0:
+            raise ValueError(f"vote_radius must be >= 0, got {vote_radius}")
+        self.vote_radius = int(vote_radius)
         self._assign = ASSIGNERS[assign]
         # Method A step 5: split the skeleton into first keypoints (children of the
         # centre) and second keypoints (reached through other keypoints, tree-walk order).
@@ -224,7 +234,8 @@ class TreeDecoder:
         walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
 
         # Method A step 8 (prepared once per frame): candidate peaks of every joint heatmap.
-        cands = keypoint_candidates(heat, self._non_root, self.keypoint_threshold, self.max_candidates, offsets)
+        cands = keypoint_candidates(heat, self._non_root, self.keypoint_threshold, self.max_candidates, offsets,
+                                    vote_radius=self.vote_radius)
 
         # Method A step 6: first keypoints: predicted = centre + vector(centre -> k), then heatmap search.
         self._locate(self._levels[0], cands.rows(self._rows[0]), heat, walk)
