@@ -47,6 +47,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
+from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import TILE_GRID, Mode, SessionConfig, default_vector_read  # noqa: F401 (re-exported)
@@ -72,6 +73,7 @@ class TrackingSession:
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
+        limit_blas_threads(self.config.threads)
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
         kinds = self.config.refiners
         if kinds is None:

@@ -164,14 +164,19 @@ def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, y
     relative to the peak cell. A peak without an agreeing vote keeps its own shift.
     """
     h, w = heatmaps.shape[-2:]
+    if len(joint) == 0:
+        return shift
     d = np.arange(-radius, radius + 1)
     dy, dx = (a.ravel() for a in np.meshgrid(d, d, indexing="ij"))  # (M,) neighbour steps
     yy, xx = ys[:, None] + dy[None], xs[:, None] + dx[None]  # (N, M)
     inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
     yy, xx = np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)
+    # each cell read once for all joints (live, model.heads_at_cells computes the offsets only where read)
+    cells, where = np.unique(yy * w + xx, return_inverse=True)
+    at = np.asarray(offsets[:, cells // w, cells % w], np.float64)  # (2K, U)
     jj = joint[:, None]
-    votes = np.stack([offsets[2 * jj, yy, xx] + dx[None], offsets[2 * jj + 1, yy, xx] + dy[None]],
-                     axis=-1).astype(np.float64)  # (N, M, 2)
+    where = where.reshape(yy.shape)
+    votes = np.stack([at[2 * jj, where] + dx[None], at[2 * jj + 1, where] + dy[None]], axis=-1)  # (N, M, 2)
     weight = heatmaps[jj, yy, xx].astype(np.float64) * inside
     weight *= np.linalg.norm(votes - shift[:, None], axis=-1) < agree
     total = weight.sum(1)
