@@ -79,7 +79,7 @@ def test_a_peak_without_agreeing_votes_keeps_its_own_read():
     off = np.zeros((2, H, W))
     off[:, 4:7, 4:7] = 3.0  # every neighbour votes ~3 cells off
     off[:, 5, 5] = 0.2
-    shift = vote_offsets(heat, off, np.array([0]), np.array([5]), np.array([5]), np.array([[0.2, 0.2]]), 2, 1.5)
+    shift = vote_offsets(heat, off, np.array([0]), np.array([5]), np.array([5]), 2, 1.5)
     assert np.allclose(shift, [[0.2, 0.2]])
 
 

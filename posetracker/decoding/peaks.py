@@ -148,7 +148,7 @@ VOTE_AGREE = 1.5
 
 
 def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, ys: np.ndarray, xs: np.ndarray,
-                 shift: np.ndarray, radius: int, agree: float = VOTE_AGREE) -> np.ndarray:
+                 radius: int, agree: float = VOTE_AGREE, max_offset: float = 1.0) -> np.ndarray:
     """Sub-cell position of each peak as the vote of the cells around it.
 
     Every cell of a joint's heatmap near the joint regresses the joint's position (cell +
@@ -160,25 +160,29 @@ def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, y
     (``docs/experiments/offset-vote.md``).
 
     heatmaps: (K, h, w); offsets: (2K, h, w) (dx, dy) per joint, cells; joint, ys, xs: (N,)
-    int peaks; shift: (N, 2) the peak cells' own (dx, dy) -> (N, 2) float64 voted (dx, dy)
-    relative to the peak cell. A peak without an agreeing vote keeps its own shift.
+    int peaks -> (N, 2) float64 voted (dx, dy) relative to the peak cell. The peak's own
+    reading is its cell's offset clipped to ``max_offset`` cells (radius 0: that alone); a
+    peak without an agreeing vote keeps it.
     """
     h, w = heatmaps.shape[-2:]
     if len(joint) == 0:
-        return shift
+        return np.zeros((0, 2))
     d = np.arange(-radius, radius + 1)
     dy, dx = (a.ravel() for a in np.meshgrid(d, d, indexing="ij"))  # (M,) neighbour steps
     yy, xx = ys[:, None] + dy[None], xs[:, None] + dx[None]  # (N, M)
     inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
     yy, xx = np.clip(yy, 0, h - 1), np.clip(xx, 0, w - 1)
+    jj = joint[:, None]
+    heat = heatmaps[jj, yy, xx].astype(np.float64) * inside  # (N, M)
     # each cell read once for all joints (live, model.heads_at_cells computes the offsets only where read)
     cells, where = np.unique(yy * w + xx, return_inverse=True)
     at = np.asarray(offsets[:, cells // w, cells % w], np.float64)  # (2K, U)
-    jj = joint[:, None]
     where = where.reshape(yy.shape)
     votes = np.stack([at[2 * jj, where] + dx[None], at[2 * jj + 1, where] + dy[None]], axis=-1)  # (N, M, 2)
-    weight = heatmaps[jj, yy, xx].astype(np.float64) * inside
-    weight *= np.linalg.norm(votes - shift[:, None], axis=-1) < agree
+    shift = np.clip(votes[:, len(dx) // 2], -max_offset, max_offset)  # the peak cell's own reading
+    if radius == 0:
+        return shift
+    weight = heat * (np.linalg.norm(votes - shift[:, None], axis=-1) < agree)
     total = weight.sum(1)
     voted = (weight[..., None] * votes).sum(1) / np.maximum(total, 1e-12)[:, None]
     return np.where(total[:, None] > 0, voted, shift)
@@ -236,10 +240,11 @@ def keypoint_candidates(
     keep = rank < max_per_joint
     ks, ys, xs, heat, joint, rank = ks[keep], ys[keep], xs[keep], heat[keep], joint[keep], rank[keep]
     if offsets is not None:
-        shift = offsets[np.stack([2 * joint, 2 * joint + 1]), ys[None], xs[None]].T.astype(np.float64)  # one read
-        shift = np.minimum(np.maximum(shift, -max_offset), max_offset)
         if vote_radius > 0:
-            shift = vote_offsets(heatmaps, offsets, joint, ys, xs, shift, vote_radius, vote_agree)
+            shift = vote_offsets(heatmaps, offsets, joint, ys, xs, vote_radius, vote_agree, max_offset)
+        else:
+            shift = offsets[np.stack([2 * joint, 2 * joint + 1]), ys[None], xs[None]].T.astype(np.float64)  # one read
+            shift = np.minimum(np.maximum(shift, -max_offset), max_offset)
     else:
         shift = np.zeros((xs.shape[0], 2))
         for k in np.unique(joint):
