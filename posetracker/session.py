@@ -90,12 +90,14 @@ class TrackingSession:
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
         prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
         self.depth = DepthEstimator(self.spec, self.config.fov_deg, self.depth_trained, prior, self.config.far_depth)
+        decoder_settings = dict(self.spec.decoder)  # the skeleton's, then the session's own choices
+        if self.config.vote_radius is not None:
+            decoder_settings["vote_radius"] = self.config.vote_radius
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
             max_people=self._centres_wanted(), walk_fallback=self.config.walk_fallback,
-            min_people=min(self.config.known_count or 0, self._centres_wanted()),
-            **{**self.spec.decoder, **({} if self.config.vote_radius is None else {"vote_radius": self.config.vote_radius})},
+            min_people=min(self.config.known_count or 0, self._centres_wanted()), **decoder_settings,
         )
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)

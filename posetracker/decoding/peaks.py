@@ -161,8 +161,8 @@ def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, y
 
     heatmaps: (K, h, w); offsets: (2K, h, w) (dx, dy) per joint, cells; joint, ys, xs: (N,)
     int peaks -> (N, 2) float64 voted (dx, dy) relative to the peak cell. The peak's own
-    reading is its cell's offset clipped to ``max_offset`` cells (radius 0: that alone); a
-    peak without an agreeing vote keeps it.
+    reading is its cell's offset clipped to ``max_offset`` cells; a peak without an
+    agreeing vote keeps it.
     """
     h, w = heatmaps.shape[-2:]
     if len(joint) == 0:
@@ -180,8 +180,6 @@ def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, y
     where = where.reshape(yy.shape)
     votes = np.stack([at[2 * jj, where] + dx[None], at[2 * jj + 1, where] + dy[None]], axis=-1)  # (N, M, 2)
     shift = np.clip(votes[:, len(dx) // 2], -max_offset, max_offset)  # the peak cell's own reading
-    if radius == 0:
-        return shift
     weight = heat * (np.linalg.norm(votes - shift[:, None], axis=-1) < agree)
     total = weight.sum(1)
     voted = (weight[..., None] * votes).sum(1) / np.maximum(total, 1e-12)[:, None]
@@ -216,7 +214,6 @@ def keypoint_candidates(
     offsets: np.ndarray | None = None,
     max_offset: float = 1.0,
     vote_radius: int = 0,
-    vote_agree: float = VOTE_AGREE,
 ) -> Candidates:
     """Candidate peaks of every listed joint, found once per frame.
 
@@ -241,7 +238,7 @@ def keypoint_candidates(
     ks, ys, xs, heat, joint, rank = ks[keep], ys[keep], xs[keep], heat[keep], joint[keep], rank[keep]
     if offsets is not None:
         if vote_radius > 0:
-            shift = vote_offsets(heatmaps, offsets, joint, ys, xs, vote_radius, vote_agree, max_offset)
+            shift = vote_offsets(heatmaps, offsets, joint, ys, xs, vote_radius, max_offset=max_offset)
         else:
             shift = offsets[np.stack([2 * joint, 2 * joint + 1]), ys[None], xs[None]].T.astype(np.float64)  # one read
             shift = np.minimum(np.maximum(shift, -max_offset), max_offset)
