@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from conftest import REPO
 from posetracker.capture import open_source
@@ -58,7 +59,7 @@ def test_live_budget_carries_each_persons_last_correction(monkeypatch):
     crop.ms_per_crop = 25.0
     refined = []
 
-    def fake_refine(xy, confidence, rgb, boxes, chosen):  # each refinement moves the joints 5 px right
+    def fake_refine(xy, confidence, rgb, boxes, chosen, keep_below=0.0):  # each refinement moves the joints 5 px right
         refined.append(chosen.tolist())
         for p in chosen:
             xy[p, crop.joints, 0] += 5.0
@@ -94,7 +95,7 @@ def test_live_corrections_are_low_passed():
     crop.ms_per_crop = 25.0
     shifts = iter([8.0, 0.0, 0.0, 2.0])
 
-    def fake_refine(xy, confidence, rgb, boxes, chosen):
+    def fake_refine(xy, confidence, rgb, boxes, chosen, keep_below=0.0):
         xy[chosen[:, None], crop.joints, 0] += next(shifts)
 
     crop._refine = fake_refine
@@ -111,7 +112,7 @@ def test_live_weighted_fusion_moves_each_joint_by_its_share_of_the_confidences()
     crop = build_refiner("crop-fast", HUMAN, carry_smoothing=0.0)  # weighted is the default live fusion
     assert crop.live_fusion == "weighted"
 
-    def fake_refine(xy, confidence, rgb, boxes, chosen):
+    def fake_refine(xy, confidence, rgb, boxes, chosen, keep_below=0.0):
         xy[chosen[:, None], crop.joints, 0] += 8.0
         confidence[chosen[:, None], crop.joints] = 0.3
 
@@ -134,7 +135,7 @@ def test_a_carried_correction_expires():
     crop.ms_per_crop = 25.0
     order = []
 
-    def fake_refine(xy, confidence, rgb, boxes, chosen):
+    def fake_refine(xy, confidence, rgb, boxes, chosen, keep_below=0.0):
         order.append(chosen.tolist())
         xy[chosen[:, None], crop.joints, 0] += 5.0
 
@@ -229,6 +230,35 @@ def test_a_crop_reading_of_someone_else_is_refused():
     unsure = np.full(17, 0.1)
     unsure[:2] = 0.9
     assert crop.agrees(mine, unsure, mine + [120.0, 0.0], sure)  # two joints in common: too little to refuse
+
+
+def test_a_joint_thunder_does_not_see_keeps_the_bottom_up_reading(monkeypatch):
+    """Offline fusion (step 5): Thunder's joints replace the bottom-up ones, except a joint Thunder scores below
+    keep_below where the bottom-up network is more confident; live (a budget) leaves that to its weighted fusion."""
+    import posetracker.refiners.crop as crop_module
+
+    crop = build_refiner("crop", HUMAN)
+    assert crop.keep_below == 0.05
+    xy, _ = _two_people()
+    xy, conf = xy[:1], np.full((1, 18), 0.6)
+    found = np.zeros((17, 3))
+    found[:, :2], found[:, 2] = 0.5, 0.8  # every joint read at the crop's centre, score 0.8 ...
+    found[0, 2], found[1, 2] = 0.02, 0.02  # ... but the nose and left eye at 0.02
+    conf[0, crop.joints[1]] = 0.01  # the bottom-up network is even less sure of the left eye
+    monkeypatch.setattr(crop_module, "decode_thunder", lambda *a: found.copy())
+    size = crop.net.input_size // 4
+    fake = {k: torch.zeros(1, 1, size, size) for k in ("centre", "heatmap", "regress", "offset")}
+    object.__setattr__(crop, "_runner", lambda batch: fake)
+    out, c = crop.refine_frame(xy, conf, np.zeros((300, 600, 3), np.uint8))
+    moved = ~np.isclose(out[0], xy[0]).all(axis=1)
+    nose, eye = crop.joints[0], crop.joints[1]
+    assert not moved[nose] and c[0, nose] == 0.6  # kept: the bottom-up reading and its confidence
+    assert moved[eye] and c[0, eye] == pytest.approx(0.02)  # both unsure: Thunder's reading
+    assert moved[crop.joints[2:]].all() and np.allclose(c[0, crop.joints[2:]], 0.8)
+    assert not moved[17]  # the body centre is not Thunder's
+    crop.keep_below = 0.0
+    out, _ = crop.refine_frame(xy, conf, np.zeros((300, 600, 3), np.uint8))
+    assert not np.isclose(out[0, nose], xy[0, nose]).all()  # off: every joint replaced
 
 
 def test_people_are_linked_by_their_bottom_up_joints_and_keep_the_refined_ones(frames):

@@ -22,7 +22,10 @@ runs MoveNet SinglePose Thunder (:mod:`posetracker.model.thunder`) on it:
 5. fusion: those joints are replaced by Thunder's, with Thunder's score as their
    confidence (replacing measured better than keeping the more confident of the
    two or averaging them by confidence: ``docs/experiments/crop-stage.md``);
-   joints Thunder does not predict (the body centre) keep theirs.
+   joints Thunder does not predict (the body centre) keep theirs, and so does a
+   joint Thunder scores below ``keep_below`` (0.05: it does not see it) where the
+   bottom-up network is more confident (CrowdPose: knees Thunder reads at
+   0.01-0.04 far from the right place).
 
 All the people of a frame go through the network as one batch. A per-frame time
 budget (``budget_ms``, given by the session in live mode) limits how many people
@@ -79,7 +82,8 @@ class CropRefiner(Refiner):
 
     def __init__(self, spec: SkeletonSpec, expand: float = 1.25, box_confidence: float = 0.1, min_joints: int = 2,
                  carry_frames: int = 30, carry_iou: float = 0.3, carry_smoothing: float = 0.6,
-                 live_fusion: str = "weighted", min_agreement: float = 0.1, min_joints_agree: int = 3):
+                 live_fusion: str = "weighted", min_agreement: float = 0.1, min_joints_agree: int = 3,
+                 keep_below: float = 0.05):
         super().__init__(spec)
         missing = [n for n in COCO17 if n not in spec.joint_names]
         if missing:
@@ -96,6 +100,7 @@ class CropRefiner(Refiner):
         self.carry_frames, self.carry_iou, self.carry_smoothing = carry_frames, carry_iou, carry_smoothing
         self.live_fusion = live_fusion
         self.min_agreement, self.min_joints_agree = min_agreement, min_joints_agree
+        self.keep_below = keep_below  # fusion step 5; not in live mode, whose weighted fusion already does it
         self.sigmas = joint_sigmas(spec)[self.joints]  # (17,) OKS sigmas of Thunder's joints
         self.last_disagreed = 0  # people of the last frame whose reading stayed the bottom-up one
         self.reset()
@@ -159,7 +164,7 @@ class CropRefiner(Refiner):
         raw_xy, raw_conf = xy, confidence
         xy, confidence = xy.copy(), confidence.copy()
         if len(chosen):
-            self._refine(xy, confidence, rgb, boxes, chosen)
+            self._refine(xy, confidence, rgb, boxes, chosen, keep_below=self.keep_below if budget_ms is None else 0.0)
         if budget_ms is None:
             return xy, confidence
         memory = []
@@ -211,9 +216,10 @@ class CropRefiner(Refiner):
             iou[p, :], iou[:, m] = 0.0, 0.0
 
     def _refine(self, xy: np.ndarray, confidence: np.ndarray, rgb: np.ndarray, boxes: np.ndarray,
-                chosen: np.ndarray) -> None:
+                chosen: np.ndarray, keep_below: float = 0.0) -> None:
         """Thunder on the chosen people's crops, as one batch; writes their COCO-17 joints into xy and
-        confidence (in place) and updates the running cost per crop."""
+        confidence (in place; a joint Thunder scores below ``keep_below`` under the bottom-up confidence is
+        left as it is) and updates the running cost per crop."""
         t0 = time.perf_counter()
         size = self.net.input_size
         crops, windows = zip(*(crop_around_box(rgb, boxes[p], size=size, expand=self.expand) for p in chosen))
@@ -228,8 +234,9 @@ class CropRefiner(Refiner):
             if not self.agrees(xy[p, self.joints], confidence[p, self.joints], found, kp[:, 2]):
                 self.last_disagreed += 1
                 continue
-            xy[p, self.joints] = found
-            confidence[p, self.joints] = kp[:, 2]
+            take = ~((kp[:, 2] < keep_below) & (confidence[p, self.joints] > kp[:, 2]))  # (17,)
+            xy[p, self.joints[take]] = found[take]
+            confidence[p, self.joints[take]] = kp[take, 2]
         ms = (time.perf_counter() - t0) * 1000 / len(chosen)
         self.ms_per_crop = 0.8 * self.ms_per_crop + 0.2 * ms
 
