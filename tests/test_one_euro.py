@@ -187,7 +187,7 @@ def test_offline_savgol_nan_gaps() -> None:
     x[40:45, 0] = np.nan  # gap in one column
     x[90, 1] = np.nan
     x[96:, 2] = np.nan
-    x[92:94, 2] = np.nan  # leaves a 2-sample run (too short to fit)
+    x[91:94, 2] = np.nan  # leaves a 2-sample run (too short to fit)
     out = smooth_offline(x, t, "savgol")
     assert np.array_equal(np.isnan(out), np.isnan(x))
     np.testing.assert_array_equal(out[94:96, 2], x[94:96, 2])
@@ -200,3 +200,19 @@ def test_offline_savgol_nan_gaps() -> None:
         smooth_offline(x, t, "median")
     with pytest.raises(ValueError):
         smooth_offline(x, t[:-1])
+
+
+def test_offline_savgol_bridges_a_short_dropout() -> None:
+    """A still joint that starts to move a few frames after a one-frame dropout: split at the dropout, the
+    second piece's fit bends at its start; bridged (the gap filled for the fit only), it stays still there."""
+    t = np.arange(40) / FPS
+    x = np.full((40, 1), 600.0)
+    x[8:, 0] = 600.0 - 25.0 * np.arange(1, 33)  # moves from frame 8 on, 25 px a frame
+    x[4, 0] = np.nan
+    split = smooth_offline(x, t, "savgol")
+    bridged = smooth_offline(x, t, "savgol", bridge=2)
+    assert np.isnan(bridged[4, 0]) and np.array_equal(np.isnan(bridged), np.isnan(x))
+    assert abs(split[5, 0] - 600.0) > 5.0  # the end effect
+    assert abs(bridged[5, 0] - 600.0) < abs(split[5, 0] - 600.0) / 3
+    x[4:7, 0] = np.nan  # longer than the bridge: split as before
+    np.testing.assert_array_equal(smooth_offline(x, t, "savgol", bridge=2), smooth_offline(x, t, "savgol"))

@@ -196,16 +196,17 @@ def _runs(ok: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(d == 1).tolist(), np.flatnonzero(d == -1).tolist()))
 
 
-def _savgol(values: np.ndarray, timestamps: np.ndarray, window_s: float, polyorder: int, gap_factor: float) -> np.ndarray:
+def _savgol(values: np.ndarray, timestamps: np.ndarray, window_s: float, polyorder: int, gap_factor: float,
+            bridge: int = 0) -> np.ndarray:
     t_len = values.shape[0]
-    flat = values.reshape(t_len, -1)
-    out = flat.copy()
     dts = np.diff(timestamps)
     dt = float(np.median(dts)) if dts.size else 1.0
     window = max(int(round(window_s / dt)) if dt > 0 else 1, polyorder + 1)
     window += 1 - window % 2  # odd
     # A time gap (dropped frames) also breaks a run.
     breaks = np.flatnonzero(dts > gap_factor * dt) + 1 if dt > 0 else np.zeros(0, int)
+    flat = _bridge(values.reshape(t_len, -1), bridge, breaks)
+    out = flat.copy()
     finite = ~np.isnan(flat)
     # Columns sharing one nan pattern are smoothed together.
     patterns, inverse = np.unique(finite.T, axis=0, return_inverse=True)
@@ -222,7 +223,26 @@ def _savgol(values: np.ndarray, timestamps: np.ndarray, window_s: float, polyord
                 continue  # too short to fit: left as measured
             block = flat[start:stop][:, cols]
             out[start:stop, cols] = savgol_filter(block, w, polyorder, axis=0, mode="interp")
+    out[np.isnan(values.reshape(t_len, -1))] = np.nan  # bridged samples were only for the fit
     return out.reshape(values.shape)
+
+
+def _bridge(flat: np.ndarray, longest: int, breaks: np.ndarray) -> np.ndarray:
+    """flat (T, C) with nan gaps -> a copy whose interior gaps of at most ``longest`` samples (finite on both
+    sides, no time break inside) are filled by linear interpolation, so a short dropout does not split a run in
+    two: each piece's fit ends at the gap (``mode="interp"``), and a polynomial fitted to a still joint that
+    starts to move a few frames later bends at that end (the gait clip: a standing ankle bent 27 px)."""
+    out = flat.copy()
+    if longest <= 0:
+        return out
+    for c in range(flat.shape[1]):
+        finite = ~np.isnan(flat[:, c])
+        for start, stop in _runs(~finite):
+            if start == 0 or stop == len(finite) or stop - start > longest or ((breaks >= start) & (breaks <= stop)).any():
+                continue
+            a, b = flat[start - 1, c], flat[stop, c]
+            out[start:stop, c] = a + (b - a) * np.arange(1, stop - start + 1) / (stop - start + 1)
+    return out
 
 
 def smooth_offline(
@@ -234,6 +254,7 @@ def smooth_offline(
     polyorder: int = 2,
     gap_factor: float = 2.5,
     params: OneEuroParams | None = None,
+    bridge: int = 0,
 ) -> np.ndarray:
     """Zero-lag smoothing of a whole sequence; values (T, ...) at timestamps (T,) s -> (T, ...) float64.
 
@@ -246,6 +267,9 @@ def smooth_offline(
     over ``gap_factor`` frame intervals also splits a run, nan stays nan, and
     runs too short for a fit are left as they are. The default (0.35 s, degree
     2; 11 samples at 30 fps) keeps motion below ~4 Hz and halves white noise.
+    ``bridge`` > 0: gaps of at most that many samples inside a run are filled
+    linearly for the fit only (they stay nan), so a short dropout does not
+    split the run (:func:`_bridge`).
 
     ``method="forward_backward"``: the One Euro filter (``params``, default
     the ``"offline"`` preset for pixels) run forward and backward in time and
@@ -262,7 +286,7 @@ def smooth_offline(
     if v.shape[0] == 0:
         return v.copy()
     if method == "savgol":
-        return _savgol(v, t, window_s, polyorder, gap_factor)
+        return _savgol(v, t, window_s, polyorder, gap_factor, bridge)
     if method == "forward_backward":
         p = params or preset("offline", "px")
         fwd, bwd = OneEuroFilter.from_params(p), OneEuroFilter.from_params(p)
