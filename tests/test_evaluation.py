@@ -114,6 +114,20 @@ def test_false_positive_with_high_score_halves_ap():
         assert m["pck@0.1"] == 1.0 and m["recall"] == 1.0 and m["predicted_people"] == 2
 
 
+def test_a_set_that_labels_one_person_at_a_time_leaves_out_predictions_on_other_people():
+    import dataclasses
+
+    gt = person(0, 0)
+    elsewhere, duplicate = person(400, 400), person(30, 30)  # an unlabelled person; a second reading of gt
+    full = image([elsewhere, gt], [gt], scores=[0.9, 0.8])
+    partial = dataclasses.replace(full, every_person_labelled=False)
+    assert summarize([full], SIG)["ap"] == pytest.approx(0.5)
+    assert summarize([partial], SIG)["ap"] == pytest.approx(1.0)  # neither true nor false positive
+    # a prediction overlapping the labelled person still counts against AP
+    dup = dataclasses.replace(image([duplicate, gt], [gt], scores=[0.9, 0.8]), every_person_labelled=False)
+    assert summarize([dup], SIG)["ap"] == pytest.approx(0.5)
+
+
 def test_false_positive_pooled_across_images():
     gt = person(0, 0)
     ims = [image([gt], [gt], scores=[0.8]), image([person(50, 50)], [], scores=[0.95])]
@@ -392,6 +406,7 @@ def test_load_and_evaluate_synthetic_set(tmp_path):
     assert it.image is None and it.video == (tmp_path / "clip.mp4").resolve() and it.frame_idx == 5
     assert it.key == "clip.mp4#5"
     assert ls.items[1].instances[0].bbox is None
+    assert all(it.every_person_labelled for it in ls.items)
     assert ls.items[1].instances[0].box().tolist() == [30, 8, 16, 32]  # keypoint bbox
     rgb = read_image(it)
     assert rgb.shape == (48, 64, 3) and rgb.dtype == np.uint8 and abs(rgb.mean() - 60) < 3
@@ -410,6 +425,15 @@ def test_load_and_evaluate_synthetic_set(tmp_path):
     person0 = preds[0]["people"][0]
     assert len(person0["keypoints"]) == 18 and person0["keypoints"][0][2] is None and person0["score"] == 1.0
     json.dumps(preds, allow_nan=False)  # JSON-ready
+
+
+def test_mpii_centre_and_scale_mark_an_image_labelled_one_person_at_a_time(tmp_path):
+    path = _synthetic_set(tmp_path)
+    data = json.loads(path.read_text())
+    data["images"][0]["instances"][0].update(center=[10, 20], scale=0.2)  # MPII's single-person annotation
+    path.write_text(json.dumps(data))
+    ls = load_labelled_set(path)
+    assert [it.every_person_labelled for it in ls.items] == [False, True, True, True]
 
 
 def test_evaluate_set_rejects_wrong_sizes_and_skeletons(tmp_path):

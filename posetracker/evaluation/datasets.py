@@ -88,6 +88,9 @@ class LabelledItem:
     width, height: source image size in px (from the json)
     instances: the labelled people
     file:      the ``file`` entry as written in the json (used as the item's key)
+    every_person_labelled: False where the source labels one person at a time (MPII's single-person
+               annotation, recognised by its ``center`` and ``scale``): other people in the image are real
+               but unlabelled, so a prediction on them is no false positive (see ``ImageEval``)
     """
 
     image: Path | None
@@ -97,6 +100,7 @@ class LabelledItem:
     height: int
     instances: tuple[Instance, ...]
     file: str = ""
+    every_person_labelled: bool = True
 
     @property
     def key(self) -> str:
@@ -170,6 +174,7 @@ def load_labelled_set(path: str | os.PathLike[str]) -> LabelledSet:
         except (KeyError, TypeError, ValueError) as e:
             raise LabelledSetError(f"{where}: needs 'file', 'width' and 'height' ({e})") from None
         insts: list[Instance] = []
+        one_at_a_time = any("center" in inst and "scale" in inst for inst in im.get("instances") or ())
         for j, inst in enumerate(im.get("instances") or ()):
             kp = np.asarray(inst.get("keypoints"), dtype=np.float64)
             if kp.shape != (n, 3):
@@ -183,10 +188,11 @@ def load_labelled_set(path: str | os.PathLike[str]) -> LabelledSet:
                 raise LabelledSetError(f"{where}: a video frame needs 'frame_idx'")
             items.append(LabelledItem(image=None, video=(root / str(im["video"])).resolve(),
                                       frame_idx=int(im["frame_idx"]), width=width, height=height,
-                                      instances=tuple(insts), file=file))
+                                      instances=tuple(insts), file=file, every_person_labelled=not one_at_a_time))
         else:
             items.append(LabelledItem(image=(root / file).resolve(), video=None, frame_idx=None,
-                                      width=width, height=height, instances=tuple(insts), file=file))
+                                      width=width, height=height, instances=tuple(insts), file=file,
+                                      every_person_labelled=not one_at_a_time))
     extra = {k: data[k] for k in ("visibility_note", "source_annotation", "skeleton") if k in data}
     return LabelledSet(name=str(data.get("dataset") or src.parent.name), kind=str(data.get("kind") or ""),
                        keypoint_names=names, items=tuple(items), source=src, extra=extra)

@@ -199,6 +199,10 @@ class ImageEval:
     gt: np.ndarray
     boxes: np.ndarray
     image_height: float = 0.0  # px; 0 = unknown (no "tall people" recall)
+    # False where the source labels one person at a time (MPII's single-person annotation): a prediction that
+    # matches no labelled person and whose joints' box overlaps no labelled person's box is on someone the set
+    # does not label, and AP leaves it out (neither true nor false positive), as COCO does with crowd regions.
+    every_person_labelled: bool = True
 
     def __post_init__(self) -> None:
         p, g = len(self.scores), len(self.boxes)
@@ -271,7 +275,20 @@ def _ranked_matches(im: ImageEval, sigmas: np.ndarray, thresholds: np.ndarray, a
     d = len(order)
     matched = np.array([m for m, _ in pairs], bool).reshape(len(thresholds), d)
     ignored = np.array([i for _, i in pairs], bool).reshape(len(thresholds), d)
+    if not im.every_person_labelled:
+        ignored |= ~matched & _apart_from(im.pred[order], im.pred_conf[order], im.boxes)[None]
     return np.asarray(im.scores, dtype=np.float64)[order], matched, ignored
+
+
+def _apart_from(pred: np.ndarray, pred_conf: np.ndarray, boxes: np.ndarray) -> np.ndarray:
+    """(D,) bool: the box of each prediction's joints (pred (D, K, 2), pred_conf (D, K)) overlaps none of
+    ``boxes`` (G, 4) x, y, w, h; a prediction without a joint is apart."""
+    ok = _valid(pred, pred_conf)
+    inf = np.where(ok[..., None], pred, np.inf).min(axis=1)  # (D, 2)
+    sup = np.where(ok[..., None], pred, -np.inf).max(axis=1)
+    lo, hi = boxes[None, :, :2], boxes[None, :, :2] + boxes[None, :, 2:]  # (1, G, 2)
+    overlaps = ((inf[:, None] <= hi) & (sup[:, None] >= lo)).all(-1)  # (D, G)
+    return ~overlaps.any(axis=1)
 
 
 def detection_outcomes(images: Sequence[ImageEval], sigmas: np.ndarray, threshold: float = 0.5,

@@ -125,6 +125,7 @@ def evaluate_set(
                 pred_conf=np.asarray(frame.confidence[:, h_idx], dtype=np.float64),
                 scores=np.asarray(frame.scores, dtype=np.float64),
                 gt=gt, boxes=boxes, image_height=float(item.height),
+                every_person_labelled=item.every_person_labelled,
             ))
             if keep_predictions:
                 records.append(prediction_record(item, frame))
