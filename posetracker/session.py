@@ -1,6 +1,6 @@
 """TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
 
-    Frame (H, W, 3) uint8 RGB -> letterbox (256 on the long side, fitted to the aspect) -> PoseNet (causal stream, or bidirectional chunks)
+    Frame (H, W, 3) uint8 RGB -> [dark frames stretched: model.low_light] -> letterbox (256 on the long side, fitted to the aspect) -> PoseNet (causal stream, or bidirectional chunks)
           -> outputs of one frame, (C, h, w) each: heatmaps K, offsets 2K, vectors 2E, depth 1+E
           -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)
@@ -44,6 +44,7 @@ from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default
 from posetracker.model.fused import live_stream, torch_parts
 from posetracker.model.heads_at_cells import CellHeads, dense_maps
 from posetracker.model.network import CausalStream, PoseNet
+from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
@@ -196,9 +197,10 @@ class TrackingSession:
     def _prepare(self, frame: Frame, tiles: int | None = None) -> tuple[torch.Tensor, Pending]:
         """tiles: the tile grid for this frame (None: the video one, ``self.tile_grid``)."""
         tiles = self.tile_grid if tiles is None else tiles
-        x, box = self._input(frame.image)
+        image = brighten_if_dark(frame.image) if self.config.low_light else frame.image
+        x, box = self._input(image)
         return x, Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
-                           frame.image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
+                           image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
                            tiles)
 
     def _people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None = None,

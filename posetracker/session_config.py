@@ -50,6 +50,8 @@ class SessionConfig:
     # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
     # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
     fit_input: bool = True
+    # frames too dark for the network (its brightest pixels under 32 of 255) are stretched first (model.low_light)
+    low_light: bool = True
     # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
     # defaults (refiners.default_refiners: offline and still images the precision stage, live its fast variant where
     # more than one CPU is usable), where trained

@@ -40,7 +40,8 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
     # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen
     config = SessionConfig(mode="offline", vector_read=args.vector_read, threads=args.threads,
                            refiners=chosen_refiners(args), tile_grid=args.tiles,
-                           walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius)
+                           walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius,
+                           low_light=not args.no_low_light)
     session = TrackingSession.open(weights=args.weights, config=config)
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
@@ -155,6 +156,8 @@ def add_eval_parser(sub) -> None:
                    "trained for the walk, else the centre)")
     e.add_argument("--no-walk-fallback", action="store_true",
                    help="the walk: always predict a child from its located parent, even one not found in its heatmap")
+    e.add_argument("--no-low-light", action="store_true",
+                   help="read dark images as they are (default: stretched first, posetracker.model.low_light)")
     e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",
                    help="cells around a keypoint peak whose offsets vote for its position (default: the decoder's, "
                    "2; 0: the peak cell's own offset)")
