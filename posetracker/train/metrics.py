@@ -269,7 +269,10 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     the smoothed teacher (box diagonal), PA-MPJPE, root-depth error and depth-order agreement vs the
     teacher world / depth (when it has them), the model's bone-length CV, left/right consistency
     (``swaps_per_1000``: frames where a track's mirror pair sits crossed against its frame before, per
-    1,000 person-frames; ``lr_crossed``: share of pairs crossed against the teacher), ``stature_m`` (the
+    1,000 person-frames; ``lr_crossed``: share of pairs crossed against the teacher;
+    ``swaps_vs_teacher_per_1000``: frames where a pair turns crossed against the teacher's reading of the same
+    frame, per 1,000 matched person-frames: a fast real crossing of two limbs, which the frame-to-frame count
+    takes for a swap when it happens within one frame, is not one here), ``stature_m`` (the
     standing height of the person with the most complete frames, :mod:`posetracker.analysis.stature`:
     the check on metric scale; ``stature_teacher_m`` the same from the teacher's world), and with ``baseline``
     (another model's :func:`run_clip` on the same clip) :func:`added_lag`.
@@ -297,6 +300,8 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     swaps, person_frames = count_swaps(r["xy"], r["ok"], pairs)
     out["swaps_per_1000"] = 1000.0 * swaps / person_frames if person_frames else float("nan")
     out["lr_crossed"] = crossed_share(m["xy"], both, labels.xy, ref_ok, pairs)
+    onsets, matched_frames = crossed_onsets(m["xy"], both, labels.xy, ref_ok, pairs)
+    out["swaps_vs_teacher_per_1000"] = 1000.0 * onsets / matched_frames if matched_frames else float("nan")
     statures = [(n, h) for n, h in track_statures(r["world"], r["ok"], spec) if np.isfinite(h)]
     out["stature_m"] = max(statures)[1] if statures else float("nan")  # the longest-seen person's
     ref = [(n, h) for n, h in track_statures(labels.world, labels.visible, spec) if np.isfinite(h)]
@@ -316,6 +321,21 @@ def crossed_share(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok
     crossed = crossed_pairs(np.nan_to_num(flat(pred)), ok_p, np.nan_to_num(flat(ref)), ok_r, pairs)
     counted = ok_p[:, pairs[:, 0]] & ok_p[:, pairs[:, 1]] & ok_r[:, pairs[:, 0]] & ok_r[:, pairs[:, 1]]
     return float(crossed[counted].mean()) if counted.any() else float("nan")
+
+
+def crossed_onsets(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray,
+                   pairs: np.ndarray) -> tuple[int, int]:
+    """(onsets, person-frames): frames (t, n) where at least one mirror pair sits crossed against the reference
+    of frame t (``tracking.mirror.crossed_pairs``) having not been crossed, and compared, at t - 1; person-frames
+    count (t, n) with a joint in both. pred, ref: (T, N, K, 2); pred_ok, ref_ok: (T, N, K)."""
+    t, n, k = pred_ok.shape
+    flat = lambda a: a.reshape(t * n, k, *a.shape[3:])  # noqa: E731
+    ok_p, ok_r = flat(pred_ok), flat(ref_ok)
+    crossed = crossed_pairs(np.nan_to_num(flat(pred)), ok_p, np.nan_to_num(flat(ref)), ok_r, pairs).reshape(t, n, -1)
+    a, b = pairs[:, 0], pairs[:, 1]
+    compared = (ok_p[:, a] & ok_p[:, b] & ok_r[:, a] & ok_r[:, b]).reshape(t, n, -1)
+    turned = crossed[1:] & compared[:-1] & ~crossed[:-1]  # (T-1, N, M)
+    return int(turned.any(-1).sum()), int((pred_ok & ref_ok).any(-1).sum())
 
 
 def _virtual_mask(spec: SkeletonSpec) -> np.ndarray:
