@@ -29,3 +29,29 @@ def test_a_dark_frame_is_stretched_to_the_full_range_and_keeps_its_order():
     assert bright_level(out) > 150  # the person's levels now span most of the range
     person, background = out[40:90, 65:85].mean(), out[:, :40].mean()
     assert person > background + 60  # brighter things stay brighter, far apart
+
+
+def test_the_session_reads_a_darkened_clip_as_it_reads_the_bright_one():
+    """The bundled sample clip at 1/24 of its brightness (levels 0-10): with the stretch the joints land within
+    a few px of the bright clip's; read as it is, the network loses them."""
+    from pathlib import Path
+
+    import av
+
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.types import Frame
+
+    clip = Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4"
+    with av.open(str(clip)) as c:
+        frames = [f.to_ndarray(format="rgb24") for _, f in zip(range(12), c.decode(video=0))]
+
+    def read(dark: int, low_light: bool) -> np.ndarray:
+        session = TrackingSession.open(config=SessionConfig(mode="live", low_light=low_light, refiners=()))
+        poses = session.run([Frame(i, i / 30, (f // dark).astype(np.uint8)) for i, f in enumerate(frames)], 30.0)
+        return np.stack([p.keypoints[0, :, :2] for p in poses.frames])  # (T, K, 2): one dancer in every frame
+
+    bright = read(1, True)
+    gap = lambda xy: float(np.nanmedian(np.linalg.norm(xy - bright, axis=-1)))  # noqa: E731
+    stretched = gap(read(24, True))  # 2.2 px when written
+    assert stretched < 4.0
+    assert gap(read(24, False)) > 3 * stretched  # 10.5 px

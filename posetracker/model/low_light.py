@@ -11,7 +11,9 @@ the precision stage). Other frames pass through untouched (the same array). Abou
 Measured on the two ExLPose low-light photos (values 0-18, mean 0.3; `posetracker eval --data
 ../shared/data/human/mmpose_exlpose [--no-low-light]`): 1 of their 6 people found with it, none without;
 MoveNet's own decode finds none, and the same one when given the same stretch, so the gain is the
-stretch's, not the network's.
+stretch's, not the network's. The bundled sample clip darkened 24x (levels 0-10), offline, 60 frames: joints a
+median 1.7 px from the bright clip's with the stretch, 28.8 px without (12x darker: 0.8 against 2.3 px);
+`tests/test_low_light.py` checks the live case.
 """
 
 from __future__ import annotations
