@@ -434,6 +434,11 @@ def test_mpii_centre_and_scale_mark_an_image_labelled_one_person_at_a_time(tmp_p
     path.write_text(json.dumps(data))
     ls = load_labelled_set(path)
     assert [it.every_person_labelled for it in ls.items] == [False, True, True, True]
+    from posetracker.cli.evaluate import format_table
+
+    res = evaluate_set(ls, oracle(ls))
+    assert res["every_person_labelled"] is False
+    assert "synthetic: one person labelled an image" in format_table({"synthetic": res})
 
 
 def test_evaluate_set_rejects_wrong_sizes_and_skeletons(tmp_path):

@@ -57,6 +57,10 @@ def format_table(results: dict[str, dict]) -> str:
     rows = [f"{'set':<28}{'images':>7}{'people':>7}" + "".join(f"{m:>{width[m]}}" for m in METRICS)]
     for name, r in results.items():
         rows.append(f"{name:<28}{r['images']:>7}{r['people']:>7}" + "".join(f"{r[m]:>{width[m]}.3f}" for m in METRICS))
+    partial = [name for name, r in results.items() if not r.get("every_person_labelled", True)]
+    if partial:
+        rows.append(f"({', '.join(partial)}: one person labelled an image; AP leaves out predictions that "
+                    "overlap no labelled person)")
     return "\n".join(rows)
 
 

@@ -86,7 +86,8 @@ def evaluate_set(
 
     Returns ``{"pck@0.1", "pck@0.2", "ap", "ap50", "ap75", "ap_per_threshold", "recall",
     "images", "people", "ignored_people", "labelled_joints", "predicted_people",
-    "mapped_joints" (human18 names), "set", "layout", "predictions"}``;
+    "mapped_joints" (human18 names), "set", "layout", "every_person_labelled" (False where some image labels
+    one person at a time: AP there leaves out predictions on other people, ``ImageEval``), "predictions"}``;
     ``predictions`` (list of :func:`prediction_record`, empty unless
     ``keep_predictions``) is what ``--predictions-out`` writes; with ``keep_images``
     also ``"image_evals"``: the :class:`ImageEval` of each item, with ``"sigmas"`` (K,)
@@ -138,6 +139,7 @@ def evaluate_set(
     result["mapped_joints"] = [HUMAN18_JOINTS[i] for i in h_idx]
     result["set"] = labelled_set.name
     result["layout"] = lay.name
+    result["every_person_labelled"] = all(it.every_person_labelled for it in labelled_set.items)
     result["predictions"] = records
     if keep_images:
         result["image_evals"], result["sigmas"] = images, sigmas
