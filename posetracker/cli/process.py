@@ -121,7 +121,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
                            fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            fix_facing=not args.no_facing_repair, fix_legs=not args.no_leg_repair,
-                           refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
+                           low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
     except RefinerError as exc:
@@ -239,6 +239,9 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--no-leg-repair", action="store_true",
                     help="offline: keep knees and ankles as read where, seen from the side, they sit on the other "
                          "leg by depth (default: exchanged back; listed as leg_repairs)")
+    pr.add_argument("--no-low-light", action="store_true",
+                    help="read dark frames as they are (default: frames whose brightest pixels are under 32 of 255 "
+                         "are stretched before the network reads them; posetracker.model.low_light)")
     add_refiners_argument(pr, "switch on trained refiners")
     add_tiles_argument(pr)
     add_crop_budget_argument(pr)
