@@ -1,6 +1,7 @@
 """TrackingSession: the whole chain from frames to tracked, smoothed 3-D people.
 
-    Frame (H, W, 3) uint8 RGB -> [dark frames stretched: model.low_light] -> letterbox (256 on the long side, fitted to the aspect) -> PoseNet (causal stream, or bidirectional chunks)
+    Frame (H, W, 3) uint8 RGB -> [dark frames stretched: model.low_light]
+          -> letterbox (256 on the long side, fitted to the aspect) -> PoseNet (causal stream, or bidirectional chunks)
           -> outputs of one frame, (C, h, w) each: heatmaps K, offsets 2K, vectors 2E, depth 1+E
           -> [refiners, maps stage: method B] -> TreeDecoder (method A steps 4-8, 2-D)
           -> DecodedPeople: keypoints (P, K, 2) input px, confidence (P, K), depth_reads (P, 1+E)

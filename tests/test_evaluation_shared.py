@@ -21,7 +21,7 @@ from posetracker.evaluation import (
     read_image,
     to_human18,
 )
-from test_evaluation import oracle
+from test_labelled_sets import oracle
 
 pytestmark = pytest.mark.shared
 

@@ -121,7 +121,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
                            fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            fix_facing=not args.no_facing_repair, fix_legs=not args.no_leg_repair,
-                           low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles, **crop_budget(args))
+                           low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
+                           **crop_budget(args))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
     except RefinerError as exc:

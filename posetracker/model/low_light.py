@@ -1,9 +1,9 @@
 """Dark frames stretched before the network reads them (a dim room, a street at night).
 
 A frame is *dark* when the 99.5th percentile of its brightest channel, sampled on a grid of about 160 points
-along its long side, is below ``DARK_LEVEL`` (32 of 255): its people are then a few grey levels above black, where the network was
-never trained. Such a frame is stretched through a lookup table, that percentile to 255 with gamma 0.5
-(the shadows lifted most), and blurred with sigma = long side / 1280 px to even out the sensor noise the
+along its long side, is below ``DARK_LEVEL`` (32 of 255): its people are then a few grey levels above black,
+where the network was never trained. Such a frame is stretched through a lookup table, that percentile to 255
+with gamma 0.5 (the shadows lifted most), and blurred with sigma = long side / 1280 px to even out the sensor noise the
 gain brings up (the network's own input is area-downscaled; the blur serves the full-resolution crops of
 the precision stage). Other frames pass through untouched (the same array). About 6 ms for a dark
 1920 x 1200 frame on one core; the check 0.3-0.6 ms (640 x 480 to 1920 x 1080).
@@ -11,10 +11,10 @@ the precision stage). Other frames pass through untouched (the same array). Abou
 Measured on the two ExLPose low-light photos (values 0-18, mean 0.3; `posetracker eval --data
 ../shared/data/human/mmpose_exlpose [--no-low-light]`): 1 of their 6 people found with it, none without;
 MoveNet's own decode finds none, and the same one when given the same stretch, so the gain is the
-stretch's, not the network's. The bundled sample clip darkened 24x (levels 0-10), offline, 60 frames: joints a
-median 1.7 px from the bright clip's with the stretch, 28.8 px without (12x darker: 0.8 against 2.3 px);
-`tests/test_low_light.py` checks the live case. The app on that darkened clip, live with its defaults (the frame is
-shown as it is; the network reads it stretched): `docs/screenshots/low-light-live.png`.
+stretch's, not the network's. The bundled sample clip darkened 24x (levels 0-10), offline, 60 frames: joints
+a median 1.7 px from the bright clip's with the stretch, 28.8 px without (12x darker: 0.8 against 2.3 px);
+`tests/test_low_light.py` checks the live case. The app on that darkened clip, live with its defaults (the
+frame is shown as it is; the network reads it stretched): `docs/screenshots/low-light-live.png`.
 """
 
 from __future__ import annotations

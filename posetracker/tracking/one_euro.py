@@ -238,7 +238,8 @@ def _bridge(flat: np.ndarray, longest: int, breaks: np.ndarray) -> np.ndarray:
     for c in range(flat.shape[1]):
         finite = ~np.isnan(flat[:, c])
         for start, stop in _runs(~finite):
-            if start == 0 or stop == len(finite) or stop - start > longest or ((breaks >= start) & (breaks <= stop)).any():
+            interior = 0 < start and stop < len(finite)
+            if not interior or stop - start > longest or ((breaks >= start) & (breaks <= stop)).any():
                 continue
             a, b = flat[start - 1, c], flat[stop, c]
             out[start:stop, c] = a + (b - a) * np.arange(1, stop - start + 1) / (stop - start + 1)

@@ -299,9 +299,11 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     pairs = mirror_pairs(spec)
     swaps, person_frames = count_swaps(r["xy"], r["ok"], pairs)
     out["swaps_per_1000"] = 1000.0 * swaps / person_frames if person_frames else float("nan")
-    out["lr_crossed"] = crossed_share(m["xy"], both, labels.xy, ref_ok, pairs)
-    onsets, matched_frames = crossed_onsets(m["xy"], both, labels.xy, ref_ok, pairs)
-    out["swaps_vs_teacher_per_1000"] = 1000.0 * onsets / matched_frames if matched_frames else float("nan")
+    crossed, compared = crossed_against(m["xy"], both, labels.xy, ref_ok, pairs)
+    out["lr_crossed"] = crossed_share(crossed, compared)
+    matched_frames = int(both.any(-1).sum())
+    out["swaps_vs_teacher_per_1000"] = (1000.0 * crossed_onsets(crossed, compared) / matched_frames
+                                        if matched_frames else float("nan"))
     statures = [(n, h) for n, h in track_statures(r["world"], r["ok"], spec) if np.isfinite(h)]
     out["stature_m"] = max(statures)[1] if statures else float("nan")  # the longest-seen person's
     ref = [(n, h) for n, h in track_statures(labels.world, labels.visible, spec) if np.isfinite(h)]
@@ -311,31 +313,31 @@ def evaluate_clip(session, clip_path: str | Path, labels, spec: SkeletonSpec | N
     return out, r
 
 
-def crossed_share(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray, pairs: np.ndarray) -> float:
-    """Share of the (frame, person, mirror pair) with both joints in both that sit crossed against the
-    reference (``tracking.mirror.crossed_pairs``): left and right the other way round from the teacher.
-    pred, ref: (T, N, K, 2); pred_ok, ref_ok: (T, N, K)."""
+def crossed_against(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray,
+                    pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each (frame, person, mirror pair) against the reference of the same frame: ``(crossed, compared)``,
+    (T, N, M) bool each; crossed as ``tracking.mirror.crossed_pairs`` says, compared where both joints are in
+    both. pred, ref: (T, N, K, 2); pred_ok, ref_ok: (T, N, K); pairs (M, 2)."""
     t, n, k = pred_ok.shape
     flat = lambda a: a.reshape(t * n, k, *a.shape[3:])  # noqa: E731
     ok_p, ok_r = flat(pred_ok), flat(ref_ok)
     crossed = crossed_pairs(np.nan_to_num(flat(pred)), ok_p, np.nan_to_num(flat(ref)), ok_r, pairs)
-    counted = ok_p[:, pairs[:, 0]] & ok_p[:, pairs[:, 1]] & ok_r[:, pairs[:, 0]] & ok_r[:, pairs[:, 1]]
-    return float(crossed[counted].mean()) if counted.any() else float("nan")
-
-
-def crossed_onsets(pred: np.ndarray, pred_ok: np.ndarray, ref: np.ndarray, ref_ok: np.ndarray,
-                   pairs: np.ndarray) -> tuple[int, int]:
-    """(onsets, person-frames): frames (t, n) where at least one mirror pair sits crossed against the reference
-    of frame t (``tracking.mirror.crossed_pairs``) having not been crossed, and compared, at t - 1; person-frames
-    count (t, n) with a joint in both. pred, ref: (T, N, K, 2); pred_ok, ref_ok: (T, N, K)."""
-    t, n, k = pred_ok.shape
-    flat = lambda a: a.reshape(t * n, k, *a.shape[3:])  # noqa: E731
-    ok_p, ok_r = flat(pred_ok), flat(ref_ok)
-    crossed = crossed_pairs(np.nan_to_num(flat(pred)), ok_p, np.nan_to_num(flat(ref)), ok_r, pairs).reshape(t, n, -1)
     a, b = pairs[:, 0], pairs[:, 1]
-    compared = (ok_p[:, a] & ok_p[:, b] & ok_r[:, a] & ok_r[:, b]).reshape(t, n, -1)
+    compared = ok_p[:, a] & ok_p[:, b] & ok_r[:, a] & ok_r[:, b]
+    return crossed.reshape(t, n, -1), compared.reshape(t, n, -1)
+
+
+def crossed_share(crossed: np.ndarray, compared: np.ndarray) -> float:
+    """Share of the compared (frame, person, mirror pair) that sit crossed against the reference: left and
+    right the other way round from the teacher. crossed, compared: :func:`crossed_against`."""
+    return float(crossed[compared].mean()) if compared.any() else float("nan")
+
+
+def crossed_onsets(crossed: np.ndarray, compared: np.ndarray) -> int:
+    """Frames (t, n) where at least one mirror pair sits crossed against the reference of frame t having not
+    been crossed, and compared, at t - 1. crossed, compared: :func:`crossed_against`."""
     turned = crossed[1:] & compared[:-1] & ~crossed[:-1]  # (T-1, N, M)
-    return int(turned.any(-1).sum()), int((pred_ok & ref_ok).any(-1).sum())
+    return int(turned.any(-1).sum())
 
 
 def _virtual_mask(spec: SkeletonSpec) -> np.ndarray:
