@@ -52,7 +52,9 @@ from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, Sta
 from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
-from posetracker.session_config import TILE_GRID, Mode, SessionConfig, default_vector_read  # noqa: F401 (re-exported)
+from posetracker.session_config import (  # noqa: F401 (re-exported)
+    LIVE_CROP_TURNS, TILE_GRID, Mode, SessionConfig, default_vector_read,
+)
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.bones import rigid_tracks
@@ -106,6 +108,9 @@ class TrackingSession:
         self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
         if self.crop_model is not None and self.config.runtime == "auto":  # the crops' batch in ONNX Runtime
             self.crop_model.runtime = accelerate(self.crop_model.net, self.config.threads)
+        own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (SessionConfig)
+        self.crop_turns = self.config.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if self.config.mode == "live"
+                                                     else own_turns)
         tiles = self.config.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
@@ -216,7 +221,7 @@ class TrackingSession:
                                      self.config.max_people)
         if meta.frame is not None and self.spec.top_down:
             people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people,
-                                keep=self.config.known_count)
+                                keep=self.config.known_count, turns=self.crop_turns)
         xy = people.keypoints.astype(np.float64)
         confidence = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:

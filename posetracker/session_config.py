@@ -16,6 +16,9 @@ Mode = Literal["live", "offline"]
 TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 
+LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (SessionConfig.crop_turns)
+
+
 @dataclass(frozen=True)
 class SessionConfig:
     """Parameters of a TrackingSession (all have working defaults)."""
@@ -62,6 +65,10 @@ class SessionConfig:
     # small people: the frame also read as tile_grid x tile_grid overlapping tiles (decoding.tiles), their new
     # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
     tile_grid: int | None = None
+    # top-down modes: how many turned copies of each animal's crop are read (decoding.top_down.read_crops); None:
+    # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
+    # one more crop a frame per animal: 2.1 fps live with 8, docs/experiments/fly13.md)
+    crop_turns: int | None = None
     # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
     # (pipeline_live.live_poses; the same poses as one step() after another); None: two stages where the process
     # may run on more than one CPU (pipeline_live.use_two_stages)
@@ -76,6 +83,8 @@ class SessionConfig:
             raise ValueError(f"known_count must be at least 1, got {self.known_count}")
         if self.vote_radius is not None and self.vote_radius < 0:
             raise ValueError(f"vote_radius must be >= 0, got {self.vote_radius}")
+        if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):
+            raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

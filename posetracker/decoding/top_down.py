@@ -35,7 +35,6 @@ import torch
 
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.people import DecodedPeople
-from posetracker.decoding.tiles import shift_people
 from posetracker.model.preprocess import INPUT_SIZE, to_tensor
 
 REPEAT_FRAC = 0.1  # two readings whose joints lie a mean < this x the crop side apart are one animal
@@ -47,12 +46,65 @@ def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float
     return float(centre[0]) - crop_px / 2, float(centre[1]) - crop_px / 2, float(crop_px)
 
 
-def cut_crop(rgb: np.ndarray, window: tuple[float, float, float], size: int) -> np.ndarray:
-    """The ``window`` (x0, y0, side) of an (H, W, 3) uint8 frame, scaled to (size, size, 3); black outside it."""
+def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, turns: int = 1) -> np.ndarray:
+    """(2, 3) source px -> crop px of the ``window`` (x0, y0, side) scaled to size x size, turned by
+    ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen)."""
     x0, y0, side = window
     s = size / side
-    m = np.array([[s, 0.0, -x0 * s], [0.0, s, -y0 * s]], np.float64)
-    return cv2.warpAffine(rgb, m, (size, size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
+    m = np.array([[s, 0.0, -x0 * s], [0.0, s, -y0 * s], [0.0, 0.0, 1.0]], np.float64)
+    if turn % turns:
+        r = cv2.getRotationMatrix2D(((size - 1) / 2.0, (size - 1) / 2.0), 360.0 * turn / turns, 1.0)
+        m = np.vstack([r, [0.0, 0.0, 1.0]]) @ m
+    return m[:2]
+
+
+def cut_crop(rgb: np.ndarray, window: tuple[float, float, float], size: int, turn: int = 0,
+             turns: int = 1) -> np.ndarray:
+    """The ``window`` (x0, y0, side) of an (H, W, 3) uint8 frame, scaled to (size, size, 3) and turned as
+    :func:`crop_affine` says; black outside the frame."""
+    return cv2.warpAffine(rgb, crop_affine(window, size, turn, turns), (size, size), flags=cv2.INTER_LINEAR,
+                          borderValue=(0, 0, 0))
+
+
+def map_back(people: DecodedPeople, affine: np.ndarray) -> DecodedPeople:
+    """People read in a crop's px mapped to source px by the inverse of ``affine`` (2, 3) source -> crop."""
+    inv = cv2.invertAffineTransform(affine)
+    move = lambda xy: (xy.astype(np.float64) @ inv[:, :2].T + inv[:, 2]).astype(np.float32)  # noqa: E731
+    return DecodedPeople(move(people.keypoints), people.confidence, people.scores, people.depth_reads,
+                         move(people.predicted))
+
+
+def agreeing_reads(reads: DecodedPeople, agree_px: float, min_confidence: float = 0.1) -> DecodedPeople:
+    """One animal read from R turned crops (R readings in source px, e.g. one per eighth of a turn) -> one reading.
+
+    A network that has not settled which end of an animal is its head reads some turns end to end; so the
+    reading the most readings agree with wins (a tie: the side with the higher summed mean joint confidence),
+    two readings agreeing where the median distance of their joints (confident in both) is under ``agree_px``.
+    Each joint is then the coordinate-wise median of the agreeing readings that see it (confidence >=
+    ``min_confidence``; the winner's own where none does), its confidence their mean: one turn that puts a
+    leg tip on an eye does not move it (the median over eight turns halved the mean error of an unsettled
+    fly model where the confidence-weighted mean gained less: ``docs/experiments/fly13.md``). The score,
+    depth reads and tree predictions are the winner's."""
+    r = reads.num_people
+    if r < 2:
+        return reads
+    xy = reads.keypoints.astype(np.float64)  # (R, K, 2)
+    ok = (reads.confidence >= min_confidence) & np.isfinite(xy).all(-1)  # (R, K)
+    d = np.linalg.norm(xy[:, None] - xy[None], axis=-1)  # (R, R, K)
+    both = ok[:, None] & ok[None]
+    med = np.array([[np.median(d[i, j][both[i, j]]) if both[i, j].any() else np.inf for j in range(r)]
+                    for i in range(r)])
+    agree = (med < agree_px) | np.eye(r, dtype=bool)  # (R, R)
+    sure = np.where(ok, reads.confidence, 0.0).mean(-1)  # (R,)
+    best = int(np.argmax(agree.sum(-1) + (agree * sure[None]).sum(-1) / (r + 1)))  # votes; ties: surer side
+    group = agree[best]
+    seen = ok[group]  # (G, K)
+    kp, cols = xy[best].copy(), seen.any(0)  # (K, 2); the joints some agreeing reading sees
+    kp[cols] = np.nanmedian(np.where(seen[:, cols, None], xy[group][:, cols], np.nan), axis=0)
+    conf = reads.confidence[group].mean(0)
+    one = reads.take(np.array([best]))
+    return DecodedPeople(kp[None].astype(np.float32), conf[None].astype(np.float32), one.scores,
+                         one.depth_reads, one.predicted)
 
 
 def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 0.25) -> int:
@@ -68,28 +120,43 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE,
-               keep: int | None = None) -> DecodedPeople:
+               keep: int | None = None, turns: int = 1) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
     nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay.
-    Then one reading per animal (:func:`drop_repeats`), and with ``keep`` (a known number of animals) the
-    ``keep`` readings surest of their joints (:func:`most_confident`)."""
+    With ``turns`` > 1 each crop is also read turned by each multiple of 360 / ``turns`` degrees (all in the
+    one batch) and the turns' readings are joined by :func:`agreeing_reads`. Then one reading per animal
+    (:func:`drop_repeats`), and with ``keep`` (a known number of animals) the ``keep`` readings surest of
+    their joints (:func:`most_confident`)."""
     chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
     if not chosen:
         return people
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
-    found = read(np.stack([cut_crop(rgb, w, size) for w in windows]))
+    affines = [[crop_affine(w, size, t, turns) for t in range(turns)] for w in windows]
+    found = read(np.stack([cv2.warpAffine(rgb, a, (size, size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
+                           for row in affines for a in row]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     from_crop = np.zeros(people.num_people, bool)
-    for p, (x0, y0, side), crop in zip(chosen, windows, found):
-        j = centred_person(crop, root, size)
-        if j >= 0:
-            one = shift_people(crop.take(np.array([j])), size / side, (x0, y0))
+    for i, p in enumerate(chosen):
+        reads = []
+        for t, a in enumerate(affines[i]):
+            crop = found[i * turns + t]
+            j = centred_person(crop, root, size)
+            if j >= 0:
+                reads.append(map_back(crop.take(np.array([j])), a))
+        if reads:
+            one = agreeing_reads(concat_people(reads), REPEAT_FRAC * crop_px)
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
             from_crop[p] = True
     out = DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
     out = out.take(drop_repeats(out, from_crop, crop_px, root=root))
     return out if keep is None or out.num_people <= keep else out.take(most_confident(out, keep))
+
+
+def concat_people(parts: list[DecodedPeople]) -> DecodedPeople:
+    """The people of ``parts`` in order, as one :class:`DecodedPeople`."""
+    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
+    return DecodedPeople(cat("keypoints"), cat("confidence"), cat("scores"), cat("depth_reads"), cat("predicted"))
 
 
 def most_confident(people: DecodedPeople, n: int) -> np.ndarray:
@@ -170,6 +237,5 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
     return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
 
 
-__all__ = ["CropModel", "centred_person", "crop_window", "cut_crop", "drop_repeats", "load_crop_model", "most_confident",
-           "point_gaps",
-           "read_crops"]
+__all__ = ["CropModel", "agreeing_reads", "centred_person", "concat_people", "crop_affine", "crop_window", "cut_crop",
+           "drop_repeats", "load_crop_model", "map_back", "most_confident", "point_gaps", "read_crops"]
