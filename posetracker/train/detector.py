@@ -87,6 +87,9 @@ class DetectorConfig:
     # a detector of this skeleton (same frozen body as init_weights) whose FPN and heads training goes on from,
     # e.g. a short run's weights; "" = new heads from init_weights
     resume: str = ""
+    # further labelled sets that only train (train.detector_samples.extra_samples), each {data: <normalized*.json,
+    # relative to data_root>, names: {joint: the set's keypoint name}, every: <n-th item, default 1>}
+    extra_data: list = field(default_factory=list)
     # the skeleton's top_down options for this run ({crop_px, crop_weights}, as in a skeleton YAML), e.g. to train
     # and score a top-down split of a skeleton that ships bottom-up; {} = the skeleton's own
     top_down: dict = field(default_factory=dict)
@@ -119,6 +122,11 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
     if raw.get("gnn_start", "soft") not in ("soft", "decoded"):
         raise ValueError(f"{path}: gnn_start must be soft or decoded, got {raw['gnn_start']!r}")
+    for e in raw.get("extra_data") or []:
+        if not isinstance(e, dict) or "data" not in e or set(e) - {"data", "names", "every"} \
+                or not isinstance(e.get("names", {}), dict) or int(e.get("every", 1)) < 1:
+            raise ValueError(f"{path}: extra_data: expected [{{data: <json>, names: {{joint: name}}, "
+                             f"every: <n >= 1>}}], got {e!r}")
     return DetectorConfig(**raw)
 
 
@@ -149,10 +157,12 @@ def new_detector(spec: SkeletonSpec, init: PoseNet) -> PoseNet:
 
 
 def batch_targets(points: np.ndarray, spec: SkeletonSpec, sigma: float, out_size: tuple[int, int],
-                  cell_origin: str = "centre") -> dict[str, torch.Tensor]:
+                  cell_origin: str = "centre", labelled: np.ndarray | None = None) -> dict[str, torch.Tensor]:
     """points (B, P, K, 2) input px -> maps {key, key_weight} (B, 1, C, h, w), joints (B, 1, P, K, 2) cells
     (labelled joints and virtual ones), joints_ok (B, 1, P, K). ``cell_origin="corner"``: maps drawn half
-    a cell up-left and offsets given it back, as MoveNet's heads have them (``train.dataset.encode_frame``)."""
+    a cell up-left and offsets given it back, as MoveNet's heads have them (``train.dataset.encode_frame``).
+    labelled (B, K) bool: the joints each sample's set labels at all; the heatmaps of the others carry no
+    loss (None: every joint's does)."""
     maps: dict[str, list] = {}
     joints, ok = [], []
     shift = 2.0 if cell_origin == "corner" else 0.0  # half a stride-4 cell, in input px
@@ -168,6 +178,8 @@ def batch_targets(points: np.ndarray, spec: SkeletonSpec, sigma: float, out_size
         joints.append(np.nan_to_num(full / 4.0))
         ok.append(np.isfinite(full).all(-1))
     out = {k: torch.from_numpy(np.stack(v)).float()[:, None] for k, v in maps.items()}
+    if labelled is not None:
+        out["heatmaps_weight"] = out["heatmaps_weight"] * torch.from_numpy(labelled).float()[:, None, :, None, None]
     out["joints"] = torch.from_numpy(np.stack(joints)).float()[:, None]
     out["joints_ok"] = torch.from_numpy(np.stack(ok)).float()[:, None]
     return out
@@ -302,7 +314,8 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
         if cancel is not None and cancel():
             break
         idx = np.sort(rng.choice(len(data), size=min(cfg.batch, len(data)), replace=False))
-        tgt = batch_targets(data.points[idx], spec, cfg.sigma, (h, w), cfg.cell_origin)
+        tgt = batch_targets(data.points[idx], spec, cfg.sigma, (h, w), cfg.cell_origin,
+                            None if data.labelled is None else data.labelled[idx])
         tgt["root"] = spec.root
         batch = {"taps": {k: torch.from_numpy(np.asarray(v[idx], np.float32)) for k, v in data.taps.items()},
                  "images": to_tensor(data.images[idx]), "tgt": tgt}

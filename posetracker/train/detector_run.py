@@ -67,13 +67,22 @@ def detector_samples(cfg, spec, net, items, cols, log: Log = _stderr,
                      update: Callable[[int, int], None] | None = None):
     """The training samples of a config (warped labelled frames, or teacher-labelled clip frames) with the
     frozen body's cached outputs; ``update(done, total)`` per frame read."""
-    from posetracker.train.detector_samples import prepare_samples, teacher_samples
+    from posetracker.train.detector_samples import extra_samples, join_samples, prepare_samples, teacher_samples
 
     if cfg.teacher_config:
         return teacher_samples(str(cfg.path(cfg.teacher_config)), spec, net, cfg.augment, cfg.seed,
                                cfg.clip_every, cfg.clip_max, log, update)
-    return prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update,
-                           cfg.samples)
+    own = prepare_samples(str(cfg.data_path), items, cols, spec, net, cfg.augment, cfg.seed, "train", update,
+                          cfg.samples)
+    extra = []
+    for e in cfg.extra_data:
+        path = cfg.path(cfg.data_root) / e["data"]
+        if not path.is_file():
+            raise TrainingError(f"extra labelled set not found: {path}")
+        extra.append(extra_samples(str(path), dict(e.get("names", {})), int(e.get("every", 1)), spec, net,
+                                   cfg.augment, cfg.seed, update, cfg.samples))
+        log(f"extra set {e['data']}: {len(extra[-1])} samples")
+    return join_samples([own, *extra])
 
 
 def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = None, out: str | Path | None = None,

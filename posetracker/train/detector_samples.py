@@ -39,6 +39,12 @@ Arrays of a :class:`LabelledSamples` (M samples, P = most instances in one item)
   "c5": (M, 1280, 8, 8)} float16, the MobileNetV2 outputs at strides 4-32
 - ``images`` (M, 256, 256, 3) uint8 network inputs (method B looks at them)
 - ``points`` (M, P, K, 2) float32 input pixels, nan = not labelled / no instance
+- ``labelled`` (M, K) bool or None: the joints a sample's source set labels at all (an extra set,
+  :func:`extra_samples`, may lack some: their heatmaps carry no loss there); None = every joint
+
+Extra sets (a config's ``extra_data``): further labelled sets of the same kind of footage whose keypoint
+names differ (``names``: skeleton joint -> the set's name) and which may lack joints; all their items train
+(they are other recordings, never the held-out stretch), every ``every``-th item.
 """
 
 from __future__ import annotations
@@ -82,9 +88,24 @@ class LabelledSamples:
     taps: dict[str, np.ndarray]
     images: np.ndarray
     points: np.ndarray
+    labelled: np.ndarray | None = None
 
     def __len__(self) -> int:
         return int(self.points.shape[0])
+
+
+def join_samples(parts: list[LabelledSamples]) -> LabelledSamples:
+    """Several sample sets as one (P: the widest; ``labelled`` kept where any part has it)."""
+    if len(parts) == 1:
+        return parts[0]
+    width = max(p.points.shape[1] for p in parts)
+    points = [np.concatenate([p.points, np.full((len(p), width - p.points.shape[1], *p.points.shape[2:]), np.nan,
+                                                np.float32)], 1) for p in parts]
+    k = parts[0].points.shape[2]
+    labelled = None if all(p.labelled is None for p in parts) else np.concatenate(
+        [np.ones((len(p), k), bool) if p.labelled is None else p.labelled for p in parts])
+    return LabelledSamples({t: np.concatenate([p.taps[t] for p in parts]) for t in TAPS},
+                           np.concatenate([p.images for p in parts]), np.concatenate(points), labelled)
 
 
 def split_items(items: list, val_fraction: float) -> tuple[list, list]:
@@ -287,6 +308,27 @@ def load_split(path: str, spec: SkeletonSpec, val_fraction: float) -> tuple[list
     cols = joint_columns(ls.keypoint_names, spec)
     train, val = split_items(list(ls.items), val_fraction)
     return train, val, cols
+
+
+def extra_samples(path: str, names: dict[str, str], every: int, spec: SkeletonSpec, net: PoseNet,
+                  aug: AugmentConfig | None, seed: int, progress: Callable[[int, int], None] | None = None,
+                  samples: str = "auto") -> LabelledSamples:
+    """The samples of an extra labelled set (module docstring): every ``every``-th of all its items, its
+    keypoints found by the skeleton's joint names or ``names`` (joint -> the set's name); joints it lacks
+    are unlabelled and marked so in ``labelled``."""
+    ls = load_labelled_set(path)
+    set_names = list(ls.keypoint_names)
+    unknown = sorted(set(names) - set(spec.joint_names)) + sorted(v for v in names.values() if v not in set_names)
+    if unknown:
+        raise ValueError(f"extra_data {path}: names not in the skeleton / the set: {unknown}")
+    cols = np.array([set_names.index(names.get(j, j)) if names.get(j, j) in set_names else -1
+                     for j in spec.joint_names])
+    if (cols < 0).all():
+        raise ValueError(f"extra_data {path}: none of the skeleton's joints is in the set")
+    items = list(ls.items)[:: max(1, every)]
+    out = prepare_samples(path, items, cols, spec, net, aug, seed, f"extra-{every}", progress, samples)
+    labelled = np.broadcast_to(cols >= 0, (len(out), len(cols))).copy()
+    return LabelledSamples(out.taps, out.images, out.points, labelled)
 
 
 def teacher_samples(config_path: str, spec: SkeletonSpec, net: PoseNet, aug: AugmentConfig, seed: int,

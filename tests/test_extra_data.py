@@ -1,0 +1,85 @@
+"""Extra labelled sets in detector training (a config's ``extra_data``): other recordings whose keypoint names
+differ and which lack some joints; the joints a set lacks carry no heatmap loss."""
+
+from __future__ import annotations
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+
+from posetracker.model.weights import load_posenet
+from posetracker.skeletons import load_skeleton
+from posetracker.train.detector import batch_targets, load_detector_config, new_detector
+from posetracker.train.detector_samples import LabelledSamples, extra_samples, join_samples
+
+
+@pytest.fixture(scope="module")
+def mouse():
+    return load_skeleton("mouse4")
+
+
+def _part(n: int, p: int, k: int, labelled: np.ndarray | None = None) -> LabelledSamples:
+    taps = {"c2": np.zeros((n, 40, 64, 64)), "c3": np.zeros((n, 48, 32, 32)), "c4": np.zeros((n, 96, 16, 16)),
+            "c5": np.zeros((n, 1280, 8, 8))}
+    pts = np.full((n, p, k, 2), 100.0, np.float32)
+    return LabelledSamples({t: v.astype(np.float16) for t, v in taps.items()}, np.zeros((n, 256, 256, 3), np.uint8),
+                           pts, labelled)
+
+
+def test_a_joint_the_set_lacks_carries_no_heatmap_loss(mouse):
+    k = mouse.num_joints
+    pts = np.full((2, 1, k, 2), np.nan, np.float32)
+    pts[:, 0, :4] = [[100, 100], [110, 90], [90, 90], [100, 150]]
+    labelled = np.ones((2, k), bool)
+    labelled[1, 1] = False  # the second sample's set has no left ear
+    pts[1, 0, 1] = np.nan
+    tgt = batch_targets(pts, mouse, 1.0, (64, 64), labelled=labelled)
+    w = tgt["heatmaps_weight"][:, 0]  # (B, K, h, w)
+    assert float(w[1, 1].sum()) == 0.0  # no loss on the missing joint's map ...
+    assert float(w[1, 0].min()) == 1.0 and float(w[0, 1].min()) == 1.0  # ... the others as before
+    plain = batch_targets(pts, mouse, 1.0, (64, 64))
+    assert float(plain["heatmaps_weight"][1, 0, 1].min()) == 1.0  # without the mask: "no ear here" is learnt
+
+
+def test_joined_samples_pad_people_and_mark_labelled_joints():
+    a = _part(3, 2, 5)
+    b = _part(2, 1, 5, np.array([[True, True, False, True, True]] * 2))
+    j = join_samples([a, b])
+    assert len(j) == 5 and j.points.shape == (5, 2, 5, 2) and np.isnan(j.points[3:, 1]).all()
+    assert j.labelled[:3].all() and j.labelled[3:, 2].sum() == 0 and j.taps["c5"].shape[0] == 5
+    assert join_samples([a, _part(1, 2, 5)]).labelled is None
+
+
+def test_extra_set_is_read_by_its_own_names(tmp_path, mouse, monkeypatch):
+    """A set that calls the snout 'nose' and has no tail base: every item trains, its joints mapped by name."""
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    names = ["nose", "leftear", "rightear"]
+    images = []
+    for i in range(4):
+        cv2.imwrite(str(tmp_path / f"f{i}.png"), np.full((120, 160, 3), 40 * i, np.uint8))
+        images.append({"file": f"f{i}.png", "width": 160, "height": 120,
+                       "instances": [{"keypoints": [[80 + i, 40, 2], [70, 50, 2], [90, 50, 2]]}]})
+    path = tmp_path / "normalized.json"
+    path.write_text(json.dumps({"keypoint_names": names, "images": images}))
+    net = new_detector(mouse, load_posenet())
+    s = extra_samples(str(path), {"snout": "nose"}, 2, mouse, net, None, 0)
+    assert len(s) == 2  # every 2nd of 4 items, one letterboxed copy each
+    assert s.labelled.tolist() == [[True, True, True, False, False]] * 2  # no tail base; the centre is virtual
+    assert np.isfinite(s.points[:, 0, 0]).all() and np.isnan(s.points[:, 0, 3]).all()
+    np.testing.assert_allclose(s.points[1, 0, 0, 0] / s.points[0, 0, 0, 0], 82 / 80, rtol=1e-3)  # item 2, not 1
+    with pytest.raises(ValueError, match="nose2"):
+        extra_samples(str(path), {"snout": "nose2"}, 1, mouse, net, None, 0)
+
+
+def test_extra_data_config_is_checked(tmp_path):
+    base = "skeleton: mouse4\ndata: x.json\n"
+    good = tmp_path / "good.yaml"
+    good.write_text(base + "extra_data: [{data: y.json, names: {snout: nose}, every: 2}]\n")
+    assert load_detector_config(good).extra_data == [{"data": "y.json", "names": {"snout": "nose"}, "every": 2}]
+    for bad in ("[{names: {}}]", "[{data: y.json, every: 0}]", "[{data: y.json, colour: 1}]", "[y.json]"):
+        p = tmp_path / "bad.yaml"
+        p.write_text(base + f"extra_data: {bad}\n")
+        with pytest.raises(ValueError, match="extra_data"):
+            load_detector_config(p)
