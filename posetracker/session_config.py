@@ -67,7 +67,7 @@ class SessionConfig:
     tile_grid: int | None = None
     # top-down modes: how many turned copies of each animal's crop are read (decoding.top_down.read_crops); None:
     # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
-    # one more crop a frame per animal: 2.1 fps live with 8, docs/experiments/fly13.md)
+    # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, docs/experiments/fly13.md)
     crop_turns: int | None = None
     # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
     # (pipeline_live.live_poses; the same poses as one step() after another); None: two stages where the process

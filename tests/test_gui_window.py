@@ -290,7 +290,7 @@ def test_panels_offer_the_right_choices(qtbot, window):
     assert to_scene(np.array([1.0, 2.0, 3.0])).tolist() == [1.0, 3.0, -2.0]
     skeletons = window.model_panel.skeleton
     enabled = [skeletons.itemData(i) for i in range(skeletons.count()) if skeletons.model().item(i).isEnabled()]
-    assert enabled == ["human18", "mouse4"]  # the skeletons with shipped weights, human first (fly13 has none)
+    assert enabled == ["human18", "fly13", "mouse4"]  # the skeletons with shipped weights, human first
     names, note = window.services.refiner_names("human18")  # the refiners trained for human18
     assert window.model_panel.refiners.isEnabled() == bool(names)
     assert [b.property("kind") for b in window.model_panel.refiner_boxes] == names

@@ -57,7 +57,7 @@ def test_sample_kinds_give_whole_frames_or_centred_crops():
         _, p = warp_sample(rgb, carried, m, flipped, FLY, None, 0.0)
         np.testing.assert_allclose(p[0, FLY.root], (INPUT_SIZE / 2, INPUT_SIZE / 2))
     with pytest.raises(ValueError, match="top-down"):
-        sample_warps(rgb, pts, load_skeleton("fly13"), aug, rng, "centred")
+        sample_warps(rgb, pts, load_skeleton("mouse4"), aug, rng, "centred")
     with pytest.raises(ValueError, match="samples"):
         sample_warps(rgb, pts, FLY, aug, rng, "crops")
 
@@ -248,8 +248,9 @@ def test_a_config_can_make_its_skeleton_top_down(tmp_path):
                     "top_down: {crop_px: 256, crop_weights: posenet-fly13-crops.safetensors}\n")
     spec = config_spec(load_detector_config(path))
     assert spec.name == "fly13" and spec.top_down == {"crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors"}
-    path.write_text("skeleton: fly13\ndata: x.json\n")
-    assert config_spec(load_detector_config(path)).top_down == load_skeleton("fly13").top_down == {}
+    path.write_text("skeleton: fly13\ndata: x.json\n")  # none in the config: the skeleton's own (the shipped split)
+    assert config_spec(load_detector_config(path)).top_down == load_skeleton("fly13").top_down == {
+        "crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors", "turns": 8}
     path.write_text("skeleton: fly13\ndata: x.json\ntop_down: {crop_weights: a}\n")
     with pytest.raises(SkeletonError, match="top_down"):
         config_spec(load_detector_config(path))

@@ -1,0 +1,44 @@
+"""The shipped fly13 animal mode (top-down: a centre model and a crop model read at eight turns): it still reads
+held-out flies of SLEAP's two-fly clip within the model card's error, head and abdomen the right way round."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import shared_path
+
+
+def test_fly_held_out_scores():
+    """models/refiners-and-animals.md: 2.44 px mean on frames 800-999, 1 of 400 flies reversed; here every 10th
+    of those frames (40 flies) with two flies known to be there, as ``--animals 2``."""
+    from posetracker.evaluation.held_out import evaluate_items
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.detector_samples import load_split
+
+    data = shared_path("data", "animal", "sleap_flies_clip_train", "normalized.json")
+    fly = load_skeleton("fly13")
+    _, held_out, cols = load_split(str(data), fly, 0.2)
+    session = TrackingSession(load_posenet(None, fly), SessionConfig(mode="offline", refiners=(), known_count=2))
+    assert session.crop_turns == 8
+    s = evaluate_items(session.process_image, held_out[::10], cols, fly)
+    assert len(held_out) == 200 and s["found"] == 40
+    assert s["mean_px"] == pytest.approx(2.44, abs=0.3) and s["reversed"] == 0 and s["oriented"] == 40
+    assert s["pck@0.1"] == pytest.approx(0.963, abs=0.02)
+
+
+def test_the_shipped_fly_mode_reads_eight_turns_offline_and_two_live():
+    from posetracker.model.weights import load_posenet
+    from posetracker.session import LIVE_CROP_TURNS, SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+
+    spec = load_skeleton("fly13")
+    net = load_posenet(None, spec)  # the shipped centre model; its crop model beside it
+    turns = {m: TrackingSession(net, SessionConfig(mode=m, refiners=(), runtime="torch")).crop_turns
+             for m in ("offline", "live")}
+    assert spec.top_down["turns"] == 8 and turns == {"offline": 8, "live": LIVE_CROP_TURNS} and LIVE_CROP_TURNS == 2
+    chosen = TrackingSession(net, SessionConfig(mode="live", refiners=(), runtime="torch", crop_turns=8))
+    assert chosen.crop_turns == 8 and chosen.crop_model is not None
+    with pytest.raises(ValueError, match="crop_turns"):
+        SessionConfig(crop_turns=3)
