@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from test_importers import make_dlc  # a single-animal DeepLabCut project: 3 labelled frames, one unlabelled
+from test_importers import make_slp  # a SLEAP project: a video and an image list, 2 user-labelled frames
 
 from posetracker.cli import main
 from posetracker.importers import import_project
@@ -115,6 +116,21 @@ def test_train_install_list_and_open(modes, project):
         mode_name("mouse4")
     with pytest.raises(TrainingError, match="name"):
         mode_name("  ")
+
+
+def test_a_sleap_project_trains_into_a_mode_that_reads_an_image(modes, tmp_path):
+    """The same end to end from a SLEAP ``.slp`` (two user-labelled frames: one trains, one is held out)."""
+    (tmp_path / "sleap").mkdir()
+    slp = make_slp(tmp_path / "sleap")
+    result = create_user_mode(slp, "Two flies", steps=2, config=small)
+    assert result.name == "Two_flies" and len(result.history) == 2 and result.weights.is_file()
+    assert result.report["train_items"] == 1 and result.report["held_out_items"] == 1
+    (mode,) = user_modes()
+    spec = load_skeleton(mode.skeleton)
+    assert {"head", "thorax", "abdomen", "wingL", "wingR"} <= set(spec.joint_names)
+    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refiners=()))
+    frame = session.process_image(cv2.imread(str(tmp_path / "sleap" / "imgs" / "f1.png"))[:, :, ::-1].copy())
+    assert frame.keypoints.shape[1:] == (spec.num_joints, 3)
 
 
 def test_cancel_leaves_no_weights(modes, project, tmp_path):
