@@ -51,6 +51,12 @@ class DecodedPeople:
                              self.predicted[index])
 
     @classmethod
+    def concat(cls, parts: list[DecodedPeople]) -> DecodedPeople:
+        """The people of ``parts`` (at least one), in order, as one."""
+        return cls(*(np.concatenate([getattr(p, f) for p in parts])
+                     for f in ("keypoints", "confidence", "scores", "depth_reads", "predicted")))
+
+    @classmethod
     def empty(cls, num_joints: int) -> DecodedPeople:
         """Nobody found."""
         z = np.zeros((0, num_joints), np.float32)

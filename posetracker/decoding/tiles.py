@@ -102,9 +102,7 @@ def add_new_people(kept: DecodedPeople, extra: DecodedPeople, sigmas: np.ndarray
             area.append(max(float(keypoint_bbox_area(a[None], a_ok[None])[0]), 1.0))
     if not added:
         return kept
-    new = extra.take(np.array(added))
-    both = DecodedPeople(*(np.concatenate([getattr(kept, f), getattr(new, f)]) for f in
-                           ("keypoints", "confidence", "scores", "depth_reads", "predicted")))
+    both = DecodedPeople.concat([kept, extra.take(np.array(added))])
     order = np.argsort(-both.scores, kind="stable")[:max_people]
     return both.take(order)
 

@@ -62,8 +62,12 @@ def cut_crop(rgb: np.ndarray, window: tuple[float, float, float], size: int, tur
              turns: int = 1) -> np.ndarray:
     """The ``window`` (x0, y0, side) of an (H, W, 3) uint8 frame, scaled to (size, size, 3) and turned as
     :func:`crop_affine` says; black outside the frame."""
-    return cv2.warpAffine(rgb, crop_affine(window, size, turn, turns), (size, size), flags=cv2.INTER_LINEAR,
-                          borderValue=(0, 0, 0))
+    return warp_crop(rgb, crop_affine(window, size, turn, turns), size)
+
+
+def warp_crop(rgb: np.ndarray, affine: np.ndarray, size: int) -> np.ndarray:
+    """(size, size, 3) crop of an (H, W, 3) uint8 frame through ``affine`` (2, 3) source -> crop px."""
+    return cv2.warpAffine(rgb, affine, (size, size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
 
 
 def map_back(people: DecodedPeople, affine: np.ndarray) -> DecodedPeople:
@@ -133,8 +137,7 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
         return people
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
     affines = [[crop_affine(w, size, t, turns) for t in range(turns)] for w in windows]
-    found = read(np.stack([cv2.warpAffine(rgb, a, (size, size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
-                           for row in affines for a in row]))
+    found = read(np.stack([warp_crop(rgb, a, size) for row in affines for a in row]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     from_crop = np.zeros(people.num_people, bool)
     for i, p in enumerate(chosen):
@@ -145,18 +148,12 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
             if j >= 0:
                 reads.append(map_back(crop.take(np.array([j])), a))
         if reads:
-            one = agreeing_reads(concat_people(reads), REPEAT_FRAC * crop_px)
+            one = agreeing_reads(DecodedPeople.concat(reads), REPEAT_FRAC * crop_px)
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
             from_crop[p] = True
     out = DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
     out = out.take(drop_repeats(out, from_crop, crop_px, root=root))
     return out if keep is None or out.num_people <= keep else out.take(most_confident(out, keep))
-
-
-def concat_people(parts: list[DecodedPeople]) -> DecodedPeople:
-    """The people of ``parts`` in order, as one :class:`DecodedPeople`."""
-    cat = lambda name: np.concatenate([getattr(p, name) for p in parts])  # noqa: E731
-    return DecodedPeople(cat("keypoints"), cat("confidence"), cat("scores"), cat("depth_reads"), cat("predicted"))
 
 
 def most_confident(people: DecodedPeople, n: int) -> np.ndarray:
@@ -237,5 +234,5 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
     return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
 
 
-__all__ = ["CropModel", "agreeing_reads", "centred_person", "concat_people", "crop_affine", "crop_window", "cut_crop",
-           "drop_repeats", "load_crop_model", "map_back", "most_confident", "point_gaps", "read_crops"]
+__all__ = ["CropModel", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop",
+           "drop_repeats", "load_crop_model", "map_back", "most_confident", "point_gaps", "read_crops", "warp_crop"]
