@@ -129,6 +129,44 @@ def test_live_weighted_fusion_moves_each_joint_by_its_share_of_the_confidences()
         build_refiner("crop", HUMAN, live_fusion="average")
 
 
+def test_live_two_readings_far_apart_are_two_places_not_a_point_between():
+    """Where the crop reads a joint more than ``apart`` box sides from the bottom-up reading (the swinging foot
+    against the standing one), the joint takes one of the two whole, the one nearer its last output; a
+    correction that jumps is taken as it is, not low-passed."""
+    crop = build_refiner("crop-fast", HUMAN)  # weighted fusion, carry_smoothing 0.6, apart 0.1
+    assert crop.apart == 0.1
+    shift = {"x": 0.0}
+
+    def fake_refine(xy, confidence, rgb, boxes, chosen, keep_below=0.0):
+        xy[chosen[:, None], crop.joints, 0] += shift["x"]
+        confidence[chosen[:, None], crop.joints] = 0.5
+
+    crop._refine = fake_refine
+    xy, conf = _two_people()
+    xy, conf = xy[:1], conf[:1]  # box ~94 px: apart = 9.4 px
+    rgb = np.zeros((300, 600, 3), np.uint8)
+    lo = crop.joints[0]
+
+    def moved() -> float:
+        out, _ = crop.refine_frame(xy, conf, rgb, budget_ms=30.0)
+        return float(out[0, lo, 0] - xy[0, lo, 0])
+
+    assert moved() == 0.0  # both agree
+    shift["x"] = 30.0  # the crop now reads the joint 30 px away; the last output sat on the bottom-up one
+    assert moved() == 0.0  # not 15 px between the two (equal confidences): the bottom-up reading, whole
+    crop.reset()
+    assert moved() == 15.0  # a person's first frame has no last output: the weighted fusion
+    crop.reset()
+    shift["x"] = 0.0
+    moved()
+    # the bottom-up reading jumps 30 px away while the crop's stays: the last output follows the crop's
+    xy2 = xy.copy()
+    xy2[0, lo, 0] += 30.0
+    shift["x"] = -30.0
+    out, _ = crop.refine_frame(xy2, conf, rgb, budget_ms=30.0)
+    assert float(out[0, lo, 0] - xy[0, lo, 0]) == 0.0  # the crop's reading, whole (its correction not low-passed)
+
+
 def test_a_carried_correction_expires():
     """carry_frames 1, three people, one crop a frame: a correction lives one frame after its refinement."""
     crop = build_refiner("crop", HUMAN, carry_frames=1, live_fusion="replace")

@@ -41,12 +41,21 @@ refined confidences); a person of a later frame whose box overlaps an entry's
 (IoU >= ``carry_iou``, best first, one entry per person) continues it:
 
 - refined again: correction = ``carry_smoothing`` x the carried one +
-  (1 - ``carry_smoothing``) x this frame's (confidences likewise);
+  (1 - ``carry_smoothing``) x this frame's (confidences likewise), except a
+  joint whose correction jumps by more than ``apart`` (0.1) box sides: that
+  one takes this frame's as it is;
 - not refined this frame: the carried correction, for at most
   ``carry_frames`` frames since the last refinement.
 
 Its joints are its bottom-up joints (smooth over time: the temporal stage)
-plus the correction scaled to its box. Replacing the joints outright, live,
+plus the correction scaled to its box, each joint by its share of the two
+confidences (``live_fusion="weighted"``), except where the two readings stand
+more than ``apart`` box sides apart: they are then two places (in a side view
+the bottom-up network can put both ankles on the standing foot while the crop
+reads the swinging one), and the joint takes whichever reading lies nearer its
+last output, whole. Averaged, such a joint sat between the feet; taken by
+confidence, it jumped between them (15 + 8 held-out clips:
+``docs/experiments/crop-stage-live.md``). Replacing the joints outright, live,
 doubled the keypoint jitter on held-out clips (a single-frame network's
 reading is noisier than the temporal stage's); and a person refined every
 third frame would jump between the two readings.
@@ -58,7 +67,7 @@ TF.js files (``posetracker.model.convert.thunder``), fp16 as published.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -83,7 +92,7 @@ class CropRefiner(Refiner):
     def __init__(self, spec: SkeletonSpec, expand: float = 1.25, box_confidence: float = 0.1, min_joints: int = 2,
                  carry_frames: int = 30, carry_iou: float = 0.3, carry_smoothing: float = 0.6,
                  live_fusion: str = "weighted", min_agreement: float = 0.1, min_joints_agree: int = 3,
-                 keep_below: float = 0.05):
+                 keep_below: float = 0.05, apart: float = 0.1):
         super().__init__(spec)
         missing = [n for n in COCO17 if n not in spec.joint_names]
         if missing:
@@ -101,6 +110,7 @@ class CropRefiner(Refiner):
         self.live_fusion = live_fusion
         self.min_agreement, self.min_joints_agree = min_agreement, min_joints_agree
         self.keep_below = keep_below  # fusion step 5; not in live mode, whose weighted fusion already does it
+        self.apart = apart  # live: box sides between two readings of a joint that are two places (the docstring)
         self.sigmas = joint_sigmas(spec)[self.joints]  # (17,) OKS sigmas of Thunder's joints
         self.last_disagreed = 0  # people of the last frame whose reading stayed the bottom-up one
         self.reset()
@@ -173,22 +183,36 @@ class CropRefiner(Refiner):
             side, c = _side(boxes[p]), carried[p]
             if p in chosen:
                 delta, conf = (xy[p, j] - raw_xy[p, j]) / side, confidence[p, j].copy()
-                if c is not None:
-                    delta, conf = k * c.delta + (1 - k) * delta, k * c.confidence + (1 - k) * conf
+                if c is not None:  # low-passed, but a correction that jumps by more than ``apart`` is taken as it is
+                    held = (np.linalg.norm(delta - c.delta, axis=1) <= self.apart)[:, None]  # (17, 1)
+                    delta = np.where(held, k * c.delta + (1 - k) * delta, delta)
+                    conf = np.where(held[:, 0], k * c.confidence + (1 - k) * conf, conf)
                 entry = _Carried(boxes[p], delta, conf, 0)
             elif c is not None and c.age < self.carry_frames:
                 entry = _Carried(boxes[p], c.delta, c.confidence, c.age + 1)
             else:
                 continue
             # weighted: each joint moves by its share of the two confidences (a joint the bottom-up network
-            # already sees well keeps most of its smooth reading); replace: the whole correction
+            # already sees well keeps most of its smooth reading), except where the two readings are two places;
+            # replace: the whole correction
             w = entry.confidence / np.maximum(entry.confidence + raw_conf[p, j], 1e-6) \
                 if self.live_fusion == "weighted" else np.ones(len(j))
+            if self.live_fusion == "weighted" and c is not None and c.out is not None:
+                w = self._continue(w, raw_xy[p, j], entry.delta * side, c.out, self.apart * side)
             xy[p, j] = raw_xy[p, j] + w[:, None] * entry.delta * side
             confidence[p, j] = w * entry.confidence + (1 - w) * raw_conf[p, j]
-            memory.append(entry)
+            memory.append(replace(entry, out=xy[p, j].copy()))
         self._carried = memory
         return xy, confidence
+
+    @staticmethod
+    def _continue(w: np.ndarray, raw: np.ndarray, correction: np.ndarray, last: np.ndarray, apart: float) -> np.ndarray:
+        """Fusion weights (17,) with the joints whose two readings stand more than ``apart`` px apart set to 1
+        (the refined one) or 0 (the bottom-up one), whichever lies nearer the joint's last output: a point
+        between two feet is neither foot. raw, correction, last: (17, 2) px."""
+        far = np.linalg.norm(correction, axis=1) > apart
+        nearer = np.linalg.norm(raw + correction - last, axis=1) <= np.linalg.norm(raw - last, axis=1)
+        return np.where(far, nearer.astype(np.float64), w)
 
     def agrees(self, xy: np.ndarray, confidence: np.ndarray, found: np.ndarray, found_confidence: np.ndarray,
                sure: float = 0.3) -> bool:
@@ -245,12 +269,13 @@ class CropRefiner(Refiner):
 class _Carried:
     """One person's correction, carried to later frames: box (4,) x1 y1 x2 y2 px (this frame's); delta
     (17, 2) refined - bottom-up per COCO-17 joint, in box sides, low-passed; confidence (17,) the refined
-    confidences, low-passed; age: frames since the last refinement."""
+    confidences, low-passed; age: frames since the last refinement; out: the fused joints given out."""
 
     box: np.ndarray
     delta: np.ndarray
     confidence: np.ndarray
     age: int
+    out: np.ndarray | None = None  # (17, 2) px the joints given out this frame
 
 
 def _side(box: np.ndarray) -> float:
