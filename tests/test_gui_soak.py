@@ -1,5 +1,6 @@
 """An hour of webcam tracking in the app with memory flat (slow): a generated camera stream at speed (no frame
-waits for the clock), three people a frame, the window's pose history for Export on disk (issue #24, item 11)."""
+waits for the clock), three people a frame, the window's pose history for Export on disk (issue #24, item 11).
+An hour's poses are counted after the plots' time windows have filled."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from gui_helpers import FakeSession
 from posetracker.capture import CameraInfo, FakeCamera, WebcamSource
 
 HOUR = 108_000  # frames of an hour at 30 fps
-WARM = 20_000  # the first minutes fill the plots' 60 s windows and the allocator's pools
+WARM = 20_000  # the first poses fill the allocator's pools
 
 
 def rss_bytes() -> int:
@@ -25,6 +26,7 @@ def rss_bytes() -> int:
 @pytest.mark.gui
 def test_an_hour_of_webcam_poses_keeps_memory_flat(qtbot):
     from ui.main_window import MainWindow
+    from ui.plots import HISTORY_SECONDS
     from ui.services import Services
 
     services = Services(make_session=lambda choice: FakeSession(people=3),
@@ -34,12 +36,16 @@ def test_an_hour_of_webcam_poses_keeps_memory_flat(qtbot):
     window = MainWindow(services)
     qtbot.addWidget(window)
     window.show()
+    opened = time.monotonic()
     window.open_source("camera:0")
-    qtbot.waitUntil(lambda: window.poses_received >= WARM, timeout=600_000)
+    # the plots keep HISTORY_SECONDS of source time (the camera's clock: wall time), however many poses that is at
+    # this speed (~2,000 a second here), so the warm-up lasts until their windows are full
+    qtbot.waitUntil(lambda: window.poses_received >= WARM and time.monotonic() - opened > HISTORY_SECONDS + 10,
+                    timeout=600_000)
     gc.collect()
     start, t0, seen0 = rss_bytes(), time.monotonic(), window.poses_received
     samples = []
-    while window.poses_received < HOUR:
+    while window.poses_received < seen0 + HOUR:
         qtbot.wait(2000)
         samples.append(rss_bytes())
         assert time.monotonic() - t0 < 1800, f"too slow: {window.poses_received} poses"
@@ -50,5 +56,5 @@ def test_an_hour_of_webcam_poses_keeps_memory_flat(qtbot):
     window.close()
     print(f"poses {window.poses_received} ({rate:.0f}/s), history {stored}, RSS {start / 2**20:.1f} -> "
           f"{end / 2**20:.1f} MiB (max {max(samples) / 2**20:.1f})")
-    assert stored >= 0.9 * HOUR  # the poses were kept (on disk), not dropped
+    assert stored >= 0.9 * (seen0 + HOUR)  # the poses were kept (on disk), not dropped
     assert end <= 1.05 * start and max(samples) <= 1.05 * start
