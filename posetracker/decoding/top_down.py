@@ -26,6 +26,7 @@ would drop that fly; its crop then reads a fly less surely than the crops around
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -94,10 +95,11 @@ def agreeing_reads(reads: DecodedPeople, agree_px: float, min_confidence: float 
         return reads
     xy = reads.keypoints.astype(np.float64)  # (R, K, 2)
     ok = (reads.confidence >= min_confidence) & np.isfinite(xy).all(-1)  # (R, K)
-    d = np.linalg.norm(xy[:, None] - xy[None], axis=-1)  # (R, R, K)
-    both = ok[:, None] & ok[None]
-    med = np.array([[np.median(d[i, j][both[i, j]]) if both[i, j].any() else np.inf for j in range(r)]
-                    for i in range(r)])
+    both = ok[:, None] & ok[None]  # (R, R, K)
+    d = np.where(both, np.linalg.norm(xy[:, None] - xy[None], axis=-1), np.nan)
+    with warnings.catch_warnings():  # a pair with no joint seen in both: an all-nan slice, no agreement
+        warnings.simplefilter("ignore", RuntimeWarning)
+        med = np.where(both.any(-1), np.nanmedian(d, axis=-1), np.inf)  # (R, R)
     agree = (med < agree_px) | np.eye(r, dtype=bool)  # (R, R)
     sure = np.where(ok, reads.confidence, 0.0).mean(-1)  # (R,)
     best = int(np.argmax(agree.sum(-1) + (agree * sure[None]).sum(-1) / (r + 1)))  # votes; ties: surer side
