@@ -211,22 +211,32 @@ def test_the_fov_option_takes_degrees_or_auto():
             fov_argument(bad)
 
 
-def test_auto_camera_after_the_fact_takes_the_tag_else_the_people(tmp_path):
-    """The app's whole-file processing: a clip tracked at 60 deg is re-lifted with its file's tag when it has
-    one (root distances scale, 2-D unchanged), else with the people's estimate; no file: the people."""
-    from posetracker.analysis.camera_fov import auto_camera
+def test_the_camera_is_the_given_one_or_the_tag_else_the_people_s_estimate(tmp_path):
+    """motion.finish, every front end's camera: --fov given is the user's; auto takes the file's tag, else (no
+    file, a camera, no tag) None before tracking and the people's estimate after. A clip tracked at 60 deg (the
+    app's live view) is re-lifted with its file's tag (root distances scale, 2-D unchanged), else with the
+    people's estimate, and the metadata says which."""
+    from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
 
     video = tiny_video(tmp_path / "tagged.mp4", "26")
+    assert camera_before(video, 45.0).as_dict() == {"fov_deg": 45.0, "source": "user", "detail": "--fov"}
+    assert camera_before(tmp_path / "missing.mp4", 45).fov_deg == 45.0
     seq = _scene(45.0, pitch_deg=15.0)
-    tagged, camera = auto_camera(seq, video, 60.0)
-    assert camera.source == "metadata" and camera.fov_deg == pytest.approx(fov_from_35mm(26.0, 64, 36))
-    ratio = depth_scale(camera.fov_deg) / depth_scale(60.0)
+    tag = camera_before(video, "auto")
+    assert tag.source == "metadata" and tag.fov_deg == pytest.approx(fov_from_35mm(26.0, 64, 36))
+    tagged, _ = finish_sequence(seq, tag, rigid_bones=True, tracked_fov=60.0)
+    assert tagged.metadata["camera"] == tag.as_dict()
+    ratio = depth_scale(tag.fov_deg) / depth_scale(60.0)
     np.testing.assert_allclose(tagged.frames[5].keypoints[:, SPEC.root, 2],
                                seq.frames[5].keypoints[:, SPEC.root, 2] * ratio, rtol=1e-5)
     np.testing.assert_allclose(tagged.frames[5].keypoints[..., :2], seq.frames[5].keypoints[..., :2])
-    for path in (None, tmp_path / "missing.mp4"):  # a camera, or a file without a tag: the people's estimate
-        _, camera = auto_camera(seq, path, 60.0)
-        assert camera.source == "estimated" and abs(camera.fov_deg - 45.0) <= 4.0
+    same, _ = finish_sequence(seq, tag, rigid_bones=True)  # tracked with the tag's camera: kept as it is
+    assert all(a.keypoints is b.keypoints for a, b in zip(same.frames, seq.frames))
+    for path in (None, tmp_path / "missing.mp4", "camera:0"):  # a camera, or a file without a tag: the people's
+        assert camera_before(path, "auto") is None and fov_to_track(None) == 60.0
+        out, _ = finish_sequence(seq, camera_before(path, "auto"), rigid_bones=True)
+        camera = out.metadata["camera"]
+        assert camera["source"] == "estimated" and abs(camera["fov_deg"] - 45.0) <= 4.0
 
 
 def test_an_animal_clip_keeps_the_default_field_of_view_and_says_why():

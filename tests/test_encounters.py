@@ -88,13 +88,22 @@ def test_no_context_no_suspicion_and_two_repairs_chain():
     assert {first[t] for t in range(frames) if t not in inside} == {0}
 
 
-def test_process_reports_and_repairs_suspected_swaps(capsys):
-    """The CLI's pass over a tracked result: encounters in the metadata, a warning, --repair-swaps."""
-    from posetracker.cli.process import _encounters
+def test_finishing_lists_encounters_warns_of_and_repairs_suspected_swaps():
+    """The finishing step every front end takes (motion.finish): encounters in the metadata, a warning for the
+    front end to show, and with repair_swaps (process's --repair-swaps) the ids swapped back; the input kept."""
+    from posetracker.depth.camera_meta import CameraFov
+    from posetracker.motion.finish import finish_sequence
 
+    camera = CameraFov(60.0, "user", "--fov")  # the camera it was tracked with: not re-lifted
     seq = crossing(swap_at=30)
-    listed = _encounters(seq, repair=False)
-    assert listed.metadata["encounters"][0]["swap_suspected"]
-    assert "ids may have swapped in 1 of 1 close encounters: tracks 0/1" in capsys.readouterr().err
-    fixed = _encounters(crossing(swap_at=30), repair=True)
+    listed, warnings = finish_sequence(seq, camera, rigid_bones=True)
+    assert listed.metadata["encounters"][0]["swap_suspected"] and "encounters" not in seq.metadata
+    assert listed.metadata["camera"] == camera.as_dict() and "swaps_repaired" not in listed.metadata
+    assert len(warnings) == 1 and "ids may have swapped in 1 of 1 close encounters: tracks 0/1" in warnings[0]
+    assert int(listed.frames[-1].track_ids[0]) == 1  # listed, not repaired
+    fixed, warnings = finish_sequence(crossing(swap_at=30), camera, rigid_bones=True, repair_swaps=True)
     assert int(fixed.frames[-1].track_ids[0]) == 0 and len(fixed.metadata["swaps_repaired"]) == 1
+    assert "swapped back" in warnings[0]
+    again, warnings = finish_sequence(fixed, None, rigid_bones=True)
+    assert again is fixed and warnings == []  # finished once: as it is
+    assert finish_sequence(crossing(), camera, rigid_bones=True)[1] == []  # passed each other: nothing to say

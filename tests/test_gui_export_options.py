@@ -137,3 +137,5 @@ def test_an_export_of_a_live_result_has_one_length_per_bone(tmp_path):
     spec = back.skeleton
     lengths = np.stack([bone_lengths(f.world, spec) for f in back.frames])[..., anatomical]
     assert lengths.std(0).max() < 1e-4 and back.metadata["bones"] == "recording"
+    # finished as posetracker process --mode live finishes its run (motion.finish): a camera, the encounters
+    assert back.metadata["camera"]["source"] in ("estimated", "default") and back.metadata["encounters"] == []

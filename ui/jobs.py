@@ -11,7 +11,6 @@ from posetracker.capture import FrameSource
 from posetracker.export import Exporter, write_reporting
 from posetracker.recording import ReplaySession, replay_source
 from posetracker.recording.replay import read_meta, read_poses
-from posetracker.tracking.bones import settle_bones
 from posetracker.types import PoseSequence
 from .packets import describe_error
 
@@ -19,6 +18,19 @@ from .packets import describe_error
 class JobSignals(QObject):
     done = Signal(object)  # list[Path]
     failed = Signal(str)
+
+
+def finish_live(seq: PoseSequence) -> tuple[PoseSequence, list[str]]:
+    """What the app writes of ``seq``: the live view's poses or a live recording finished as ``posetracker process
+    --mode live`` finishes its run (``motion.finish``; the app's live sessions track with the default camera, so
+    the file's tag, if any, re-lifts them); anything else (a whole-file result, finished when it was made) as it
+    is. Returns (sequence, warnings to show)."""
+    from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
+
+    if (seq.metadata or {}).get("mode") != "live":
+        return seq, []
+    return finish_sequence(seq, camera_before(seq.metadata.get("source"), "auto"), rigid_bones=True,
+                           tracked_fov=fov_to_track(None))
 
 
 class ExportJob(QRunnable):
@@ -32,8 +44,9 @@ class ExportJob(QRunnable):
 
     def run(self) -> None:
         try:
-            seq = settle_bones(self.seq)  # a live result: one length per bone over the whole recording
+            seq, notes = finish_live(self.seq)
             files, warned = write_reporting(self.exporter, seq, self.path, force=True, **self.options)
+            warned = [*notes, *warned]
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised
             self.signals.failed.emit(f"Export to {self.path} failed: {describe_error(exc)}")
         else:

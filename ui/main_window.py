@@ -25,7 +25,7 @@ from .gait_plots import GaitPlot
 from .panels import ModelPanel, SourcePanel
 from .pipeline import PipelineController
 from .plots import AnglePlot
-from .services import ModelChoice, Services, camera_index, classify, model_options
+from .services import ModelChoice, Services, camera_index, classify, model_options, with_camera
 from .skeleton_view import SkeletonView
 from .state import AppState, load_layout, load_state, open_settings
 from .video_view import VideoView
@@ -372,7 +372,7 @@ class MainWindow(WindowEvents, QMainWindow):
         choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners,
                              max_people=self.state.max_people, exact_count=self.state.exact_count)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
-                                     partial(self.services.make_session, choice))
+                                     partial(with_camera, self.services.make_session, choice))
 
     # ------------------------------------------------------------------ recording, export
 

@@ -4,7 +4,7 @@ sessions (model loading), cameras, files. Plus source classification and model d
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -35,6 +35,14 @@ class ModelChoice:
     refiners: tuple[str, ...] = ()
     max_people: int = DEFAULT_MAX_PEOPLE
     exact_count: bool = False  # max_people is the exact number in every frame (SessionConfig.known_count)
+    fov_deg: float = 60.0  # the camera's field of view across the long side (SessionConfig.fov_deg's default)
+
+
+def with_camera(make_session: Callable[[ModelChoice], PoseSession], choice: ModelChoice,
+                fov_deg: float) -> PoseSession:
+    """``make_session`` for ``choice`` tracking with a camera of ``fov_deg`` degrees: the whole-file worker's
+    factory (it picks the camera once the file is open, as ``posetracker process`` does)."""
+    return make_session(replace(choice, fov_deg=float(fov_deg)))
 
 
 def real_session(choice: ModelChoice) -> PoseSession:
@@ -52,7 +60,8 @@ def real_session(choice: ModelChoice) -> PoseSession:
         folder = Path(weights).parent if weights else None
         kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
     config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds,
-                           max_people=choice.max_people, known_count=choice.max_people if choice.exact_count else None)
+                           max_people=choice.max_people, known_count=choice.max_people if choice.exact_count else None,
+                           fov_deg=choice.fov_deg)
     return TrackingSession.open(spec, weights, config)
 
 

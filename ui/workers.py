@@ -88,7 +88,8 @@ class OfflineWorker(QObject):
     failed = Signal(str)
     finished = Signal()
 
-    def __init__(self, opener: SourceOpener, factory: Callable[[], Any]):
+    def __init__(self, opener: SourceOpener, factory: Callable[[float], Any]):
+        """factory(fov_deg): a session tracking with a camera of ``fov_deg`` degrees across the long side."""
         super().__init__()
         self._opener, self._factory = opener, factory
         self._stop = threading.Event()
@@ -100,31 +101,34 @@ class OfflineWorker(QObject):
     @Slot()
     def run(self) -> None:
         try:
-            seq = self._process()
+            seq, warnings = self._process()
             if seq is not None and not self._stop.is_set():
                 if skipped := seq.metadata.get("skipped"):
                     more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
                     self.failed.emit(f"Skipped: {skipped[0]}{more}")
+                for warning in warnings:  # e.g. ids that may have swapped: shown, the result still plays
+                    self.failed.emit(warning[:1].upper() + warning[1:])
                 self.done.emit(seq)
         except Exception as exc:  # noqa: BLE001 - reported, the app stays usable
             self.failed.emit(f"Processing the file failed: {describe_error(exc)}")
         finally:
             self.finished.emit()
 
-    def _process(self) -> PoseSequence | None:
-        from posetracker.analysis.camera_fov import auto_camera
+    def _process(self) -> tuple[PoseSequence | None, list[str]]:
+        """Track the whole file and finish it as ``posetracker process`` and a batch do (the camera: the file's
+        tag, else the people's estimate; ``motion.finish``) -> (sequence, warnings); cancelled: not finished."""
+        from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
-        session = self._factory()
         with self._opener() as source:
-            total = source.frame_count
-            seq = session.run(source, fps=source.fps, total=total, progress=self._report,
-                              cancel=self._stop.is_set, metadata={"source": source.name, "size": list(source.size)})
+            path = getattr(source, "path", None)
+            camera = camera_before(path, "auto")  # the app has no field-of-view setting: auto, the others' default
+            session = self._factory(fov_to_track(camera))
+            seq = session.run(source, fps=source.fps, total=source.frame_count, progress=self._report,
+                              cancel=self._stop.is_set,
+                              metadata=source_metadata(source.name if path is None else path, source.size, session))
         if self._stop.is_set():
-            return seq
-        seq, camera = auto_camera(seq, getattr(source, "path", None), session.config.fov_deg,
-                                  session.config.rigid_bones)  # the camera as posetracker process --fov auto finds it
-        seq.metadata["camera"] = camera.as_dict()
-        return seq
+            return seq, []
+        return finish_sequence(seq, camera, rigid_bones=session.config.rigid_bones)
 
     def _report(self, done: int, total: int | None) -> None:
         t = time.monotonic()

@@ -33,8 +33,6 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from pathlib import Path
-
 import numpy as np
 
 from posetracker.depth.camera_meta import CameraFov
@@ -234,25 +232,6 @@ def fov_after_tracking(seq: PoseSequence, fov_used: float, rigid_bones: bool = T
     return seq, est.camera_fov()
 
 
-def auto_camera(seq: PoseSequence, path: str | Path | None, fov_used: float, rigid_bones: bool = True
-                ) -> tuple[PoseSequence, CameraFov]:
-    """``fov auto`` after the fact, for a sequence already tracked with ``fov_used`` (the app's whole-file
-    processing): the file's tag (``path``; None or a camera: none), else the people's estimate
-    (:func:`fov_after_tracking`). Returns the sequence re-lifted where the camera differs, and its camera."""
-    from posetracker.depth.camera_meta import fov_from_metadata
-
-    tagged = fov_from_metadata(path) if path else None
-    if tagged is None:
-        return fov_after_tracking(seq, fov_used, rigid_bones=rigid_bones)
-    if abs(tagged.fov_deg - fov_used) > 1e-6:
-        from posetracker.tracking.bones import rigid_tracks
-
-        seq = relift_sequence(seq, fov_used, tagged.fov_deg)
-        if rigid_bones:
-            seq = dataclasses.replace(seq, frames=rigid_tracks(seq.frames, seq.skeleton))
-    return seq, tagged
-
-
-__all__ = ["DEFAULT_FOV_DEG", "auto_camera", "FovError", "FovEstimate", "FovSettings", "estimate_fov", "estimate_from_sequence",
+__all__ = ["DEFAULT_FOV_DEG", "FovError", "FovEstimate", "FovSettings", "estimate_fov", "estimate_from_sequence",
            "fov_after_tracking",
            "relift", "relift_sequence", "upright_frames"]

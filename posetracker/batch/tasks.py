@@ -56,27 +56,6 @@ class _FrameReporter:
 _SESSIONS: dict[Any, Any] = {}  # per worker process: one session per settings (the model loads once)
 
 
-def _camera_before(path: str, settings: BatchSettings):
-    """The field of view to track ``path`` with (as ``posetracker process``): given, or its file's tag with
-    ``fov_deg="auto"``; None: auto without a tag (tracked at the default, estimated from the people after)."""
-    from posetracker.depth.camera_meta import CameraFov, fov_from_metadata
-
-    if settings.fov_deg != "auto":
-        return CameraFov(float(settings.fov_deg), "user", "--fov")
-    return fov_from_metadata(path)
-
-
-def _camera_after(seq, camera_dict: dict[str, Any] | None):
-    """(sequence, CameraFov) of a whole video once tracked: the camera it was tracked with, or (auto without a
-    tag) the people's estimate, the sequence re-lifted with it (bones rigid again)."""
-    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
-    from posetracker.depth.camera_meta import CameraFov
-
-    if camera_dict is not None:
-        return seq, CameraFov(**camera_dict)
-    return fov_after_tracking(seq, DEFAULT_FOV_DEG, rigid_bones=True)
-
-
 def _session(settings: BatchSettings, fov_deg: float):
     """This worker's TrackingSession for ``settings`` and a camera of ``fov_deg``. Its bones are not made rigid
     (``rigid_bones`` False): one length per bone over the whole recording is ``tracking.join.join_parts``' step,
@@ -97,24 +76,24 @@ def track_chunk(path: str, settings: BatchSettings, chunk: Chunk = WHOLE, counte
     seek to ``chunk.first``, stop before ``chunk.last``. ``counter``: a FrameCounter actor told the frames done.
 
     Returns {"sequence": the PoseSequence (ids from 0, bones not yet rigid) or None, "camera": the CameraFov it
-    was tracked with as a dict (None: ``fov_deg`` auto and no tag: the default, estimated once joined), "seconds",
-    "error"}; a
-    failure is caught and returned in ``error``, never raised. A chunk that starts past the end of the video
+    was tracked with (``motion.finish.camera_before``; None: ``fov_deg`` auto and no tag: tracked with the
+    default, estimated once joined), "seconds", "error"}; a failure is caught and returned in ``error``, never
+    raised. A chunk that starts past the end of the video
     (its header's count was high) comes back empty, without an error.
     """
     import torch
 
-    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG
     from posetracker.capture import open_source
+    from posetracker.motion.finish import camera_before, fov_to_track, source_metadata
 
     t0 = time.time()
     result: dict[str, Any] = {"sequence": None, "camera": None, "seconds": 0.0, "error": ""}
     report = None if counter is None else _FrameReporter(counter, (str(path), chunk.index), chunk)
     try:
         torch.set_num_threads(1)
-        camera = _camera_before(path, settings)
-        result["camera"] = None if camera is None else camera.as_dict()
-        session = _session(settings, DEFAULT_FOV_DEG if camera is None else camera.fov_deg)
+        camera = camera_before(path, settings.fov_deg)
+        result["camera"] = camera
+        session = _session(settings, fov_to_track(camera))
         with open_source(str(path)) as src:
             try:
                 if chunk.first > 0:
@@ -124,7 +103,8 @@ def track_chunk(path: str, settings: BatchSettings, chunk: Chunk = WHOLE, counte
             else:
                 frames = src if chunk == WHOLE else _frames_before(src, chunk.last)
             total = getattr(src, "frame_count", None) if chunk.last is None else chunk.last - chunk.first
-            seq = session.run(frames, fps=src.fps, total=total, progress=report, metadata={"source": str(path)})
+            seq = session.run(frames, fps=src.fps, total=total, progress=report,
+                              metadata=source_metadata(path, src.size, session))
         if "incomplete" in seq.metadata:
             raise RuntimeError(f"the video stops part-way: {seq.metadata['incomplete']}")
         result["sequence"] = seq
@@ -157,8 +137,10 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
                   chunks: list[Chunk], *results: dict[str, Any]) -> dict[str, Any]:
     """Join a video's chunks (``results``: :func:`track_chunk`'s, in order) and write its outputs, atomically
     each, as for a video tracked in one piece (a Ray task's body; runs in-process too). Returns its manifest
-    record: ``failed`` with the first failed chunk's error, if any; ``seconds`` is the chunks' time and its own."""
+    record: ``failed`` with the first failed chunk's error, if any; ``seconds`` is the chunks' time and its own;
+    ``warnings``, where there are any: the finishing step's (``motion.finish``: ids that may have swapped)."""
     from posetracker.export import get_exporter
+    from posetracker.motion.finish import finish_sequence
     from posetracker.tracking.join import join_parts
 
     t0 = time.time()
@@ -172,8 +154,10 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
                 where = "" if len(chunks) == 1 else f"chunk {k + 1} of {len(chunks)} (from frame {chunk.first}): "
                 raise _ChunkFailed(where + res["error"])
         seq = join_parts([r["sequence"] for r in results], [c.start for c in chunks])
-        seq, camera = _camera_after(seq, results[0].get("camera"))
-        seq.metadata["camera"] = camera.as_dict()
+        # as posetracker process finishes it (bones rigid since the join; no swap repair: process's default)
+        seq, warnings = finish_sequence(seq, results[0].get("camera"), rigid_bones=True)
+        if warnings:
+            record["warnings"] = warnings
         written: list[str] = []
         for fmt, target in output_paths(Path(out_dir), Path(rel), settings.formats).items():
             target.parent.mkdir(parents=True, exist_ok=True)

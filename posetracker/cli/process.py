@@ -83,15 +83,6 @@ def fov_argument(text: str) -> float | str:
     return value
 
 
-def _camera_before(args: argparse.Namespace):
-    """The field of view to track with: given, or the file's tags (--fov auto), else None (decided after tracking)."""
-    from posetracker.depth.camera_meta import CameraFov, fov_from_metadata
-
-    if args.fov != "auto":
-        return CameraFov(float(args.fov), "user", "--fov")
-    return fov_from_metadata(args.input)
-
-
 def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.capture import CaptureError, open_source
     from posetracker.export import ExportError, exporter_for_path
@@ -109,16 +100,15 @@ def _cmd_process(args: argparse.Namespace) -> int:
         out = Path(args.out) if args.out else Path(Path(args.input.rstrip("/")).stem + ".poses.csv")
         exporter = exporter_for_path(out)
     check_target(out, args.force)
-    from posetracker.analysis.camera_fov import DEFAULT_FOV_DEG, fov_after_tracking
-    from posetracker.tracking.bones import settle_bones
+    from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
-    camera = _camera_before(args)
+    camera = camera_before(args.input, args.fov)  # given, or the file's tag; None: from the people, after tracking
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead,
                            max_people=args.animals or args.max_people, known_count=args.animals,
-                           fov_deg=camera.fov_deg if camera else DEFAULT_FOV_DEG,
+                           fov_deg=fov_to_track(camera),
                            keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
                            fix_facing=not args.no_facing_repair, fix_legs=not args.no_leg_repair,
                            low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
@@ -142,19 +132,17 @@ def _cmd_process(args: argparse.Namespace) -> int:
             print(f"tracking {args.input} ({args.mode}); Ctrl-C writes the frames tracked so far", file=sys.stderr,
                   flush=True)
             seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update, cancel=interrupted,
-                              metadata={"source": str(args.input), "size": list(source.size),
-                                        "model": str(session.net.meta.get("source", ""))})
+                              metadata=source_metadata(args.input, source.size, session))
     finally:
         bar.close()
-    seq = settle_bones(seq)  # live: one length per bone over the recording, as offline gives
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
-    if camera is None:  # --fov auto without a tag: from the people
-        seq, camera = fov_after_tracking(seq, config.fov_deg, rigid_bones=config.rigid_bones)
-    seq.metadata["camera"] = camera.as_dict()
-    print(f"field of view: {camera.fov_deg:.1f} deg across the long side ({camera.source}: {camera.detail})",
+    seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps)
+    used = seq.metadata["camera"]
+    print(f"field of view: {used['fov_deg']:.1f} deg across the long side ({used['source']}: {used['detail']})",
           file=sys.stderr)
-    seq = _encounters(seq, args.repair_swaps)
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     try:
         files = exporter.write(seq, out, force=args.force)
     except ExportError as exc:  # e.g. the disk filled up during a long run: keep the work somewhere
@@ -174,27 +162,6 @@ def _cmd_process(args: argparse.Namespace) -> int:
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {people} tracked {'person' if people == 1 else 'people'} -> {', '.join(map(str, files))}")
     return 0
-
-
-def _encounters(seq, repair: bool):
-    """Close encounters of two tracks into the metadata (``encounters``, ``tracking.encounters``), said on
-    stderr when a swap of ids is suspected; with ``repair`` the suspected ones are swapped back."""
-    from posetracker.tracking.encounters import close_encounters, repair_swaps
-
-    found = close_encounters(seq)
-    if repair:
-        seq, repaired = repair_swaps(seq, found)
-        seq.metadata["swaps_repaired"] = [e.as_dict(seq) for e in repaired]
-    seq.metadata["encounters"] = [e.as_dict(seq) for e in found]
-    suspected = [e for e in found if e.swap_suspected]
-    if suspected:
-        where = ", ".join(f"{a}/{b} at {seq.frames[e.start].timestamp:.1f}-{seq.frames[e.end].timestamp:.1f} s"
-                          for e in suspected[:5] for a, b in [e.tracks])
-        more = f" and {len(suspected) - 5} more" if len(suspected) > 5 else ""
-        done = "swapped back (--repair-swaps)" if repair else "review them (or --repair-swaps)"
-        print(f"warning: ids may have swapped in {len(suspected)} of {len(found)} close encounters: tracks {where}"
-              f"{more}; {done}", file=sys.stderr)
-    return seq
 
 
 def _format_names() -> list[str]:

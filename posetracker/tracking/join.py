@@ -148,7 +148,8 @@ def join_parts(parts: list[PoseSequence], starts: list[int]) -> PoseSequence:
     made rigid; starts[k]: the frame where part k's own frames begin (starts[0] = 0). Part k gives the frames
     with timestamps in [(starts[k] - 1/2) / fps, (starts[k+1] - 1/2) / fps), renumbered 0, 1, ... in order;
     trailing parts with no frame (they start past the real end of the recording) are dropped. Raises
-    RuntimeError when a part does not reach back over its own start or when no frame is left.
+    RuntimeError when a part does not reach back over its own start or when no frame is left. The joined bones
+    have one length per bone and track over the recording; its metadata is part 0's less ``bones`` (its "raw").
     """
     while len(parts) > 1 and not parts[-1].frames:
         parts = parts[:-1]
@@ -180,7 +181,8 @@ def join_parts(parts: list[PoseSequence], starts: list[int]) -> PoseSequence:
     if not frames:
         raise RuntimeError("no frame could be read")
     frames = [dataclasses.replace(f, index=i) for i, f in enumerate(frames)]
-    return PoseSequence(rigid_tracks(frames, spec), fps=fps, skeleton=spec, metadata=dict(parts[0].metadata))
+    meta = {k: v for k, v in parts[0].metadata.items() if k != "bones"}  # not "raw": rigid over the recording now
+    return PoseSequence(rigid_tracks(frames, spec), fps=fps, skeleton=spec, metadata=meta)
 
 
 def _renamed(frame: PoseFrame, ids: dict[int, int]) -> PoseFrame:
