@@ -11,7 +11,8 @@
           -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
-          -> smoothing -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
+          -> offline: the motion solve over each whole track (``motion.solve``); live: One Euro smoothing
+          -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
 The CLI, the tests and the GUI worker all use this class and nothing below it.
 
@@ -22,7 +23,7 @@ Modes:
   ``run`` overlaps them on two threads (``posetracker.pipeline_live``).
 - ``offline``: whole sources (``run``) in bidirectional chunks of ``chunk``
   frames, each seeing ``overlap`` further frames backwards in time;
-  zero-lag Savitzky-Golay smoothing per track after tracking.
+  after tracking, the motion solve per track (``motion.solve``: robust to wrong readings, zero-lag).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
+from posetracker.motion.solve import solve_tracks
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
@@ -62,7 +64,7 @@ from posetracker.tracking.facing import repair_facing
 from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.mirror import same_sides
 from posetracker.tracking.near_leg import repair_near_leg
-from posetracker.tracking.offline import backfill_ids, smooth_tracks
+from posetracker.tracking.offline import backfill_ids
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
@@ -432,7 +434,7 @@ class TrackingSession:
             tracked, self.facing_repairs = repair_facing(tracked, self.spec)
         if cfg.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
             tracked, self.leg_repairs = repair_near_leg(tracked, self.spec)
-        if cfg.smoothing:
-            tracked = smooth_tracks(tracked)
+        if cfg.smoothing:  # the motion solve: each track fitted over the whole clip, robust to wrong readings
+            tracked = solve_tracks(tracked)
         return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked
 

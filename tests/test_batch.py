@@ -305,7 +305,7 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path):
     """Three chunks on a local Ray cluster, joined: the same frames, the same people with the same ids as the
     video tracked in one piece (the second dancer arrives in the middle chunk; the third chunk tracks both from
     its start and reads the mirrored dancer's shoulders the other way round, swapped back by the join); the poses
-    equal inside the first chunk, within 1e-3 px for most frames elsewhere and the same pose (OKS >= 0.95) in
+    within 1e-3 px inside the first chunk, within 1e-3 px for most frames elsewhere and the same pose (OKS >= 0.95) in
     all; the frames bar counts every frame once."""
     from posetracker.export.json_io import read_sequence
     from posetracker.oks import joint_sigmas, keypoint_bbox_area
@@ -336,8 +336,9 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path):
         assert len(set(b.track_ids.tolist())) == b.num_people  # no id twice in a frame
         for tid in a.track_ids.tolist():
             pa, pb = a.keypoints[a.track_ids == tid], b.keypoints[b.track_ids == tid]  # (1, K, 3)
-            if a.index < 11:  # network passes (16 frames + 8 ahead) and smoothing windows all inside chunk 1
-                assert np.array_equal(pa, pb, equal_nan=True), a.index
+            if a.index < 11:  # network passes (16 frames + 8 ahead) inside chunk 1; the motion solve couples every
+                # frame of a track, with weights that fall fast with distance in time
+                assert np.nanmax(np.abs(pa - pb)) < 1e-3, (a.index, np.nanmax(np.abs(pa - pb)))
             ok = a.confidence[a.track_ids == tid] >= 0.3
             area = keypoint_bbox_area(pa[..., :2], ok)
             assert oks_matrix(pa[..., :2], ok, area, pb[..., :2], ok, area, sigmas)[0, 0] >= 0.95, (a.index, tid)

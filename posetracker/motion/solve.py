@@ -7,9 +7,9 @@ minimises
 
 - y_t: the reading (x, y px; depth m; world x, y, z m), c_t its confidence (0 under ``min_confidence`` and
   where the person was not seen);
-- rho: Cauchy's robust loss, s = ``outlier_scale`` x the person's size in pixels: a reading far from the
-  motion the neighbouring frames support (an elbow that jumps onto the head for a few frames) is rejected,
-  not averaged in;
+- rho: Cauchy's robust loss, s = ``outlier_scale`` x the person's size in pixels around that frame: a
+  reading far from the motion the neighbouring frames support (an elbow that jumps onto the head for a few
+  frames) is rejected, not averaged in;
 - the second term, a smoothness prior on acceleration, zero-lag and symmetric in time; ``lam`` follows from
   ``cutoff_hz`` and the frame rate (the frequency the prior halves).
 
@@ -26,14 +26,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.linalg import solve_banded
+from scipy.ndimage import median_filter
 
 from posetracker.types import PoseFrame
 
 SIZE_CONFIDENCE = 0.3  # joints at least this sure span the person's size (the robust loss's scale)
+SIZE_WINDOW = 31  # frames of the running median of that size
 
 
 @dataclass(frozen=True)
@@ -72,12 +75,12 @@ def _prior_bands(n: int, lam: float) -> np.ndarray:
     return ab
 
 
-def fit_path(values: np.ndarray, weight: np.ndarray, lam: float, scale: float, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+def fit_path(values: np.ndarray, weight: np.ndarray, lam: float, scale: float | np.ndarray, iterations: int) -> tuple[np.ndarray, np.ndarray]:
     """One joint over one run of frames: the robust smoothing fit.
 
     values: (n, C) readings, channels 0-1 the 2-D pixels (the robust weights come from them; a frame counts
     where both are finite), the others (depth, world) fitted with the same weights where finite, nan elsewhere;
-    weight: (n,) confidence, 0 where unread; lam: the prior's weight; scale: Cauchy scale (px).
+    weight: (n,) confidence, 0 where unread; lam: the prior's weight; scale: Cauchy scale (px), one or (n,).
     Returns (solved (n, C), final robust weight (n,) in [0, 1]).
     """
     n = len(values)
@@ -106,6 +109,23 @@ def fit_path(values: np.ndarray, weight: np.ndarray, lam: float, scale: float, i
             w = c * robust * finite[:, ch]
             out[:, ch] = solve(w, y[:, ch : ch + 1])[:, 0] if w.sum() > 0 else np.nan
     return out, robust
+
+
+def _local_size(xy: np.ndarray, conf: np.ndarray, window: int = SIZE_WINDOW) -> np.ndarray:
+    """xy (n, K, 2) px, conf (n, K) -> (n,) the person's size around each frame: the running median over
+    ``window`` frames of the diagonal of the box around the joints at least SIZE_CONFIDENCE sure (frames
+    without such joints take their neighbours'; 0 when there are none). Local, so that a frame's solve does
+    not depend on frames far from it (a video cut in chunks solves like the whole)."""
+    sure = np.where((conf >= SIZE_CONFIDENCE)[..., None] & np.isfinite(xy), xy, np.nan)
+    has = np.isfinite(sure).all(-1).any(-1)
+    if not has.any():
+        return np.zeros(len(xy))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        size = np.linalg.norm(np.nanmax(sure, 1) - np.nanmin(sure, 1), axis=-1)
+    idx = np.flatnonzero(has)
+    size = size[idx[np.clip(np.searchsorted(idx, np.arange(len(xy))), 0, len(idx) - 1)]]  # fill from the next seen
+    return median_filter(size, size=window, mode="nearest")
 
 
 def _runs(positions: np.ndarray, bridge: int) -> list[np.ndarray]:
@@ -167,13 +187,9 @@ def _solve_run(frames, run, slot, lam, s: SolveSettings, out_kp, out_world) -> N
         conf[t - t0] = f.confidence[p]
     ok = (conf >= s.min_confidence) & np.isfinite(values[..., :2]).all(-1)
     weight = np.where(ok, conf, 0.0)
-    xy = np.where(ok[..., None], values[..., :2], np.nan).reshape(-1, 2)
-    if not np.isfinite(xy).any():
+    if not ok.any():
         return
-    sure = np.where((conf >= SIZE_CONFIDENCE)[..., None], values[..., :2], np.nan)  # (n, K, 2)
-    sizes = [np.linalg.norm(np.nanmax(v, 0) - np.nanmin(v, 0)) for v in sure if np.isfinite(v).any()]
-    size = float(np.median(sizes)) if sizes else 0.0
-    scale = max(s.outlier_scale * size, 2.0)
+    scale = np.maximum(s.outlier_scale * _local_size(values[..., :2], conf), 2.0)  # (n,) px
     channels = slice(0, 6 if has_world else 3)
     for j in range(k):
         if ok[:, j].sum() < 3:
