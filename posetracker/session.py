@@ -12,6 +12,7 @@
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
           -> offline: the motion solve over each whole track (``motion.solve``); live: One Euro smoothing
+          -> offline: the legs exchanged back where the feet's left / right labels swap, solved again (``motion.sides``)
           -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
 The CLI, the tests and the GUI worker all use this class and nothing below it.
@@ -49,6 +50,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
+from posetracker.motion.sides import exchange_legs, feet_swaps
 from posetracker.motion.solve import solve_tracks
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
@@ -161,6 +163,7 @@ class TrackingSession:
         self._pending: deque[Pending] = deque()
         self.facing_repairs: dict[int, int] = {}
         self.leg_repairs: dict[int, int] = {}
+        self.feet_swaps: dict[int, list[int]] = {}  # offline: track id -> source frames from which its legs swapped
         self.joined: dict = {}  # offline with a known count: tracking.known_count.join_fragments' report  # offline: track id -> frames whose whole body was mirrored back
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
@@ -378,7 +381,7 @@ class TrackingSession:
             if self.config.track:  # the whole source is at hand: ids for the frames before each track's confirmation
                 poses = backfill_ids(poses, self.sigmas)
         else:
-            poses = self._run_offline(guarded(), total, progress, cancel)
+            poses = self._run_offline(guarded(), total, progress, cancel, fps)
         if self.config.track and not self.config.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
@@ -390,13 +393,15 @@ class TrackingSession:
             meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
         if self.leg_repairs:
             meta["leg_repairs"] = {str(k): v for k, v in self.leg_repairs.items()}
+        if self.feet_swaps:
+            meta["feet_swaps"] = {str(k): v for k, v in self.feet_swaps.items()}
         if failure:
             meta["incomplete"] = failure[0]
         if getattr(frames, "skipped", None):  # unreadable images of a folder, skipped (capture.FrameSource)
             meta["skipped"] = list(frames.skipped)
         return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
 
-    def _run_offline(self, frames, total, progress, cancel) -> list[PoseFrame]:
+    def _run_offline(self, frames, total, progress, cancel, fps: float = 30.0) -> list[PoseFrame]:
         cfg = self.config
         feats: list[torch.Tensor] = []
         metas: list[Pending] = []
@@ -434,7 +439,14 @@ class TrackingSession:
             tracked, self.facing_repairs = repair_facing(tracked, self.spec)
         if cfg.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
             tracked, self.leg_repairs = repair_near_leg(tracked, self.spec)
+        read = tracked
         if cfg.smoothing:  # the motion solve: each track fitted over the whole clip, robust to wrong readings
-            tracked = solve_tracks(tracked)
+            tracked = solve_tracks(read)
+        if cfg.fix_legs:  # one leg each: where the feet's left / right labels swapped (found on the solved motion),
+            # the legs exchanged back in the readings and solved again, so the solve never smooths across a swap
+            self.feet_swaps = feet_swaps(tracked, self.spec, fps)
+            if self.feet_swaps:
+                tracked = exchange_legs(read, self.spec, self.feet_swaps)
+                tracked = solve_tracks(tracked) if cfg.smoothing else tracked
         return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked
 

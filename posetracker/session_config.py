@@ -45,7 +45,9 @@ class SessionConfig:
     # exactly this many animals: that many readings kept a frame; offline, track fragments joined into that many ids
     known_count: int | None = None
     fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
-    fix_legs: bool = True  # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg)
+    # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg), and the whole legs
+    # from where the feet's left / right labels swap (motion.sides; a live result gets the latter when finished)
+    fix_legs: bool = True
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
     threads: int = 1  # threads for inference
     runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed

@@ -128,7 +128,7 @@ class OfflineWorker(QObject):
                               metadata=source_metadata(source.name if path is None else path, source.size, session))
         if self._stop.is_set():
             return seq, []
-        return finish_sequence(seq, camera, rigid_bones=session.config.rigid_bones)
+        return finish_sequence(seq, camera, rigid_bones=session.config.rigid_bones, fix_legs=session.config.fix_legs)
 
     def _report(self, done: int, total: int | None) -> None:
         t = time.monotonic()

@@ -137,7 +137,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
         bar.close()
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
-    seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps)
+    seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps,
+                                    fix_legs=config.fix_legs)
     used = seq.metadata["camera"]
     print(f"field of view: {used['fov_deg']:.1f} deg across the long side ({used['source']}: {used['detail']})",
           file=sys.stderr)
@@ -205,8 +206,9 @@ def add_process_parser(sub) -> None:
                     help="offline: keep left and right as the network read them where a person seen from behind "
                          "seems read as facing the camera (default: exchanged back; listed as facing_repairs)")
     pr.add_argument("--no-leg-repair", action="store_true",
-                    help="offline: keep knees and ankles as read where, seen from the side, they sit on the other "
-                         "leg by depth (default: exchanged back; listed as leg_repairs)")
+                    help="keep the legs as read: offline, knees and ankles that, seen from the side, sit on the "
+                         "other leg by depth (listed as leg_repairs), and (offline and live) the legs from where the "
+                         "feet's left / right labels swap (listed as feet_swaps); default: exchanged back")
     pr.add_argument("--no-low-light", action="store_true",
                     help="read dark frames as they are (default: frames whose brightest pixels are under 32 of 255 "
                          "are stretched before the network reads them; posetracker.model.low_light)")

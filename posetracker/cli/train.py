@@ -194,7 +194,8 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--no-swap-fix", action="store_true", help="leave left/right pairs as the network read them "
                    "(the tracker swaps back pairs crossed against the track by default)")
     e.add_argument("--no-leg-repair", action="store_true", help="offline: leave knees and ankles read on the "
-                   "other leg in side views (tracking.near_leg; exchanged back by default)")
+                   "other leg in side views (tracking.near_leg) and the legs after the feet's left / right labels "
+                   "swap (motion.sides; both exchanged back by default)")
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "with these refiners on (read beside each weights file)")

@@ -6,7 +6,9 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 :func:`source_metadata` names what was tracked (``session.run``'s ``metadata``). After it,
 :func:`finish_sequence` does, in this order:
 
-1. a live result's bones: one length per bone and track over the recording (``tracking.bones.settle_bones``);
+1. a live result's legs: exchanged back where the feet's left / right labels swapped (``motion.sides``, as the
+   offline session does before its solve; ``metadata["feet_swaps"]``), then its bones: one length per bone and
+   track over the recording (``tracking.bones.settle_bones``);
 2. the camera: the one given or tagged is kept (the sequence re-lifted with it when it was tracked with another
    field of view); none (``auto`` without a tag): estimated from the people and the sequence re-lifted with the
    estimate (``analysis.camera_fov.fov_after_tracking``), bones made rigid again where they were;
@@ -65,18 +67,21 @@ def is_finished(seq: PoseSequence) -> bool:
 
 
 def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones: bool, repair_swaps: bool = False,
-                    tracked_fov: float | None = None) -> tuple[PoseSequence, list[str]]:
+                    tracked_fov: float | None = None, fix_legs: bool = True) -> tuple[PoseSequence, list[str]]:
     """The tracked ``seq`` finished (module docstring, steps 1-4) -> (finished sequence, warnings to show).
 
     camera: :func:`camera_before`'s answer (None: estimate it from the people); rigid_bones: the session's
     (False: the user asked for the lengths as estimated; they stay so when re-lifted); repair_swaps: swap back
     the ids of suspected swaps; tracked_fov: degrees ``seq`` was lifted with (None: :func:`fov_to_track` of
-    ``camera``, what every front end tracks with; the app's live view tracks with the default whatever the tag).
+    ``camera``, what every front end tracks with; the app's live view tracks with the default whatever the tag);
+    fix_legs: the session's (False: a live result keeps the legs as read).
     A sequence already finished (:func:`is_finished`) is returned as it is. The input is not changed.
     """
     if is_finished(seq):
         return seq, []
     fov_used = fov_to_track(camera) if tracked_fov is None else float(tracked_fov)
+    if fix_legs:
+        seq = _one_leg_each(seq)  # live: left and right decided once, as offline decides them before its solve
     if rigid_bones:
         from posetracker.tracking.bones import settle_bones
 
@@ -84,6 +89,23 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
     seq, camera = _with_camera(seq, camera, fov_used, rigid_bones)
     seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
     return _encounters(seq, repair_swaps)
+
+
+def _one_leg_each(seq: PoseSequence) -> PoseSequence:
+    """A live result (``metadata["mode"] == "live"``) with each track's legs exchanged back from every swap of
+    its feet's left / right labels (``motion.sides.one_leg_each``), the swaps in ``metadata["feet_swaps"]``
+    ({track id: source frames}) where there are any. Anything else (an offline result: its session decided
+    them) is returned as it is."""
+    meta = seq.metadata or {}
+    if meta.get("mode") != "live" or "feet_swaps" in meta:
+        return seq
+    from posetracker.motion.sides import one_leg_each
+
+    frames, swaps = one_leg_each(seq.frames, seq.skeleton, seq.fps)
+    if not swaps:
+        return seq
+    return dataclasses.replace(seq, frames=frames,
+                               metadata={**meta, "feet_swaps": {str(k): v for k, v in swaps.items()}})
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool
