@@ -141,8 +141,15 @@ def test_a_one_frame_dropout_is_bridged_and_never_an_event():
     assert len(gait.strides) >= len(full.strides) - 2  # only the strides ending or starting at a guessed landing go
 
 
-def test_left_right_label_swaps_at_every_crossing_are_repaired():
-    """As networks do in side views: "left" is the foot in front, so the labels swap whenever the feet pass."""
+def test_left_right_label_swaps_at_every_crossing_are_undone_once_before_the_gait_table():
+    """As networks do in side views: "left" is the foot in front, so the labels swap whenever the feet pass. The
+    motion step (motion.sides, which the session runs) exchanges the legs back; the gait analysis reads them as
+    given, so its left foot is the sequence's left foot in every frame (the swapped walk read as named: strides
+    about half as long as the walker's)."""
+    import dataclasses
+
+    from posetracker.motion.sides import one_leg_each
+
     w = walker()
     spec = w.seq.skeleton
     legs = [(spec.index(f"left_{n}"), spec.index(f"right_{n}")) for n in ("hip", "knee", "ankle")]
@@ -154,8 +161,19 @@ def test_left_right_label_swaps_at_every_crossing_are_repaired():
             for a, b in legs:
                 kp[0, [a, b]] = kp[0, [b, a]]
 
-    gait = analyse_gait(with_frames(w.seq, swap))[0]
-    assert len(gait.contacts.swaps) >= 8
+    swapped = with_frames(w.seq, swap)
+    as_named = analyse_gait(swapped)[0]
+    assert not len(as_named.contacts.swaps)  # the gait table exchanges nothing itself
+    np.testing.assert_array_equal(as_named.track.keypoints, person_tracks(swapped)[0].keypoints)
+    assert as_named.strides and all(s.stride_s < 0.6 * w.stride_s for s in as_named.strides)
+    frames, swaps = one_leg_each(swapped.frames, spec, swapped.fps)
+    assert len(swaps[0]) >= 8
+    decided = dataclasses.replace(swapped, frames=frames)
+    gait = analyse_gait(decided)[0]
+    assert not len(gait.contacts.swaps)
+    np.testing.assert_array_equal(gait.track.keypoints, person_tracks(decided)[0].keypoints)
+    seen = ~gait.contacts.bridged[:, 0]
+    np.testing.assert_allclose(gait.contacts.position[seen, 0], gait.track.keypoints[seen, legs[2][0], :2])
     clean = analyse_gait(w.seq)[0]
     strikes = [(e.index, e.foot) for e in gait.events if e.kind == HEEL_STRIKE]
     assert_matches([i for i, _ in strikes], [e.index for e in clean.heel_strikes()], 1)

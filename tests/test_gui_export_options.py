@@ -1,5 +1,5 @@
-"""The app's Export options: the library's choices (floor, foot lock, origin, leg repair) as a form, passed to
-the exporter; cancelling writes nothing."""
+"""The app's Export options: the library's choices (floor, foot lock, origin) as a form, passed to the exporter;
+cancelling writes nothing. Left and right are not an export choice: the session decided them (motion.sides)."""
 
 from __future__ import annotations
 
@@ -23,16 +23,18 @@ def window(qtbot):
 
 
 def test_library_choices_apply_only_where_they_mean_something():
-    assert chosen_options("bvh", {}) == {"origin": "floor", "floor": "fit", "foot_lock": True, "repair_legs": True}
-    assert chosen_options("bvh", {"floor": "percentile"}) == {"origin": "floor", "floor": "percentile",
-                                                              "repair_legs": True}
-    assert chosen_options("bvh", {"origin": "camera", "foot_lock": False}) == {"origin": "camera", "repair_legs": True}
-    assert chosen_options("trc", {"origin": "floor"}) == {"origin": "floor", "repair_legs": True}
+    assert chosen_options("bvh", {}) == {"origin": "floor", "floor": "fit", "foot_lock": True}
+    assert chosen_options("bvh", {"floor": "percentile"}) == {"origin": "floor", "floor": "percentile"}
+    assert chosen_options("bvh", {"origin": "camera", "foot_lock": False}) == {"origin": "camera"}
+    assert chosen_options("trc", {"origin": "floor"}) == {"origin": "floor"}
     assert chosen_options("csv", {}) == {} and export_choices("csv") == ()
     with pytest.raises(ValueError, match="no export choice"):
         chosen_options("trc", {"floor": "fit"})
     with pytest.raises(ValueError, match="choose one of"):
         chosen_options("bvh", {"floor": "flat"})
+    for name in ("bvh", "trc"):
+        with pytest.raises(ValueError, match="no export choice"):
+            chosen_options(name, {"repair_legs": False})
 
 
 def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
@@ -40,7 +42,8 @@ def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
 
     dialog = ExportOptionsDialog("bvh", "/tmp/walk.bvh")
     qtbot.addWidget(dialog)
-    assert dialog.options() == {"origin": "floor", "floor": "fit", "foot_lock": True, "repair_legs": True}
+    assert dialog.options() == {"origin": "floor", "floor": "fit", "foot_lock": True}
+    assert "repair_legs" not in dialog.widgets
     lock = dialog.widgets["foot_lock"]
     assert lock.isEnabled()
     dialog.set_choice("floor", "percentile")
@@ -50,7 +53,7 @@ def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
     assert dialog.options()["foot_lock"] is False
     dialog.set_choice("origin", "camera")
     assert not dialog.widgets["floor"].isEnabled() and not lock.isEnabled()
-    assert dialog.options() == {"origin": "camera", "repair_legs": True}
+    assert dialog.options() == {"origin": "camera"}
     with pytest.raises(ValueError):
         dialog.set_choice("origin", "moon")
 
@@ -67,7 +70,6 @@ def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, 
 
     def choose_percentile(dialog):
         dialog.set_choice("floor", "percentile")
-        dialog.widgets["repair_legs"].setChecked(False)  # the default is on: the choice reaches the export
         return ExportOptionsDialog.DialogCode.Accepted
 
     monkeypatch.setattr(ExportOptionsDialog, "exec", choose_percentile)
@@ -75,7 +77,6 @@ def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, 
     qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
     report = json.loads((tmp_path / "walk.bvh.json").read_text())
     assert report["floor"]["reason"] == "floor=percentile" and not report["foot_lock"]["enabled"]
-    assert report["leg_swaps"]["repaired"] is False
 
     monkeypatch.setattr(ExportOptionsDialog, "exec", lambda dialog: ExportOptionsDialog.DialogCode.Rejected)
     target.unlink()

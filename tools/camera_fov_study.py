@@ -6,8 +6,9 @@ Tracks each clip offline at 60 degrees (as ``posetracker process --fov 60``; or 
 saved there on the first run), then per clip: (1) the longest-seen person's stature (analysis.stature)
 and mean bone-length CV of the joints lifted with 30-100 degrees (depth.lift.camera_depths: the root's
 distance scales, the relief stays); (2) the people's estimate (analysis.camera_fov) with its interval or
-the reason it falls back; (3) the leg repair (analysis.leg_swaps.repair_legs): swaps found and how often the
-hips then cross against the shoulders in the image (1 % on a frontal clip as named).
+the reason it falls back; (3) the leg repair (motion.sides.one_leg_each, which the offline session now runs
+itself: on poses tracked since, the swaps left): swaps found and how often the hips then cross against the
+shoulders in the image (1 % on a frontal clip as named).
 """
 
 from __future__ import annotations
@@ -49,13 +50,17 @@ def sweep(seq) -> list[str]:
 
 
 def legs(seq) -> list[str]:
-    from posetracker.analysis.leg_swaps import repair_legs
+    import dataclasses
+
+    from posetracker.motion.sides import one_leg_each
     from posetracker.tracks import person_tracks
 
     spec = seq.skeleton
     j = spec.index
     raw = person_tracks(seq)
-    rep, swaps = repair_legs(raw, spec, seq.frames[0].image_size, seq.fps)
+    frames, by_frame = one_leg_each(seq.frames, spec, seq.fps)
+    rep = person_tracks(dataclasses.replace(seq, frames=frames))
+    swaps = {tid: np.asarray(by_frame.get(tid, []), np.int64) for tid in raw}
     out = []
     for tid in raw:
         crossed = []

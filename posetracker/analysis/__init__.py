@@ -12,7 +12,8 @@
   exporter, :mod:`posetracker.export.angles_csv`, writes them as CSV);
 - :mod:`.foot_contact`: per-frame foot contact of side-view walking (the foot moves at
   the ground's speed, estimated: still floor, treadmill belt or panning camera), heel
-  strikes and toe offs, left-right label swaps of the feet undone;
+  strikes and toe offs, left-right label swaps of the feet found (undone in the motion itself by
+  :mod:`posetracker.motion.sides`, which every output reads);
 - :mod:`.gait`: :func:`analyse_gait` (strides: stride / step time, stance and swing,
   cadence, knee and hip range of motion) and :func:`summarise_gait` (the ``gait``
   exporter, :mod:`posetracker.export.gait_csv`);
@@ -21,8 +22,6 @@
 - :mod:`.ground`: the floor plane of a clip from everyone's stance ankles (robust, one
   normal, a floor per person), the Y-up floor frame and the camera's pitch and roll
   (the BVH and TRC exports' ``origin="floor"``); its plane fit and camera angles in :mod:`.floor_plane`;
-- :mod:`.leg_swaps`: the legs exchanged back where the feet's left / right labels swapped and the trunk
-  agrees (the BVH and TRC exports);
 - :mod:`.camera_fov`: the camera's field of view from the people of an offline clip (upright
   bodies parallel), with the test of whether the clip fixes it (``posetracker process --fov auto``).
 

@@ -25,8 +25,10 @@ Per foot (left, right), with ``s(t) = |u_foot(t) - g(t)|``:
 
 Side views often name the *front* foot "left": the labels swap when the feet pass.
 :func:`repair_swaps` finds the sign of it (one label stops standing where the other
-starts, at once) and exchanges the labels from there, so "left" and "right" are the
-network's names at the start of the track, kept consistent.
+starts, at once) and exchanges the labels from there (``repair_swaps``), so "left" and
+"right" are the network's names at the start of the track, kept consistent. Those swaps are
+what :mod:`posetracker.motion.sides` undoes in the motion itself; the gait analysis then reads
+the feet as labelled, without the repair.
 
 Events (:func:`contact_events`): a heel strike at the first frame of a contact run
 that follows at least ``min_swing_s`` of seen swing; a toe off at the first swing
@@ -75,7 +77,7 @@ class ContactSettings:
     min_swing_s: float = 0.1
     ground_window_s: float = 2.0
     smooth_s: float = 0.1
-    repair_swaps: bool = True
+    repair_swaps: bool = True  # find (and undo in the contacts) label swaps; the gait analysis reads labels as given
     max_gap_s: float = 0.1
 
     def check(self) -> None:

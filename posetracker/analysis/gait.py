@@ -18,11 +18,13 @@ Per stride (times in seconds):
   hip flexion (:mod:`.joint_angles`) over the stride's frames, heel strike to heel
   strike inclusive; nan when fewer than ``min_angle_coverage`` of them are measured.
 
-When :func:`~posetracker.analysis.foot_contact.repair_swaps` found left-right
-label swaps of the feet, the whole legs (hip, knee, ankle, heel, toes) are
-exchanged from there on before the angles are measured, so each stride's angles
-are those of the foot that made it. "left" and "right" are the network's names
-for the legs at the start of the track.
+"left" and "right" are the legs as the sequence names them, frame by frame, as
+every other output reads them: the gait analysis exchanges nothing (its foot
+contacts are read without :func:`~posetracker.analysis.foot_contact.repair_swaps`).
+Where a side view's left / right labels of the feet swap, the legs are exchanged
+back once, in the per-track motion (:mod:`posetracker.motion.sides`: the offline
+session before its motion solve, a live result when it is finished), so each
+stride's angles are those of the foot that made it.
 
 :func:`summarise_gait`: per person and foot (and ``both``) the number of strides and
 the means of the stride numbers above, with the stride time's standard deviation;
@@ -31,7 +33,7 @@ the cadence of a row is ``120 / mean stride time``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -40,7 +42,6 @@ from posetracker.analysis.foot_contact import (
     contact_events, foot_contacts,
 )
 from posetracker.analysis.joint_angles import track_angles
-from posetracker.analysis.leg_swaps import swap_legs
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import PersonTrack, person_tracks
 from posetracker.types import PoseSequence
@@ -181,9 +182,9 @@ def analyse_track(track: PersonTrack, spec: SkeletonSpec, settings: GaitSettings
     """Foot contact, events, strides and leg angles of one person's track (see the module docstring)."""
     settings = settings or GaitSettings()
     settings.check()
-    contacts = foot_contacts(track, spec, settings.contact, image_size, fps)
+    # the legs as the motion gives them (motion.sides decided left and right): no swap repaired here
+    contacts = foot_contacts(track, spec, replace(settings.contact, repair_swaps=False), image_size, fps)
     events = contact_events(contacts, settings.contact.min_swing_s)
-    track = swap_legs(track, spec, contacts.swaps)
     t = track.num_frames
     angles = track_angles(track, spec, [(n, s) for n in GAIT_ANGLES for s in FEET], settings.angle_confidence,
                           settings.angle_mode, image_size)

@@ -66,8 +66,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
         return 2
     options = {k: v for k, v in {"rotation_order": args.rotation_order, "units": args.units, "max_gap_s": args.max_gap,
                                  "min_confidence": args.min_confidence, "origin": args.origin, "floor": args.floor,
-                                 "foot_lock": False if args.no_foot_lock else None,
-                                 "repair_legs": False if args.no_repair_legs else None}.items() if v is not None}
+                                 "foot_lock": False if args.no_foot_lock else None}.items() if v is not None}
     try:
         if exporter.name in ("csv", "json"):
             if args.person is not None:
@@ -105,9 +104,6 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     ex.add_argument("--floor", choices=["fit", "percentile"], default=None,
                     help="BVH floor: fit (default: to the stance feet, camera pitch and roll undone) or percentile "
                          "(level camera, 2nd percentile of the lowest joint, as before; no foot lock)")
-    ex.add_argument("--no-repair-legs", action="store_true",
-                    help="BVH and TRC: keep the legs as the network named them (default: exchanged back where its "
-                         "left / right labels of the feet swapped and the trunk agrees, as side views do)")
     ex.add_argument("--no-foot-lock", action="store_true",
                     help="BVH: leave the standing feet as solved (default: locked on the fitted floor)")
     ex.add_argument("--max-gap", type=float, default=None,

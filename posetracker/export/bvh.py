@@ -58,7 +58,6 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.analysis.leg_swaps import repair_legs
 from posetracker.analysis.ground import Ground, ground_from_tracks
 from posetracker.export.bvh_feet import LockSettings, clamp_swing, lock_feet, lock_report, motion_phases
 from posetracker.export.bvh_rig import (
@@ -87,10 +86,8 @@ class BvhOptions:
     max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
     symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span;
     floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
-    on a fitted floor; repair_legs: exchange the legs back where the network's left / right labels of the feet
-    swapped (:func:`posetracker.analysis.leg_swaps.repair_legs`), so each BVH leg follows one physical leg. On by
-    default: a swap the feet found is undone only where the trunk does not contradict it (the left hip stays on
-    the left shoulder's side wherever the person faces the camera), so steps in place are left alone."""
+    on a fitted floor. The legs are the sequence's: where a side view's left / right labels of the feet swapped,
+    the session exchanged them back in the motion itself (:mod:`posetracker.motion.sides`), for every output."""
 
     rotation_order: str = "ZXY"
     units: str = "cm"
@@ -102,7 +99,6 @@ class BvhOptions:
     trim: bool = False
     floor: str = "fit"
     foot_lock: bool = True
-    repair_legs: bool = True
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:
@@ -362,9 +358,6 @@ class BvhExporter:
             tracks = person_tracks(seq, person)
         except TrackError as exc:
             raise ExportError(f"BVH: {exc}") from None
-        leg_swaps: dict[int, np.ndarray] = {}
-        if opts.repair_legs:  # before the floor fit and the solve: each leg is one physical leg throughout
-            tracks, leg_swaps = repair_legs(tracks, seq.skeleton, seq.frames[0].image_size, seq.fps)
         texts: dict[Path, str] = {}
         failed: list[str] = []
         motions: dict[int, BvhMotion] = {}
@@ -383,10 +376,6 @@ class BvhExporter:
         for tid, motion in motions.items():
             out = person_path(path, tid, len(tracks) > 1)
             motion.report["source"] = seq.metadata.get("source", "")
-            swaps = leg_swaps.get(tid, np.zeros(0, np.int64))
-            motion.report["leg_swaps"] = {
-                "repaired": opts.repair_legs, "source_frames": [int(tracks[tid].frames[i]) for i in swaps],
-                "time_s": [round(float(tracks[tid].times[i]), 6) for i in swaps]}
             if "camera" in seq.metadata:  # the field of view the 3-D was lifted with, and where it came from
                 motion.report["camera"] = seq.metadata["camera"]
             texts[out] = bvh_text(motion, opts.units)

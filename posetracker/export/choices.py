@@ -2,8 +2,7 @@
 
 Each :class:`ExportChoice` is one keyword of the exporter's ``write`` (``BvhOptions`` fields for
 BVH, ``TrcExporter.write``'s for TRC) with the values a person can pick and how to say them;
-the same keywords as ``posetracker export``'s ``--origin``, ``--floor``, ``--no-foot-lock`` and
-``--no-repair-legs``. A choice that only means something with another one set (the foot lock
+the same keywords as ``posetracker export``'s ``--origin``, ``--floor`` and ``--no-foot-lock``. A choice that only means something with another one set (the foot lock
 needs a fitted floor on the floor origin) names it in ``needs``.
 """
 
@@ -38,11 +37,6 @@ class ExportChoice:
         return all(chosen.get(k) == v for k, v in self.needs)
 
 
-_LEGS = ExportChoice("repair_legs", "Exchange the legs back where left and right swapped (side-view walking)",
-                     ((True, "legs follow the physical legs"), (False, "legs as the network named them")),
-                     help="Side views often name the front foot 'left': undo those swaps before solving, as the "
-                          "gait analysis does, where the trunk agrees (steps in place are left alone)")
-
 CHOICES: dict[str, tuple[ExportChoice, ...]] = {
     "bvh": (
         ExportChoice("origin", "Origin", (("floor", "on the floor: Y up, people where they stood"),
@@ -57,13 +51,11 @@ CHOICES: dict[str, tuple[ExportChoice, ...]] = {
                      ((True, "standing feet held still"), (False, "feet as solved")),
                      needs=(("origin", "floor"), ("floor", "fit")),
                      help="Each stance phase's ankle held at its median position, the leg solved by two-bone IK"),
-        _LEGS,
     ),
     "trc": (
         ExportChoice("origin", "Origin", (("camera", "camera axes (Y = -camera y, mm)"),
                                           ("floor", "Y up from the fitted floor (gravity -Y for OpenSim)")),
                      help="floor: each person on the floor fitted to everyone's standing feet"),
-        _LEGS,
     ),
 }
 

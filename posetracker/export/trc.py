@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.analysis.leg_swaps import repair_legs as legs_repaired
 from posetracker.analysis.ground import ground_from_tracks
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
 from posetracker.export.files import person_path, write_files
@@ -66,10 +65,9 @@ class TrcExporter:
     description = "OpenSim TRC marker file (mm, Y up), one file per person"
 
     def write(self, seq: PoseSequence, path: Path, force: bool = False, person: int | None = None,
-              min_confidence: float = 0.0, origin: str | None = None, repair_legs: bool | None = None,
-              **_: object) -> list[Path]:
-        """One TRC per person; ``repair_legs`` (default True, as BVH's): the legs exchanged back where the
-        network's left / right labels of the feet swapped (:func:`posetracker.analysis.leg_swaps.repair_legs`)."""
+              min_confidence: float = 0.0, origin: str | None = None, **_: object) -> list[Path]:
+        """One TRC per person, its legs as the sequence names them (the session decided left and right:
+        :mod:`posetracker.motion.sides`)."""
         path = Path(path)
         origin = origin or "camera"
         if origin not in ("camera", "floor"):
@@ -80,9 +78,6 @@ class TrcExporter:
             raise ExportError(f"TRC: {exc}") from None
         size = seq.frames[0].image_size
         everyone = person_tracks(seq) if origin == "floor" else tracks
-        if repair_legs is None or repair_legs:
-            everyone, _ = legs_repaired(everyone, seq.skeleton, size, seq.fps)
-        tracks = {tid: everyone[tid] for tid in tracks}
         frame = None
         if origin == "floor":  # the floor of everyone's stance feet, whoever is written
             frame = ground_from_tracks(everyone, seq.skeleton, size, seq.fps).frame
