@@ -67,6 +67,7 @@ from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.mirror import same_sides
 from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.offline import backfill_ids
+from posetracker.tracking.relink import relink_fragments
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
@@ -163,6 +164,7 @@ class TrackingSession:
         self._pending: deque[Pending] = deque()
         self.facing_repairs: dict[int, int] = {}
         self.leg_repairs: dict[int, int] = {}
+        self.relinked: dict[int, int] = {}  # offline: track id -> the earlier id its fragment was joined to
         self.feet_swaps: dict[int, list[int]] = {}  # offline: track id -> source frames from which its legs swapped
         self.joined: dict = {}  # offline with a known count: tracking.known_count.join_fragments' report  # offline: track id -> frames whose whole body was mirrored back
         # one subject (max people 1): every detection continues its track, so it keeps one id
@@ -393,6 +395,8 @@ class TrackingSession:
             meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
         if self.leg_repairs:
             meta["leg_repairs"] = {str(k): v for k, v in self.leg_repairs.items()}
+        if self.relinked:
+            meta["relinked"] = {str(k): v for k, v in self.relinked.items()}
         if self.feet_swaps:
             meta["feet_swaps"] = {str(k): v for k, v in self.feet_swaps.items()}
         if failure:
@@ -435,6 +439,9 @@ class TrackingSession:
         tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
         if cfg.known_count:  # a known number of animals: fragments of one animal's track share its id
             tracked, self.joined = join_fragments(tracked, cfg.known_count, self.spec.root)
+        else:  # fragments of one person's track (hidden, then back elsewhere) joined over the whole clip
+            tracked, report = relink_fragments(tracked, self.spec)
+            self.relinked = {int(k): int(v) for k, v in report["joined"].items()}
         if cfg.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
             tracked, self.facing_repairs = repair_facing(tracked, self.spec)
         if cfg.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
