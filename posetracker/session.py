@@ -50,8 +50,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
-from posetracker.motion.sides import exchange_legs, feet_swaps
-from posetracker.motion.solve import solve_tracks
+from posetracker.motion.whole_track import whole_track_motion
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
@@ -61,13 +60,8 @@ from posetracker.session_config import (  # noqa: F401 (re-exported)
 )
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
-from posetracker.tracking.bones import rigid_tracks
-from posetracker.tracking.facing import repair_facing
-from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.mirror import same_sides
-from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.offline import backfill_ids
-from posetracker.tracking.relink import relink_fragments
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
@@ -162,11 +156,7 @@ class TrackingSession:
                 else CausalStream(self.net, self.config.lookahead)
         self.stream.reset()
         self._pending: deque[Pending] = deque()
-        self.facing_repairs: dict[int, int] = {}
-        self.leg_repairs: dict[int, int] = {}
-        self.relinked: dict[int, int] = {}  # offline: track id -> the earlier id its fragment was joined to
-        self.feet_swaps: dict[int, list[int]] = {}  # offline: track id -> source frames from which its legs swapped
-        self.joined: dict = {}  # offline with a known count: tracking.known_count.join_fragments' report  # offline: track id -> frames whose whole body was mirrored back
+        self.whole_track_report: dict = {}  # offline: what motion.whole_track changed (the metadata's entries)
         # one subject (max people 1): every detection continues its track, so it keeps one id
         oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
@@ -389,16 +379,7 @@ class TrackingSession:
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
         if not self.config.rigid_bones:
             meta["bones"] = "raw"  # the lengths as estimated; exports keep them (tracking.bones.settle_bones)
-        if self.joined:
-            meta["known_count"] = {"animals": self.config.known_count, **self.joined}
-        if self.facing_repairs:
-            meta["facing_repairs"] = {str(k): v for k, v in self.facing_repairs.items()}
-        if self.leg_repairs:
-            meta["leg_repairs"] = {str(k): v for k, v in self.leg_repairs.items()}
-        if self.relinked:
-            meta["relinked"] = {str(k): v for k, v in self.relinked.items()}
-        if self.feet_swaps:
-            meta["feet_swaps"] = {str(k): v for k, v in self.feet_swaps.items()}
+        meta.update(self.whole_track_report)
         if failure:
             meta["incomplete"] = failure[0]
         if getattr(frames, "skipped", None):  # unreadable images of a folder, skipped (capture.FrameSource)
@@ -436,24 +417,7 @@ class TrackingSession:
                 emit(min(cfg.chunk, len(feats)))
         if not cfg.track:
             return raw
-        tracked = backfill_ids([self._track(p) for p in raw], self.sigmas)
-        if cfg.known_count:  # a known number of animals: fragments of one animal's track share its id
-            tracked, self.joined = join_fragments(tracked, cfg.known_count, self.spec.root)
-        else:  # fragments of one person's track (hidden, then back elsewhere) joined over the whole clip
-            tracked, report = relink_fragments(tracked, self.spec)
-            self.relinked = {int(k): int(v) for k, v in report["joined"].items()}
-        if cfg.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
-            tracked, self.facing_repairs = repair_facing(tracked, self.spec)
-        if cfg.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
-            tracked, self.leg_repairs = repair_near_leg(tracked, self.spec)
-        read = tracked
-        if cfg.smoothing:  # the motion solve: each track fitted over the whole clip, robust to wrong readings
-            tracked = solve_tracks(read)
-        if cfg.fix_legs:  # one leg each: where the feet's left / right labels swapped (found on the solved motion),
-            # the legs exchanged back in the readings and solved again, so the solve never smooths across a swap
-            self.feet_swaps = feet_swaps(tracked, self.spec, fps)
-            if self.feet_swaps:
-                tracked = exchange_legs(read, self.spec, self.feet_swaps)
-                tracked = solve_tracks(tracked) if cfg.smoothing else tracked
-        return rigid_tracks(tracked, self.spec) if cfg.rigid_bones else tracked
+        tracked, self.whole_track_report = whole_track_motion(
+            backfill_ids([self._track(p) for p in raw], self.sigmas), self.spec, cfg, fps)
+        return tracked
 

@@ -63,12 +63,11 @@ def _offline(seq: PoseSequence, monkeypatch, fix_legs: bool = True) -> PoseSeque
     """``seq``'s people tracked as ``TrackingSession.run`` tracks a clip offline (ids, motion solve, one leg each,
     rigid bones), the network's reading of each frame replaced by them. The tracker's frame-to-frame mirror fix
     and the near-leg repair (depth) are off, so that the feet's swaps reach the step under test."""
-    from posetracker import session as session_module
     from posetracker.model.network import PoseNet
     from posetracker.session import SessionConfig, TrackingSession
 
     torch.manual_seed(0)
-    monkeypatch.setattr(session_module, "repair_near_leg", lambda frames, spec: (frames, {}))
+    monkeypatch.setattr("posetracker.motion.whole_track.repair_near_leg", lambda frames, spec: (frames, {}))
     session = TrackingSession(PoseNet(seq.skeleton).eval(),
                               SessionConfig(mode="offline", refiners=(), fix_swaps=False, fix_legs=fix_legs))
     people = {f.index: f for f in seq.frames}
