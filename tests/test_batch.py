@@ -17,30 +17,14 @@ import av
 import numpy as np
 import pytest
 
-from conftest import REPO
 from posetracker.batch import (MANIFEST, WHOLE, BatchError, BatchSettings, Chunk, collect_inputs, finish_chunks,
                                plan_chunks, process_file, read_manifest, run_batch)
 from posetracker.cli import main
+from sample_clips import SAMPLE, short_clip
 
 # Ray is not imported here: posetracker.batch sets it up before its first import (a local cluster on loopback)
 if importlib.util.find_spec("ray") is None:
     pytest.skip("ray is not installed (the batch extra)", allow_module_level=True)
-SAMPLE = REPO / "assets" / "sample_dance.mp4"
-
-
-def short_clip(path: Path, frames: int = 10, start: int = 0) -> Path:
-    """The sample clip's frames start..start+frames, re-encoded (a small real video with a dancer)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with av.open(str(SAMPLE)) as src:
-        images = [f.to_ndarray(format="rgb24") for _, f in zip(range(start + frames), src.decode(video=0))][start:]
-    with av.open(str(path), "w") as out:
-        st = out.add_stream("mpeg4", rate=30)
-        st.height, st.width = images[0].shape[:2]
-        st.pix_fmt = "yuv420p"
-        for im in images:
-            out.mux(st.encode(av.VideoFrame.from_ndarray(im, format="rgb24")))
-        out.mux(st.encode())
-    return path
 
 
 def two_dancers(path: Path, frames: int = 90, enters: int = 45) -> Path:

@@ -15,28 +15,17 @@ import json
 from functools import partial
 from pathlib import Path
 
-import av
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLE = REPO / "assets" / "sample_dance.mp4"
+from sample_clips import short_clip
+
 FRAMES = 20
 F35_MM = "26"
 
 
 def tagged_clip(path: Path, frames: int = FRAMES) -> Path:
     """The sample's first ``frames`` frames re-encoded, tagged with a 35 mm-equivalent focal length."""
-    with av.open(str(SAMPLE)) as src:
-        images = [f.to_ndarray(format="rgb24") for _, f in zip(range(frames), src.decode(video=0))]
-    with av.open(str(path), "w", options={"movflags": "use_metadata_tags"}) as out:
-        out.metadata["com.apple.quicktime.camera.focal_length.35mm_equivalent"] = F35_MM
-        st = out.add_stream("mpeg4", rate=30)
-        st.height, st.width = images[0].shape[:2]
-        st.pix_fmt = "yuv420p"
-        for im in images:
-            out.mux(st.encode(av.VideoFrame.from_ndarray(im, format="rgb24")))
-        out.mux(st.encode())
-    return path
+    return short_clip(path, frames, tags={"com.apple.quicktime.camera.focal_length.35mm_equivalent": F35_MM})
 
 
 def test_process_batch_and_the_app_write_the_same_file(tmp_path, qtbot):

@@ -7,20 +7,10 @@ import numpy as np
 from posetracker.skeletons import load_skeleton
 from posetracker.tracking.relink import fragments, link_cost, relink_fragments
 from posetracker.types import PoseFrame
+from synthetic_people import STANDING
 
 SPEC = load_skeleton("human18")
 FPS = 30.0
-
-# A standing person, pixels relative to the hips' midpoint (human18 joint order), about 300 px tall.
-_TEMPLATE = np.array(
-    [
-        [0, -120], [-6, -126], [6, -126], [-12, -122], [12, -122],  # nose, eyes, ears
-        [-35, -90], [35, -90], [-45, -40], [45, -40], [-50, 5], [50, 5],  # shoulders, elbows, wrists
-        [-20, 10], [20, 10], [-22, 80], [22, 80], [-24, 150], [24, 150],  # hips, knees, ankles
-        [0, 12],  # centre
-    ],
-    np.float64,
-)
 PX_PER_M = 170.0
 
 
@@ -36,9 +26,9 @@ def frames_of(people: dict[int, dict[int, tuple[float, float]]], n: int, build: 
         kp = np.zeros((len(here), SPEC.num_joints, 3), np.float32)
         world = np.zeros_like(kp)
         for p, (tid, (x, y)) in enumerate(here):
-            kp[p, :, :2] = _TEMPLATE + [x, y] + rng.normal(0, 1.5, _TEMPLATE.shape)
+            kp[p, :, :2] = STANDING + [x, y] + rng.normal(0, 1.5, STANDING.shape)
             kp[p, :, 2] = 4.0
-            world[p, :, :2] = _TEMPLATE / PX_PER_M * build.get(tid, 1.0)
+            world[p, :, :2] = STANDING / PX_PER_M * build.get(tid, 1.0)
             world[p, :, 2] = 4.0
         out.append(PoseFrame(t, t / FPS, kp, np.full(kp.shape[:2], 0.9, np.float32),
                              np.full(len(here), 0.9, np.float32), np.array([tid for tid, _ in here], np.int64),

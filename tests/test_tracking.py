@@ -10,25 +10,15 @@ import pytest
 from posetracker.skeletons import load_skeleton
 from posetracker.tracking import PoseTracker, joint_sigmas, oks_matrix
 from posetracker.types import PoseFrame, ShapeError
+from synthetic_people import STANDING
 
 SPEC = load_skeleton("human18")
 FPS = 30.0
 
-# A standing person, pixels relative to the hips' midpoint (human18 joint order).
-_TEMPLATE = np.array(
-    [
-        [0, -120], [-6, -126], [6, -126], [-12, -122], [12, -122],  # nose, eyes, ears
-        [-35, -90], [35, -90], [-45, -40], [45, -40], [-50, 5], [50, 5],  # shoulders, elbows, wrists
-        [-20, 10], [20, 10], [-22, 80], [22, 80], [-24, 150], [24, 150],  # hips, knees, ankles
-        [0, 12],  # centre (box centre)
-    ],
-    np.float64,
-)
-
 
 def person(x: float, y: float, rng: np.random.Generator, noise: float = 1.5) -> np.ndarray:
     """(K, 2) pixel keypoints of a person centred at (x, y)."""
-    return _TEMPLATE + [x, y] + rng.normal(0, noise, _TEMPLATE.shape)
+    return STANDING + [x, y] + rng.normal(0, noise, STANDING.shape)
 
 
 def make_frame(i: int, people: list[np.ndarray], conf: list[np.ndarray] | None = None) -> PoseFrame:
