@@ -165,16 +165,29 @@ def test_short_gaps_interpolated_long_gaps_hold_one_limb_and_reported(tmp_path):
     assert (moving > 0).all()  # the root keeps moving through the gap: no frozen frame
 
 
-def test_a_hip_missing_with_the_body_centre_holds_the_whole_pose(tmp_path):
-    """With nothing to carry it (its parent, the centre, missing too) a hip cannot be held alone: the whole
-    pose holds its last complete frame, and the report says so."""
+def test_a_body_unseen_longer_than_a_gap_splits_the_takes(tmp_path):
+    """Absent means absent: with the body centre and a hip unseen for 25 frames (0.83 s > max_gap_s) the rig
+    cannot be driven; nothing is held there, the person's motion is two takes (one file each, trimmed to the
+    frames seen), each report giving its place on the clip's timeline."""
     seq = _drop(_drop(make_sequence(60, seed=4), "centre", range(20, 45)), "left_hip", range(20, 45))
     BvhExporter().write(seq, tmp_path / "c.bvh", max_gap_s=0.5)
+    assert not (tmp_path / "c.bvh").exists()
+    reports = [json.loads((tmp_path / f"c_take{k}.bvh.json").read_text()) for k in (1, 2)]
+    assert [(r["take"], r["start_frame"], r["frames"]) for r in reports] == [(1, 0, 20), (2, 45, 15)]
+    assert reports[0]["takes"] == reports[1]["takes"] and reports[0]["held_pose"] == []
+    assert reports[1]["start_time_s"] == pytest.approx(45 / seq.fps)
+    for k, n in ((1, 20), (2, 15)):
+        text = (tmp_path / f"c_take{k}.bvh").read_text()
+        assert f"Frames: {n}\n" in text
+
+
+def test_a_short_gap_stays_inside_one_take(tmp_path):
+    """The same gap at 10 frames (0.33 s <= max_gap_s) is interpolated: one file, no pose held."""
+    seq = _drop(_drop(make_sequence(60, seed=4), "centre", range(20, 30)), "left_hip", range(20, 30))
+    BvhExporter().write(seq, tmp_path / "c.bvh", max_gap_s=0.5)
     report = json.loads((tmp_path / "c.bvh.json").read_text())
-    assert [(h["bvh_frames"], h["missing"]) for h in report["held_pose"]] == [([20, 45], ["left_hip"])]
-    lines = (tmp_path / "c.bvh").read_text().splitlines()
-    motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
-    assert np.all(motion[20:45] == motion[19]) and not np.all(motion[45] == motion[19])
+    assert len(report["takes"]) == 1 and report["held_pose"] == [] and report["frames"] == 60
+    assert [g["bvh_frames"] for g in report["interpolated_gaps"] if g["joint"] == "left_hip"] == [[20, 30]]
 
 
 def test_frame_time_from_timestamps_and_dropped_frames(tmp_path):
@@ -273,7 +286,8 @@ def test_head_follows_the_neck_without_depth():
 
 
 def test_several_people_share_one_timeline_and_one_origin(tmp_path):
-    """Issue #22 item 3: every file starts at the clip's first frame, people stand apart where they stood."""
+    """Each file covers its person's frames only (absent means absent: no pose held before they come or after
+    they go); its report places it on the clip's timeline; people stand apart where they stood."""
     seq = make_sequence(60, people=2, seed=6)
     frames = []
     for f in seq.frames:  # person 1 is in the clip from frame 20 to 44 only
@@ -287,12 +301,11 @@ def test_several_people_share_one_timeline_and_one_origin(tmp_path):
         lines = (tmp_path / f"two_person{tid}.bvh").read_text().splitlines()
         motion[tid] = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3:]], float)
         report[tid] = json.loads((tmp_path / f"two_person{tid}.bvh.json").read_text())
-    assert len(motion[0]) == len(motion[1]) == 60
-    assert report[1]["start_time_s"] == report[0]["start_time_s"] == 0.0
-    assert report[1]["padding"] == {"before_frames": 20, "after_frames": 15} and report[1]["held_pose"] == []
-    assert np.all(motion[1][:20] == motion[1][20]) and np.all(motion[1][45:] == motion[1][44])
+    assert len(motion[0]) == 60 and len(motion[1]) == 25
+    assert report[0]["start_time_s"] == 0.0 and report[1]["start_time_s"] == pytest.approx(20 / seq.fps)
+    assert report[1]["start_frame"] == 20 and report[1]["held_pose"] == []
     assert report[0]["origin_shift"] == report[1]["origin_shift"]
     np.testing.assert_allclose(motion[0][0, [0, 2]], 0.0, atol=1e-4)  # the first person's first root at X = Z = 0
     hips = [seq.skeleton.index("left_hip"), seq.skeleton.index("right_hip")]
     truth = [100 * np.array([f.world[p, hips, 0].mean() for f in seq.frames[20:45]]) for p in (0, 1)]  # cm, X = x
-    np.testing.assert_allclose(motion[1][20:45, 0] - motion[0][20:45, 0], truth[1] - truth[0], atol=0.5)
+    np.testing.assert_allclose(motion[1][:, 0] - motion[0][20:45, 0], truth[1] - truth[0], atol=0.5)

@@ -41,15 +41,21 @@ after. ``"camera"`` keeps camera coordinates (step 1 only). Several people
 share one X, Z origin (the first person's first root) and stand apart where
 they stood; on the fitted floor each stands on their own floor (a monocular
 depth error moves a person's floor along the normal), on the percentile floor
-they share the median of their floors. Every file spans the whole clip, so
-all people share one timeline: frame 1 of each is the clip's first frame, and
-a person holds their first pose before they appear and their last after they
-leave (the report's ``padding``); ``trim=True`` cuts a file to its person's
-first and last complete frame instead (the report gives the start time).
+they share the median of their floors. Absent means absent: a person's motion is cut into *takes*, the runs of
+frames where their body drives the rig, joined across gaps of at most
+``max_gap_s`` (interpolated as above) and split by longer ones; each take is
+its own file (``STEM_person{ID}.bvh`` for a person seen in one take,
+``STEM_person{ID}_take{N}.bvh`` otherwise), so nobody stands frozen while
+unseen or jumps across a long gap in Blender. BVH has no visibility channel,
+which is why absence is a gap between files: each take's report gives its
+``start_frame`` and ``start_time_s`` on the clip's timeline (Blender's BVH
+import: Start Frame) and lists the person's other takes. Takes shorter than
+``min_take_s`` are not written (listed in the report's ``dropped_takes``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -84,7 +90,7 @@ ORDERS = ("ZXY", "ZYX", "XYZ", "XZY", "YXZ", "YZX")
 class BvhOptions:
     """rotation_order: channel order (intrinsic); units: cm, m or mm; rig: auto, humanoid or skeleton;
     max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
-    symmetric: equal left/right bone lengths; origin: floor or camera; trim: cut to the person's span;
+    symmetric: equal left/right bone lengths; origin: floor or camera; min_take_s: shorter takes are not written;
     floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
     on a fitted floor. The legs are the sequence's: where a side view's left / right labels of the feet swapped,
     the session exchanged them back in the motion itself (:mod:`posetracker.motion.sides`), for every output."""
@@ -96,7 +102,7 @@ class BvhOptions:
     min_confidence: float = 0.2
     symmetric: bool = False
     origin: str = "floor"
-    trim: bool = False
+    min_take_s: float = 0.25
     floor: str = "fit"
     foot_lock: bool = True
 
@@ -126,6 +132,7 @@ class BvhMotion:
     shift:     (3,) metres added to the root for the origin
     own_floor: the person stands on their own floor (fitted floor): a shared origin keeps their floor
     rotation, translation: (3, 3), (3,) m: camera space -> BVH space before the origin shift
+    takes:     [(start, stop)) motion lines of each take (the module docstring), in time order
     """
 
     rig: Rig
@@ -139,6 +146,16 @@ class BvhMotion:
     own_floor: bool = False
     rotation: np.ndarray = field(default_factory=lambda: BVH_FROM_CAMERA.copy())
     translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    takes: list[tuple[int, int]] = field(default_factory=list)
+
+    def take(self, k: int) -> BvhMotion:
+        """Take ``k`` alone (its motion lines; the report's ``take``, ``frames`` and ``start_time_s`` its own,
+        ``takes`` all of the person's)."""
+        a, b = self.takes[k]
+        info = self.report["takes"][k]
+        report = {**self.report, "take": k + 1, "frames": b - a, "start_frame": info["start_frame"],
+                  "start_time_s": info["time_s"][0]}
+        return dataclasses.replace(self, root=self.root[a:b], euler=self.euler[a:b], report=report, takes=[(0, b - a)])
 
     def move_origin(self, shift: np.ndarray, units: str) -> None:
         """Use ``shift`` (3,) metres as the origin shift instead of this person's own (a person on their own
@@ -198,9 +215,15 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         counts = valid[:, required].sum(axis=0)
         worst = [spec.joint_names[required[i]] for i in np.argsort(counts)[:3]]
         raise ValueError(f"no frame has all the joints the rig needs (least seen: {', '.join(worst)})")
-    first, last = (int(np.flatnonzero(ok)[0]), int(np.flatnonzero(ok)[-1])) if options.trim else (0, n - 1)
+    first, last = int(np.flatnonzero(ok)[0]), int(np.flatnonzero(ok)[-1])
     span = slice(first, last + 1)
     filled, ok, valid, ok_joint, limb_held = filled[span], ok[span], valid[span], ok_joint[span], limb_held[span]
+    all_takes = takes_of(ok, max_gap)
+    min_take = max(1, min(int(round(options.min_take_s / dt)), n))  # a clip shorter than that: its length
+    takes = [(a, b) for a, b in all_takes if b - a >= min_take]
+    if not takes:
+        raise ValueError(f"seen whole for at most {max(b - a for a, b in all_takes) * dt:.2f} s at a time "
+                         f"(takes shorter than {options.min_take_s} s are not written)")
     complete = valid[:, required].all(axis=1)
     measure = filled[complete] if complete.sum() >= 1 else filled[ok]
 
@@ -240,7 +263,8 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         phases, grid = motion_phases(ground.phases.get(track.track_id, []), slots, first, ok)
         contacts = ground.contacts.get(track.track_id)
         swaps = [] if contacts is None else [int(slots[i]) - first for i in contacts.swaps]
-        cuts = [int(np.searchsorted(grid, c)) for c in swaps if 0 <= c < len(ok)]  # first complete frame from it
+        starts = [a for a, _ in all_takes[1:]]  # no lock eases across a long gap either
+        cuts = sorted({int(np.searchsorted(grid, c)) for c in swaps + starts if 0 <= c < len(ok)})
         result = lock_feet(world, root, rig, phases, stand, dt, LockSettings(), cuts)
         world, lift = clamp_swing(result.world, result.root, rig, stand, dt, result.weight)
         root = result.root
@@ -262,15 +286,18 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         {"joint": names[k], "bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
         for k in required for a, b in runs(limb_held[:, k])
     ]
-    seen = np.flatnonzero(ok)
     inside = np.zeros_like(ok)
-    inside[seen[0]:seen[-1] + 1] = True
+    for a, b in takes:
+        inside[a:b] = True
     held = [
         {"bvh_frames": [a, b], "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)],
          "missing": [names[k] for k in required if not ok_joint[a:b, k].all()]}
         for a, b in runs(~ok & inside)
     ]
-    padding = {"before_frames": int(seen[0]), "after_frames": int(len(ok) - 1 - seen[-1])}
+
+    def span_of(a: int, b: int) -> dict[str, Any]:
+        return {"start_frame": int(track.frames[0]) + first + a, "frames": b - a,
+                "time_s": [round(float(times[a]), 6), round(float(times[b - 1]), 6)]}
     if options.origin == "camera":
         floor_report: dict[str, Any] = {"method": "none (origin camera)"}
     elif options.floor == "percentile":
@@ -291,12 +318,25 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         "origin": options.origin, "origin_shift": (shift * scale).round(4).tolist(),
         "bone_lengths": {k: round(v * scale, 4) for k, v in rig.bone_lengths().items()},
         "interpolated_gaps": interpolated, "max_interpolated_gap_s": options.max_gap_s,
-        "held_limbs": limbs, "held_pose": held, "padding": padding,
+        "held_limbs": limbs, "held_pose": held,
+        "takes": [span_of(a, b) for a, b in takes],
+        "dropped_takes": [span_of(a, b) for a, b in all_takes if (a, b) not in takes], "min_take_s": options.min_take_s,
         "floor": floor_report, "bvh_from_camera": _map_report(rotation, translation + shift, options.units),
         "foot_lock": lock,
     }
     return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift, fitted,
-                     np.array(rotation, np.float64), np.array(translation, np.float64))
+                     np.array(rotation, np.float64), np.array(translation, np.float64), takes)
+
+
+def takes_of(ok: np.ndarray, max_gap: int) -> list[tuple[int, int]]:
+    """[(start, stop)) of each take: the runs of the (N,) bool ``ok`` joined across gaps of at most ``max_gap``."""
+    out: list[tuple[int, int]] = []
+    for a, b in runs(ok):
+        if out and a - out[-1][1] <= max_gap:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
 
 
 def shared_origin(motions: list[BvhMotion]) -> np.ndarray:
@@ -378,8 +418,11 @@ class BvhExporter:
             motion.report["source"] = seq.metadata.get("source", "")
             if "camera" in seq.metadata:  # the field of view the 3-D was lifted with, and where it came from
                 motion.report["camera"] = seq.metadata["camera"]
-            texts[out] = bvh_text(motion, opts.units)
-            texts[out.with_name(out.name + ".json")] = json.dumps(motion.report, indent=1) + "\n"
+            for k, take in enumerate(motion.takes):
+                name = out if len(motion.takes) == 1 else out.with_name(f"{out.stem}_take{k + 1}{out.suffix}")
+                part = motion.take(k)
+                texts[name] = bvh_text(part, opts.units)
+                texts[name.with_name(name.name + ".json")] = json.dumps(part.report, indent=1) + "\n"
         if not texts:
             raise ExportError("; ".join(failed))
         files = write_files(texts, force)
