@@ -1,0 +1,17 @@
+"""Several calibrated cameras seeing the same people (shapes: V views, T frames, K joints).
+
+- :mod:`.calibration`: ``CameraCalibration`` (K, distortion, R, t world -> camera) and the calibration readers
+  (Qualisys ``.qca.txt``; ``read_calibration`` picks by file name)
+- :mod:`.triangulate`: robust confidence-weighted DLT over views, views that disagree dropped
+- :mod:`.match`: which track of each view is which person (epipolar consistency over the clip)
+- :mod:`.reference`: tracking results of V views -> people in world metres, and how good that is
+"""
+
+from __future__ import annotations
+
+from posetracker.multiview.calibration import CalibrationError, CameraCalibration, read_calibration, read_qca
+from posetracker.multiview.match import PersonMatch, ViewTrack, match_tracks, person_views
+from posetracker.multiview.triangulate import Triangulation, triangulate
+
+__all__ = ["CalibrationError", "CameraCalibration", "PersonMatch", "Triangulation", "ViewTrack", "match_tracks",
+           "person_views", "read_calibration", "read_qca", "triangulate"]

@@ -1,0 +1,164 @@
+"""Calibrated cameras: intrinsics, lens distortion and pose in a shared world, and the readers of calibration files.
+
+A :class:`CameraCalibration` follows OpenCV's pinhole model: a world point X (metres) is seen in camera
+coordinates as ``R @ X + t`` (x right, y down, z forward), divided by z, distorted with
+(k1, k2, p1, p2, k3) and mapped to pixels by K.
+
+Readers are keyed by format name in :data:`READERS`; :func:`read_calibration` picks one from the file name
+(``*.qca.txt`` / ``*.qca``: Qualisys). Pose2Sim TOML and OpenCV YAML are meant to be added there.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+
+
+class CalibrationError(ValueError):
+    """A calibration file that cannot be read, or a camera that is not in it."""
+
+
+@dataclass(frozen=True)
+class CameraCalibration:
+    """One calibrated camera.
+
+    name:       camera name (Qualisys serial, file stem of its video, ...)
+    image_size: (width, height) px
+    K:          (3, 3) intrinsic matrix (fx, fy, cx, cy in px)
+    dist:       (5,) OpenCV distortion k1, k2, p1, p2, k3
+    R:          (3, 3) rotation world -> camera
+    t:          (3,) translation world -> camera, metres
+    """
+
+    name: str
+    image_size: tuple[int, int]
+    K: np.ndarray
+    dist: np.ndarray
+    R: np.ndarray
+    t: np.ndarray
+
+    def __post_init__(self) -> None:
+        for field, shape in (("K", (3, 3)), ("dist", (5,)), ("R", (3, 3)), ("t", (3,))):
+            value = np.asarray(getattr(self, field), np.float64)
+            if value.shape != shape or not np.isfinite(value).all():
+                raise CalibrationError(f"camera {self.name!r}: {field} must be a finite {shape} array, "
+                                       f"got {value.shape}")
+            object.__setattr__(self, field, value)
+        if abs(np.linalg.det(self.R) - 1.0) > 1e-3:
+            raise CalibrationError(f"camera {self.name!r}: R is not a rotation (det {np.linalg.det(self.R):.4f})")
+
+    @property
+    def center(self) -> np.ndarray:
+        """(3,) the camera's optical centre in world metres."""
+        return -self.R.T @ self.t
+
+    @property
+    def extrinsic(self) -> np.ndarray:
+        """(3, 4) [R | t]: the projection matrix of normalised (undistorted) image coordinates."""
+        return np.hstack([self.R, self.t[:, None]])
+
+    def to_camera(self, xyz: np.ndarray) -> np.ndarray:
+        """(..., 3) world metres -> (..., 3) camera metres."""
+        return np.asarray(xyz, np.float64) @ self.R.T + self.t
+
+    def project(self, xyz: np.ndarray) -> np.ndarray:
+        """(..., 3) world metres -> (..., 2) distorted pixel coordinates (nan behind the camera or for nan input)."""
+        cam = self.to_camera(xyz)
+        z = cam[..., 2]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            x, y = np.where(z > 1e-9, cam[..., 0] / z, np.nan), np.where(z > 1e-9, cam[..., 1] / z, np.nan)
+        k1, k2, p1, p2, k3 = self.dist
+        r2 = x * x + y * y
+        radial = 1 + r2 * (k1 + r2 * (k2 + r2 * k3))
+        xd = x * radial + 2 * p1 * x * y + p2 * (r2 + 2 * x * x)
+        yd = y * radial + p1 * (r2 + 2 * y * y) + 2 * p2 * x * y
+        fx, fy, cx, cy = self.K[0, 0], self.K[1, 1], self.K[0, 2], self.K[1, 2]
+        return np.stack([fx * xd + self.K[0, 1] * yd + cx, fy * yd + cy], axis=-1)
+
+    def undistort(self, xy: np.ndarray) -> np.ndarray:
+        """(..., 2) distorted pixels -> (..., 2) normalised undistorted coordinates (x/z, y/z); nan stays nan."""
+        xy = np.asarray(xy, np.float64)
+        flat = xy.reshape(-1, 2)
+        ok = np.isfinite(flat).all(axis=1)
+        out = np.full_like(flat, np.nan)
+        if ok.any():
+            pts = np.ascontiguousarray(flat[ok]).reshape(-1, 1, 2)
+            criteria = (cv2.TERM_CRITERIA_COUNT | cv2.TERM_CRITERIA_EPS, 20, 1e-9)
+            try:  # OpenCV 5 takes the iteration criteria; 4.x names that call undistortPointsIter
+                found = cv2.undistortPoints(pts, self.K, self.dist, criteria=criteria)
+            except (TypeError, cv2.error):
+                found = cv2.undistortPointsIter(pts, self.K, self.dist, None, None, criteria)
+            out[ok] = found.reshape(-1, 2)
+        return out.reshape(xy.shape)
+
+
+def _rot_x_pi() -> np.ndarray:
+    return np.diag([1.0, -1.0, -1.0])
+
+
+def _qca_camera(cam: ET.Element) -> CameraCalibration:
+    """One ``<camera>`` of a Qualisys .qca.txt, converted as Pose2Sim's calibration.py does (binning 1)."""
+    name = cam.get("serial") or "camera"
+    fov, intr, tr = cam.find("fov_video"), cam.find("intrinsic"), cam.find("transform")
+    if fov is None or intr is None or tr is None:
+        raise CalibrationError(f"qca camera {name!r}: needs fov_video, intrinsic and transform")
+    g = lambda el, key: float(el.get(key, "0"))  # noqa: E731
+    left, top = g(fov, "left"), g(fov, "top")
+    size = (int(round(g(fov, "right") - left + 1)), int(round(g(fov, "bottom") - top + 1)))
+    # intrinsics (and, as Pose2Sim reads them, the distortion terms) are in 1/64 pixel sensor units
+    K = np.array([[g(intr, "focalLengthU") / 64, 0, g(intr, "centerPointU") / 64 - left],
+                  [0, g(intr, "focalLengthV") / 64, g(intr, "centerPointV") / 64 - top], [0, 0, 1]])
+    dist = np.array([g(intr, "radialDistortion1"), g(intr, "radialDistortion2"), g(intr, "tangentalDistortion1"),
+                     g(intr, "tangentalDistortion2"), g(intr, "radialDistortion3")]) / 64
+    # transform: the camera's pose in the world (mm); r11..r33 are written by column
+    rq = np.array([[g(tr, f"r{i}{j}") for i in (1, 2, 3)] for j in (1, 2, 3)])
+    position = np.array([g(tr, "x"), g(tr, "y"), g(tr, "z")]) / 1000.0
+    R = _rot_x_pi() @ rq.T
+    return CameraCalibration(name, size, K, dist, R, _rot_x_pi() @ (-rq.T @ position))
+
+
+def read_qca(path: str | Path) -> list[CameraCalibration]:
+    """Every active camera of a Qualisys ``.qca.txt`` calibration (XML), in file order.
+
+    Units and conventions as ``shared/data/video/multiview_pose2sim_multiperson/SOURCE.md`` states them: focal
+    lengths, principal point and distortion divided by 64 (the principal point shifted by ``fov_video``'s
+    left / top); the camera transform (mm, rotation by column) inverted to world -> camera and turned by pi
+    about x (Qualisys cameras look down their -z). World metres.
+    """
+    try:
+        root = ET.parse(path).getroot()
+    except (ET.ParseError, OSError) as exc:
+        raise CalibrationError(f"cannot read Qualisys calibration {path}: {exc}") from exc
+    cams = [c for c in root.iter("camera") if c.get("active", "1") != "0"]
+    if not cams:
+        raise CalibrationError(f"no active <camera> in {path}")
+    return [_qca_camera(c) for c in cams]
+
+
+READERS: dict[str, Callable[[str | Path], list[CameraCalibration]]] = {"qca": read_qca}
+
+
+def read_calibration(path: str | Path, fmt: str | None = None) -> list[CameraCalibration]:
+    """Cameras from a calibration file; ``fmt`` one of :data:`READERS`, else from the name (``*.qca.txt``)."""
+    name = Path(path).name.lower()
+    fmt = fmt or ("qca" if name.endswith((".qca.txt", ".qca")) else None)
+    if fmt not in READERS:
+        raise CalibrationError(f"unknown calibration format for {path} ({fmt!r}); known: {sorted(READERS)}")
+    return READERS[fmt](path)
+
+
+def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibration:
+    """The camera called ``name`` (case-insensitive), or one whose name is contained in it (``cam01`` in
+    ``cam01.mp4``'s stem); the error lists the cameras."""
+    key = name.lower()
+    exact = [c for c in cameras if c.name.lower() == key]
+    inside = [c for c in cameras if c.name.lower() in key]
+    found = exact or (inside if len(inside) == 1 else [])
+    if not found:
+        raise CalibrationError(f"no camera {name!r} in the calibration; cameras: {[c.name for c in cameras]}")
+    return found[0]

@@ -1,0 +1,122 @@
+"""People in 3-D from several calibrated views' tracking results: match the tracks, triangulate each person.
+
+Shapes: V views, T frames (the same instants in every view), K joints. The skeleton's virtual joints (human18's
+``centre``, a 2-D box centre that is no 3-D point) are not triangulated.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from posetracker.multiview.calibration import CameraCalibration
+from posetracker.multiview.match import PersonMatch, ViewTrack, match_tracks, person_views
+from posetracker.multiview.triangulate import Triangulation, triangulate
+from posetracker.skeletons import SkeletonSpec
+from posetracker.tracks import person_tracks
+from posetracker.types import PoseSequence
+
+
+@dataclass(frozen=True)
+class PersonReference:
+    """One person seen by several views.
+
+    match:         which track of which view is this person
+    xy:            (V, T, K, 2) px, the person's 2-D points in each view (nan where unseen)
+    confidence:    (V, T, K)
+    triangulation: (T, K) points in world metres, views used, reprojection errors
+    """
+
+    match: PersonMatch
+    xy: np.ndarray
+    confidence: np.ndarray
+    triangulation: Triangulation
+
+    @property
+    def xyz(self) -> np.ndarray:
+        """(T, K, 3) world metres."""
+        return self.triangulation.xyz
+
+
+def view_tracks(seq: PoseSequence, view: int) -> dict[int, ViewTrack]:
+    """{track id: ViewTrack} of one view's sequence: image x, y (px) of every tracked person over all T frames."""
+    out = {}
+    for tid, tr in person_tracks(seq).items():
+        xy = np.where(tr.present[:, None, None], tr.keypoints[..., :2], np.nan)
+        out[tid] = ViewTrack(view, tid, xy, np.where(tr.present[:, None], tr.confidence, 0.0))
+    return out
+
+
+def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], max_error_px: float = 15.0,
+                min_confidence: float = 0.2, max_match_px: float = 60.0) -> list[PersonReference]:
+    """Match the people of V views' sequences (one per camera, same frames) and triangulate each one seen in >= 2 views.
+
+    Returns people most present first; see :func:`~posetracker.multiview.match.match_tracks` and
+    :func:`~posetracker.multiview.triangulate.triangulate` for the thresholds.
+    """
+    if len(cameras) != len(sequences) or not sequences:
+        raise ValueError(f"one sequence per camera: {len(cameras)} cameras, {len(sequences)} sequences")
+    lengths = {len(s) for s in sequences}
+    if len(lengths) != 1:
+        raise ValueError(f"the views' sequences differ in length ({sorted(lengths)} frames): not synchronised")
+    spec = sequences[0].skeleton
+    tracks = [view_tracks(seq, v) for v, seq in enumerate(sequences)]
+    people = []
+    for match in match_tracks(cameras, tracks, max_cost_px=max_match_px):
+        xy, conf = person_views(match, tracks)
+        people.append(PersonReference(match, xy, conf, triangulate_person(cameras, xy, conf, spec, max_error_px,
+                                                                          min_confidence)))
+    return people
+
+
+def triangulate_person(cameras: Sequence[CameraCalibration], xy: np.ndarray, confidence: np.ndarray,
+                       spec: SkeletonSpec, max_error_px: float = 15.0, min_confidence: float = 0.2) -> Triangulation:
+    """xy (V, T, K, 2) px, confidence (V, T, K) -> Triangulation with the skeleton's virtual joints left nan."""
+    xy = np.array(xy, np.float64)
+    xy[:, :, sorted(spec.virtual)] = np.nan
+    return triangulate(cameras, xy, confidence, max_error_px=max_error_px, min_confidence=min_confidence)
+
+
+def bone_lengths(xyz: np.ndarray, spec: SkeletonSpec) -> dict[str, np.ndarray]:
+    """{"parent-child": (T,) length m} for the tree's bones between real joints and the drawn extra edges
+    (shoulders, hips, trunk sides); nan where an end is missing."""
+    pairs = [tuple(e) for e in spec.edges if not ({int(e[0]), int(e[1])} & set(spec.virtual))]
+    extra = spec.extra_edges if spec.extra_edges is not None else np.zeros((0, 2), int)
+    pairs += [tuple(e) for e in np.asarray(extra).reshape(-1, 2)]
+    names = spec.joint_names
+    return {f"{names[a]}-{names[b]}": np.linalg.norm(xyz[:, a] - xyz[:, b], axis=-1) for a, b in pairs}
+
+
+def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[str],
+            min_confidence: float = 0.2) -> dict:
+    """How good a person's triangulation is.
+
+    reprojection_px:  {view: median px over the view's confident points (used or dropped) against the 3-D point}
+    used_share:       {view: share of those points the solution kept}
+    triangulated:     share of real joints triangulated over the frames where >= 2 views see the person
+    bones:            {bone: {"median_m", "std_mm", "iqr_mm", "frames"}}
+    """
+    tri = person.triangulation
+    real = np.array([j not in spec.virtual for j in range(spec.num_joints)])
+    seen = np.isfinite(person.xy).all(-1) & (person.confidence >= min_confidence)  # (V, T, K)
+    seen &= np.isfinite(tri.xyz).all(-1)[None]
+    reproj, used = {}, {}
+    for v, name in enumerate(camera_names):
+        pts = seen[v][:, real]
+        err = tri.error[..., v][:, real][pts]
+        reproj[name] = float(np.median(err)) if err.size else float("nan")
+        used[name] = float(tri.used[..., v][:, real][pts].mean()) if err.size else float("nan")
+    frames = (np.isfinite(person.xy).all(-1).any(-1)).sum(axis=0) >= 2  # (T,)
+    share = float(tri.found[frames][:, real].mean()) if frames.any() else float("nan")
+    bones = {}
+    for name, length in bone_lengths(tri.xyz, spec).items():
+        ok = np.isfinite(length)
+        if ok.sum() >= 2:
+            q1, q3 = np.percentile(length[ok], [25, 75])
+            bones[name] = {"median_m": float(np.median(length[ok])), "std_mm": float(length[ok].std() * 1000),
+                           "iqr_mm": float((q3 - q1) * 1000), "frames": int(ok.sum())}
+    return {"tracks": [[camera_names[v], tid] for v, tid in person.match.tracks], "match_cost_px": person.match.cost_px,
+            "frames_in_2_views": int(frames.sum()), "reprojection_px": reproj, "used_share": used,
+            "triangulated": share, "bones": bones}
