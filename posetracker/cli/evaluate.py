@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from posetracker.cli.eval_multiview import add_multiview_parser
 from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 
 METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall", "recall_tall")
@@ -174,3 +175,4 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "score with these refiners on (read beside --weights, else the shipped ones)")
     e.set_defaults(func=cmd_eval)
+    add_multiview_parser(e)

@@ -1,0 +1,121 @@
+"""``posetracker eval multiview``: single-view 3-D scored against a reference triangulated from calibrated views.
+
+    posetracker eval multiview --calibration calib.qca.txt --views cam01.mp4 cam02.mp4 ... \\
+        [--results cam01.json ...] [--peer mp_cam01.json ...] --out scores.json
+
+Each view is matched to the calibration's camera of the same name (``cam01`` in ``cam01.mp4``). Without
+``--results`` each view is first tracked as ``posetracker process VIEW --out OUT.VIEW.json`` does (offline mode,
+defaults). ``--peer``: one ``tools/mediapipe_world.py`` readings file per view, in the order of ``--views``.
+Library: :mod:`posetracker.evaluation.multiview_reference`, :mod:`posetracker.multiview`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+METRICS = (("pa_mm", "PA-MPJPE mm"), ("knee", "knee"), ("hip", "hip"), ("elbow", "elbow"), ("mean_angle", "angles"))
+
+
+def _results_for(args: argparse.Namespace) -> list[Path]:
+    if args.results:
+        if len(args.results) != len(args.views):
+            raise ValueError(f"--results: one file per view ({len(args.views)}), got {len(args.results)}")
+        return [Path(r) for r in args.results]
+    from posetracker.cli import main
+
+    out = []
+    for view in args.views:
+        path = Path(args.out).with_suffix(f".{Path(view).stem}.json")
+        if main(["process", view, "--out", str(path), "--force"]) != 0:
+            raise RuntimeError(f"tracking {view} failed")
+        out.append(path)
+    return out
+
+
+def format_quality(people: list[dict], title: str) -> str:
+    rows = [title]
+    for n, p in enumerate(people):
+        cams = list(p["reprojection_px"])
+        rows.append(f"  P{n + 1} ({', '.join(f'{c}#{t}' for c, t in p['tracks'])}; match {p['match_cost_px']:.0f} px): "
+                    f"{100 * p['triangulated']:.1f} % of joints triangulated over {p['frames_in_2_views']} frames")
+        rows.append("    median reprojection px (share of points used): " + ", ".join(
+            f"{c} {p['reprojection_px'][c]:.1f} ({100 * p['used_share'][c]:.0f} %)" for c in cams))
+        rows.append("    bones median m (std mm): " + ", ".join(
+            f"{b} {s['median_m']:.3f} ({s['std_mm']:.0f})" for b, s in p["bones"].items()))
+    return "\n".join(rows)
+
+
+def _interval(d: list[float]) -> str:
+    """[difference, low, high] -> ' +1.2 [-3,+5]' right-aligned in 15 columns."""
+    return f"{d[0]:+.1f} [{d[1]:+.0f},{d[2]:+.0f}]".rjust(15)
+
+
+def format_scores(views: dict, peer_name: str | None) -> str:
+    head = f"  {'view':<8}{'person':<8}{'frames':>7}  " + "".join(f"{label:>15}" for _, label in METRICS)
+    rows = [head]
+    for view, people in views.items():
+        for person, c in people.items():
+            if peer_name is None or "both_ours" not in c:
+                rows.append(f"  {view:<8}{person:<8}{c['frames_ours']:>7}  "
+                            + "".join(f"{c['ours'][m]:>15.1f}" for m, _ in METRICS))
+                continue
+            rows.append(f"  {view:<8}{person:<8}{c['frames_both']:>7}  "
+                        + "".join(f"{c['both_ours'][m]:>8.1f} /{c['both_peer'][m]:>6.1f}" for m, _ in METRICS))
+            rows.append(f"  {'':<16}{'diff':>7}  " + "".join(_interval(c["difference"][m]) for m, _ in METRICS))
+    if peer_name:
+        rows.append(f"  (ours / {peer_name} on the frames both read; diff = ours - {peer_name}, 95 % block-bootstrap "
+                    "interval; angles: mean absolute error, degrees)")
+    return "\n".join(rows)
+
+
+def cmd_eval_multiview(args: argparse.Namespace) -> int:
+    from posetracker.evaluation.multiview_reference import evaluate_views
+    from posetracker.export.json_io import read_sequence
+    from posetracker.multiview.calibration import camera_named, read_calibration
+
+    cameras = read_calibration(args.calibration)
+    chosen = [camera_named(cameras, Path(v).stem) for v in args.views]
+    if args.peer and len(args.peer) != len(args.views):
+        raise ValueError(f"--peer: one readings file per view ({len(args.views)}), got {len(args.peer)}")
+    sequences = [read_sequence(p) for p in _results_for(args)]
+    peers = [json.loads(Path(p).read_text()) for p in args.peer] if args.peer else None
+    res = evaluate_views(chosen, sequences, peers, max_error_px=args.max_error, block=args.block)
+    peer_name = args.peer_name if peers else None
+    print(format_quality(res["people"], "reference (our 2-D points of every view):"))
+    print(format_scores(res["views"], peer_name))
+    if res["peer_reference"]:
+        print(format_quality(res["peer_reference"]["people"], f"check reference ({peer_name}'s 2-D landmarks):"))
+        print(format_scores(res["peer_reference"]["views"], peer_name))
+    res.update(views_files=list(args.views), peer_name=peer_name)
+    Path(args.out).write_text(json.dumps(res, indent=1))
+    print(f"-> {args.out}", file=sys.stderr)
+    return 0
+
+
+def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
+    """``eval multiview`` as a sub-command of ``eval``; plain ``eval`` keeps asking for ``--data``."""
+    kinds = eval_parser.add_subparsers(dest="eval_kind", metavar="{multiview}")
+    m = kinds.add_parser("multiview", help="single-view 3-D against a reference triangulated from calibrated views")
+    m.add_argument("--calibration", required=True, help="calibration file (Qualisys .qca.txt)")
+    m.add_argument("--views", nargs="+", required=True, help="the views' videos, named after their cameras")
+    m.add_argument("--results", nargs="+", help="posetracker JSON of each view (default: track them now)")
+    m.add_argument("--peer", nargs="+", help="tools/mediapipe_world.py readings of each view, in --views order")
+    m.add_argument("--peer-name", default="MediaPipe", help="the peer's name in the tables")
+    m.add_argument("--max-error", type=float, default=15.0, help="reprojection px above which a view is dropped")
+    m.add_argument("--block", type=int, default=10, help="frames per bootstrap block")
+    m.add_argument("--out", required=True, help="write the scores as JSON")
+    m.set_defaults(func=cmd_eval_multiview)
+    # `eval multiview` has no --data: the parent's requirement moves into its own command
+    data = next(a for a in eval_parser._actions if a.dest == "data")
+    data.required = False
+    plain = eval_parser.get_default("func")
+
+    def needs_data(args: argparse.Namespace) -> int:
+        if args.data is None:
+            eval_parser.error("the following arguments are required: --data")
+        return plain(args)
+
+    eval_parser.set_defaults(func=needs_data)
