@@ -3,18 +3,15 @@ the multi-view reference scores (evaluation.multiview_reference); the real Pose2
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+from conftest import shared_path
 
 from posetracker.evaluation.multiview_reference import ANGLES, block_bootstrap, joint_angles, pa_per_frame
 from posetracker.multiview.calibration import CalibrationError, CameraCalibration, read_calibration, read_qca
 from posetracker.multiview.match import ViewTrack, match_tracks, person_views
 from posetracker.multiview.triangulate import triangulate
 
-SHARED_CALIB = (Path(__file__).resolve().parents[2] / "shared" / "data" / "video" / "multiview_pose2sim_multiperson"
-                / "calibration.qca.txt")
 NAMES = ("nose", "left_eye", "right_eye", "left_ear", "right_ear", "left_shoulder", "right_shoulder", "left_elbow",
          "right_elbow", "left_wrist", "right_wrist", "left_hip", "right_hip", "left_knee", "right_knee", "left_ankle",
          "right_ankle")
@@ -196,9 +193,8 @@ def test_cli_eval_multiview_parses_and_plain_eval_still_needs_data():
         plain.func(plain)
 
 
-@pytest.mark.skipif(not SHARED_CALIB.exists(), reason="needs ../shared (Pose2Sim trial calibration)")
 def test_real_pose2sim_calibration_is_sane():
-    cams = read_qca(SHARED_CALIB)
+    cams = read_qca(shared_path("data", "video", "multiview_pose2sim_multiperson", "calibration.qca.txt"))
     assert [c.name for c in cams] == ["cam01", "cam02", "cam03", "cam04"]
     people_area = np.array([[0.0, -0.3, 0.05], [0, -0.3, 1.2], [-1.0, 0, 1.6], [-1.0, 0.3, 0.1]])  # where the two stand
     for c in cams:
