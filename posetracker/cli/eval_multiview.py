@@ -40,7 +40,8 @@ def format_quality(people: list[dict], title: str) -> str:
     for n, p in enumerate(people):
         cams = list(p["reprojection_px"])
         rows.append(f"  P{n + 1} ({', '.join(f'{c}#{t}' for c, t in p['tracks'])}; match {p['match_cost_px']:.0f} px): "
-                    f"{100 * p['triangulated']:.1f} % of joints triangulated over {p['frames_in_2_views']} frames")
+                    f"{100 * p['triangulated']:.1f} % of joints triangulated over {p['frames_in_2_views']} frames ("
+                    + ", ".join(f"{100 * s:.0f} % from {n} views" for n, s in p["views_used"].items()) + ")")
         rows.append("    median reprojection px (share of points used): " + ", ".join(
             f"{c} {p['reprojection_px'][c]:.1f} ({100 * p['used_share'][c]:.0f} %)" for c in cams))
         rows.append("    bones median m (std mm): " + ", ".join(
@@ -82,7 +83,8 @@ def cmd_eval_multiview(args: argparse.Namespace) -> int:
         raise ValueError(f"--peer: one readings file per view ({len(args.views)}), got {len(args.peer)}")
     sequences = [read_sequence(p) for p in _results_for(args)]
     peers = [json.loads(Path(p).read_text()) for p in args.peer] if args.peer else None
-    res = evaluate_views(chosen, sequences, peers, max_error_px=args.max_error, block=args.block)
+    res = evaluate_views(chosen, sequences, peers, max_error_px=args.max_error, block=args.block,
+                         min_views=args.min_views)
     peer_name = args.peer_name if peers else None
     print(format_quality(res["people"], "reference (our 2-D points of every view):"))
     print(format_scores(res["views"], peer_name))
@@ -105,6 +107,7 @@ def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
     m.add_argument("--peer", nargs="+", help="tools/mediapipe_world.py readings of each view, in --views order")
     m.add_argument("--peer-name", default="MediaPipe", help="the peer's name in the tables")
     m.add_argument("--max-error", type=float, default=15.0, help="reprojection px above which a view is dropped")
+    m.add_argument("--min-views", type=int, default=2, help="views that must agree on a reference joint")
     m.add_argument("--block", type=int, default=10, help="frames per bootstrap block")
     m.add_argument("--out", required=True, help="write the scores as JSON")
     m.set_defaults(func=cmd_eval_multiview)

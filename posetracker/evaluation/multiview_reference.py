@@ -159,7 +159,8 @@ def _world_of(tracks: dict, ids: Sequence[int], num_frames: int, num_joints: int
 
 
 def evaluate_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence],
-                   peers: Sequence[dict] | None = None, max_error_px: float = 15.0, block: int = BLOCK_FRAMES) -> dict:
+                   peers: Sequence[dict] | None = None, max_error_px: float = 15.0, block: int = BLOCK_FRAMES,
+                   min_views: int = 2) -> dict:
     """The whole study: reference people from V views' sequences (one per camera, same frames), its quality, and
     each view's single-view reading of each person (P1, P2, ... most present first) scored against it, ours and
     (``peers``: one readings JSON per view, or None) the peer's. With peers, everything is scored a second time
@@ -168,10 +169,11 @@ def evaluate_views(cameras: Sequence[CameraCalibration], sequences: Sequence[Pos
     """
     names = [c.name for c in cameras]
     spec, t = sequences[0].skeleton, len(sequences[0])
-    people = reconstruct(cameras, sequences, max_error_px=max_error_px)
+    people = reconstruct(cameras, sequences, max_error_px=max_error_px, min_views=min_views)
     tracks = [person_tracks(seq) for seq in sequences]
-    out: dict = {"cameras": names, "frames": t, "max_error_px": max_error_px, "block_frames": block,
-                 "people": [quality(p, spec, names) for p in people], "views": {}, "peer_reference": None}
+    out: dict = {"cameras": names, "frames": t, "max_error_px": max_error_px, "min_views": min_views,
+                 "block_frames": block, "people": [quality(p, spec, names) for p in people], "views": {},
+                 "peer_reference": None}
     if peers is not None:
         out["peer_reference"] = {"people": [], "views": {}}
     for n, person in enumerate(people):
@@ -180,7 +182,7 @@ def evaluate_views(cameras: Sequence[CameraCalibration], sequences: Sequence[Pos
         refs = [("views", person.xyz)]
         if readings is not None:
             xy, vis = np.stack([r[1] for r in readings]), np.stack([r[2] for r in readings])
-            tri = triangulate_person(cameras, xy, vis, spec, max_error_px)
+            tri = triangulate_person(cameras, xy, vis, spec, max_error_px, min_views=min_views)
             out["peer_reference"]["people"].append(
                 quality(replace(person, xy=xy, confidence=vis, triangulation=tri), spec, names))
             refs.append(("peer_reference", tri.xyz))

@@ -50,7 +50,7 @@ def view_tracks(seq: PoseSequence, view: int) -> dict[int, ViewTrack]:
 
 
 def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], max_error_px: float = 15.0,
-                min_confidence: float = 0.2, max_match_px: float = 60.0) -> list[PersonReference]:
+                min_confidence: float = 0.2, max_match_px: float = 60.0, min_views: int = 2) -> list[PersonReference]:
     """Match the people of V views' sequences (one per camera, same frames) and triangulate each one seen in >= 2 views.
 
     Returns people most present first; see :func:`~posetracker.multiview.match.match_tracks` and
@@ -66,17 +66,19 @@ def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSe
     people = []
     for match in match_tracks(cameras, tracks, max_cost_px=max_match_px):
         xy, conf = person_views(match, tracks)
-        people.append(PersonReference(match, xy, conf, triangulate_person(cameras, xy, conf, spec, max_error_px,
-                                                                          min_confidence)))
+        tri = triangulate_person(cameras, xy, conf, spec, max_error_px, min_confidence, min_views)
+        people.append(PersonReference(match, xy, conf, tri))
     return people
 
 
 def triangulate_person(cameras: Sequence[CameraCalibration], xy: np.ndarray, confidence: np.ndarray,
-                       spec: SkeletonSpec, max_error_px: float = 15.0, min_confidence: float = 0.2) -> Triangulation:
+                       spec: SkeletonSpec, max_error_px: float = 15.0, min_confidence: float = 0.2,
+                       min_views: int = 2) -> Triangulation:
     """xy (V, T, K, 2) px, confidence (V, T, K) -> Triangulation with the skeleton's virtual joints left nan."""
     xy = np.array(xy, np.float64)
     xy[:, :, sorted(spec.virtual)] = np.nan
-    return triangulate(cameras, xy, confidence, max_error_px=max_error_px, min_confidence=min_confidence)
+    return triangulate(cameras, xy, confidence, max_error_px=max_error_px, min_views=min_views,
+                       min_confidence=min_confidence)
 
 
 def bone_lengths(xyz: np.ndarray, spec: SkeletonSpec) -> dict[str, np.ndarray]:
@@ -96,6 +98,7 @@ def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[
     reprojection_px:  {view: median px over the view's confident points (used or dropped) against the 3-D point}
     used_share:       {view: share of those points the solution kept}
     triangulated:     share of real joints triangulated over the frames where >= 2 views see the person
+    views_used:       {n: share of the triangulated real joints solved from n views}
     bones:            {bone: {"median_m", "std_mm", "iqr_mm", "frames"}}
     """
     tri = person.triangulation
@@ -110,6 +113,8 @@ def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[
         used[name] = float(tri.used[..., v][:, real][pts].mean()) if err.size else float("nan")
     frames = (np.isfinite(person.xy).all(-1).any(-1)).sum(axis=0) >= 2  # (T,)
     share = float(tri.found[frames][:, real].mean()) if frames.any() else float("nan")
+    nv = tri.used.sum(-1)[tri.found & real[None]]
+    views_used = {int(n): float((nv == n).mean()) for n in range(2, tri.used.shape[-1] + 1)} if nv.size else {}
     bones = {}
     for name, length in bone_lengths(tri.xyz, spec).items():
         ok = np.isfinite(length)
@@ -119,4 +124,4 @@ def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[
                            "iqr_mm": float((q3 - q1) * 1000), "frames": int(ok.sum())}
     return {"tracks": [[camera_names[v], tid] for v, tid in person.match.tracks], "match_cost_px": person.match.cost_px,
             "frames_in_2_views": int(frames.sum()), "reprojection_px": reproj, "used_share": used,
-            "triangulated": share, "bones": bones}
+            "triangulated": share, "views_used": views_used, "bones": bones}
