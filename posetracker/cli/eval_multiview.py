@@ -114,6 +114,7 @@ def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
     # `eval multiview` has no --data: the parent's requirement moves into its own command
     data = next(a for a in eval_parser._actions if a.dest == "data")
     data.required = False
+    data.help = f"{data.help} (required, except for eval multiview)"
     plain = eval_parser.get_default("func")
 
     def needs_data(args: argparse.Namespace) -> int:
