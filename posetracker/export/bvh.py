@@ -230,7 +230,9 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     if humanoid:
         rig = humanoid_rig(humanoid_points(measure, spec), symmetric=options.symmetric)
         pts = humanoid_points(filled[ok], spec)
-        world = humanoid_rotations(pts)
+        at = np.cumsum(ok)  # complete frames before each frame (+1 where complete): takes -> complete frames
+        parts = [(int(at[a] - ok[a]), int(at[b - 1])) for a, b in all_takes]
+        world = np.concatenate([humanoid_rotations({k: v[a:b] for k, v in pts.items()}, dt) for a, b in parts])
         root = pts["mid_hip"]
     else:
         rig = skeleton_rig(filled, ok, spec)

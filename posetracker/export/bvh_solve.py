@@ -1,51 +1,44 @@
 """Joint rotations for a BVH rig from 3-D joint positions, and continuous Euler angles.
 
-Every joint's world rotation ``R`` (3x3, rest frame -> posed frame) is built
-from two directions: its bone axis, which must point exactly at its child
-(so forward kinematics with the rig's constant OFFSETs lands on the joints),
-and a roll reference that fixes the spin about that axis:
+Every joint's world rotation ``R`` (3x3, rest frame -> posed frame) is read each frame from two
+directions, its bone axis (at its child) and a roll reference that fixes the spin about it, with a weight
+for how well that frame's joints fix it; each bone is then solved over the take, both directions in time
+(:mod:`posetracker.motion.rotations`: robust to readings that would turn it by half a turn in a frame,
+smooth, continuous, no flips) and aimed back at its child where its reading was accepted, so forward
+kinematics with the rig's constant OFFSETs lands on the joints. The readings (:func:`humanoid_rotations`):
 
-- trunk, neck, head and clavicles: the neighbouring joints' lines (hip line,
-  shoulder line, ear line, nose), see :mod:`.bvh_rig`; the hip and shoulder
-  lines are held from the frame before while seen nearly end-on (side view,
-  :func:`steady_axis`: a line a few centimetres long points anywhere); where the nose is not
-  in front of the ears (no depth estimate yet) the head's up axis follows the neck;
-- upper arm / forearm: the elbow hinge axis ``upper x fore``, signed to stay
-  on the side of the previous frame's axis (an arm passing through straight,
-  or read slightly over-straight, bends the other way round: without the sign
-  the whole arm would turn by half a turn about itself); while the arm is near
-  straight (bend < 10 deg, fully from 30 deg) the axis of the previous frame
-  is carried over, so a straight arm never spins;
-- thigh / shin: the knee hinge axis, blended towards the pelvis' lateral
-  axis (swung onto the thigh) while the knee is near straight; a hinge axis
-  that disagrees with the pelvis (hyperextension) is flipped;
-- every roll reference then turns at most ``MAX_TURN_DEG`` a frame about its
-  bone (:func:`limit_turn`; the forearm and the shin roll on the hinge axis made
-  normal to themselves, :func:`steady_frame`), so no bone spins by half a turn
-  between two frames while barely moving (measured by :func:`twist_flips`).
+- trunk, neck, head and clavicles: the neighbouring joints' lines (hip line, shoulder line, ear line,
+  nose), see :mod:`.bvh_rig`; a line seen nearly end-on (side view: a few centimetres long, its direction
+  noise) weighs nothing, so the frames around it carry the bone;
+- upper arm / thigh: the elbow / knee hinge axis ``upper x fore``, weighted by the bend (a straight limb
+  has none); a knee's axis is flipped to agree with the pelvis (it never bends backwards);
+- forearm / shin: one hinge, the solved upper bone's axis; hands and feet follow them.
 
-Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel
-order) are unwrapped frame to frame: of the two equivalent triples and
-every 360-degree shift the one nearest the previous frame is kept.
+Local rotations are ``R_parent^T R``; Euler angles (intrinsic, in the channel order) are unwrapped frame
+to frame: of the two equivalent triples and every 360-degree shift the one nearest the previous frame is
+kept. :func:`bone_steps` measures each bone's turn between frames (as Blender shows it).
 
 Shapes: T frames, J rig joints; positions (T, 3) metres in BVH space.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from posetracker.export.bvh_rig import HUMANOID, SPINE_FRACTION, Rig
+from posetracker.motion.rotations import RotationSettings, aim_share, direction_weight, limit_speed, solve_bone, swing_onto
 
 X, Y, Z = np.eye(3)
 BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
-MAX_TURN_DEG = 30.0  # most a roll reference (hinge axis, hip / shoulder line) turns between two frames
 FACE_DEPTH_LO, FACE_DEPTH_HI = 0.02, 0.05  # metres the nose must be in front of the ears to orient the head
 #: the nose tip sits this far below the head's forward axis (about 3 cm down for 10 cm forward of the ears)
 NOSE_PITCH = np.arctan2(0.03, 0.10)
+#: the smoothness prior's cutoff for the trunk, neck, head and clavicles (the limbs: RotationSettings.cutoff_hz)
+TRUNK_CUTOFF_HZ = 2.0
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -75,15 +68,6 @@ def frame_from(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray
     return data @ rest.T
 
 
-def steady_frame(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray) -> np.ndarray:
-    """:func:`frame_from` with the roll (made normal to the aim) turning at most ``MAX_TURN_DEG`` a frame:
-    where the roll reference nearly lines up with the bone (a clavicle pointing forward in a side view),
-    its direction is noise, and the bone must not spin on it."""
-    u = _unit(aim)
-    v = _unit(roll - _dot(roll, u)[:, None] * u)
-    return frame_from(aim, limit_turn(v, u), a0, n0)
-
-
 def swing(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Apply to x (T, 3) the smallest rotation taking unit a (T, 3) onto unit b (T, 3)."""
     v = np.cross(a, b)
@@ -106,152 +90,119 @@ def _bend_weight(d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray
     return _unit(nb), s * s * (3 - 2 * s)
 
 
-def hinge_axis_hold(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """(T, 3) hinge axis of a two-segment limb, held from frame to frame while the limb is straight.
-
-    d1, d2: (T, 3) unit directions of the upper and lower segment; ref: (T, 3)
-    fallback axis for the first frame (and where nothing else is defined).
-    """
-    nb, w = _bend_weight(d1, d2)
-    out = np.empty_like(d1)
-    prev = ref[0]
-    for t in range(d1.shape[0]):
-        p = prev - np.dot(prev, d1[t]) * d1[t]
-        if not np.linalg.norm(p) > 1e-6:
-            p = ref[t] - np.dot(ref[t], d1[t]) * d1[t]
-        p = p / np.linalg.norm(p)
-        if w[t] > 0 and np.all(np.isfinite(nb[t])):
-            b = nb[t] if np.dot(nb[t], p) >= 0 else -nb[t]  # the side nearer the last axis: no half turn
-            n = w[t] * b + (1 - w[t]) * p
-            nn = np.linalg.norm(n)
-            n = n / nn if nn > 0.25 else (b if w[t] >= 0.5 else p)
-        else:
-            n = p
-        out[t] = prev = n
-    return out
+def _smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    s = np.clip((np.nan_to_num(x) - lo) / (hi - lo), 0.0, 1.0)
+    return s * s * (3 - 2 * s)
 
 
-def hinge_axis_ref(d1: np.ndarray, d2: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """(T, 3) hinge axis blended towards ``ref`` (T, 3) while straight; flipped to agree with ref
-    (hyperextension); then turned at most ``MAX_TURN_DEG`` a frame (:func:`limit_turn`), so a hinge that
-    swings past normal to the pelvis (a sideways misread of the knee) never turns the leg by half a turn."""
-    nb, w = _bend_weight(d1, d2)
-    nb = np.where(np.isfinite(nb), nb, ref)
-    nb = np.where((_dot(nb, ref) < 0)[:, None], -nb, nb)
-    return limit_turn(_unit(w[:, None] * nb + (1 - w[:, None]) * ref), d1)
-
-
-def limit_turn(axes: np.ndarray, about: np.ndarray, max_deg: float | None = None) -> np.ndarray:
-    """(T, 3) unit axes whose turn about the bone ``about`` (T, 3) is at most ``max_deg`` (default
-    ``MAX_TURN_DEG``) from one frame to the next, towards each frame's own axis.
-
-    The previous frame's axis is first carried along the bone's own swing (the smallest rotation taking
-    the bone's last direction onto its new one), so only the turn about the bone (its roll) is limited; a
-    half turn goes round the bone.
-    """
-    limit = np.radians(MAX_TURN_DEG if max_deg is None else max_deg)
-    bone = _unit(about)
-    out = np.array(axes, np.float64, copy=True)
-    for t in range(1, len(out)):
-        prev, target = out[t - 1], out[t]
-        if not np.all(np.isfinite(prev)):
-            continue
-        if np.all(np.isfinite(bone[t - 1])) and np.all(np.isfinite(bone[t])):
-            prev = swing(bone[t - 1][None], bone[t][None], prev[None])[0]
-        if not np.all(np.isfinite(target)):
-            out[t] = prev
-            continue
-        ang = np.arccos(np.clip(np.dot(prev, target), -1.0, 1.0))
-        if ang <= limit:
-            continue
-        k = np.cross(prev, target)
-        if np.linalg.norm(k) < 1e-6:  # opposite: turn about the bone
-            k = bone[t] if np.all(np.isfinite(bone[t])) else np.cross(prev, X if abs(prev[0]) < 0.9 else Y)
-        k = k / np.linalg.norm(k)
-        out[t] = prev * np.cos(limit) + np.cross(k, prev) * np.sin(limit) + k * np.dot(k, prev) * (1 - np.cos(limit))
-    return out
-
-
-def steady_axis(v: np.ndarray, lo: float = 0.25, hi: float = 0.6) -> np.ndarray:
-    """(T, 3) unit direction of ``v`` (T, 3), a line between two joints (hips, shoulders), held from the
-    previous frame while the line is short against its median length (seen end-on, side view: its
-    direction is then noise; fully the line's own from ``hi`` of the median, fully held below ``lo``)."""
+def _line_weight(v: np.ndarray, lo: float = 0.25, hi: float = 0.6) -> np.ndarray:
+    """(T,) how well a line between two joints (T, 3) gives a direction: 0 while it is shorter than ``lo`` of
+    its median length (seen end-on: its direction is noise), 1 from ``hi``."""
     length = np.linalg.norm(v, axis=-1)
     ref = np.nanmedian(length) if np.isfinite(length).any() else 0.0
-    s = np.clip((length / max(ref, 1e-9) - lo) / (hi - lo), 0.0, 1.0)
-    w = s * s * (3 - 2 * s)
-    u = _unit(v)
-    out = np.empty_like(v)
-    prev = None
-    for t in range(v.shape[0]):
-        if prev is None or not np.all(np.isfinite(u[t])):
-            n = u[t] if prev is None else prev
-        else:
-            n = w[t] * u[t] + (1 - w[t]) * prev
-            nn = np.linalg.norm(n)
-            n = n / nn if nn > 1e-6 else prev
-        out[t] = prev = n
-    return out
+    return _smoothstep(length / max(ref, 1e-9), lo, hi)
 
 
-def humanoid_rotations(pts: dict[str, np.ndarray]) -> np.ndarray:
-    """(T, J, 3, 3) world rotations of the HUMANOID joints from named (T, 3) points (metres, all finite).
+def _aim(measured: np.ndarray, weight: np.ndarray, spin: np.ndarray, a0: np.ndarray, lam: float,
+         settings: RotationSettings, line: np.ndarray | float = 1.0) -> np.ndarray:
+    """A bone that aims at its child: its orientation solved over the take (``weight`` (T,) for its direction,
+    ``spin`` (T,) for its spin about it, ``a0`` its rest bone axis), then swung onto the reading's bone axis, so
+    only its spin comes from the path; not where the reading's direction lies far off the path's
+    (:func:`~posetracker.motion.rotations.aim_share`), nor, by ``line`` (T,) in [0, 1], where the bone is a line
+    between two joints seen end-on (a clavicle in a side view: its direction is noise)."""
+    solved, _ = solve_bone(measured, weight, lam, settings, a0, spin)
+    share = aim_share(direction_weight(solved @ a0, measured @ a0, settings))
+    return swing_onto(solved, a0, measured @ a0, share * line)
 
-    The head's up axis comes from the face (forward = nose - mid-ears, taken
-    to point NOSE_PITCH = 17 deg below the head's forward axis) when
-    the nose is at least 5 cm in front of the ears, and follows the neck when
-    it is less than 2 cm (no usable depth, e.g. before the depth head is
-    trained), blended in between.
+
+def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
+                       settings: RotationSettings | None = None) -> np.ndarray:
+    """(T, J, 3, 3) world rotations of the HUMANOID joints over one take, from named (T, 3) points (metres, all
+    finite), each bone solved over the take (:mod:`posetracker.motion.rotations`), parents first.
+
+    Readings, each with a weight for its direction and one for its spin about it (where the spin weighs little,
+    the reading counts for its direction and the path carries the spin): the Hips, the trunk's direction, spun
+    by the hip line (weight: its length against its median, so a hip line seen end-on in a side view is carried
+    by the frames around it), aimed along the hip line where it is long; Spine, Chest and Neck aim along the
+    trunk and neck, spun by the hip + shoulder, shoulder and ear lines (weighted alike; an ear line more than
+    about 80 degrees round from the shoulders is a misreading); the Head up from the face (forward = nose -
+    mid-ears, taken to point NOSE_PITCH = 17 deg below the head's forward axis, where the nose is at least 5 cm
+    in front of the ears; the neck's direction where it is less than 2 cm, blended in between), spun by the ear
+    line; clavicles aim at the shoulders where the shoulder line is long, spun by the chest (weighted by how far
+    they are from pointing along it). The trunk, neck, head and clavicles are solved with a 2 Hz cutoff
+    (TRUNK_CUTOFF_HZ), the limbs with ``settings.cutoff_hz``. Limbs: the upper arm and thigh aim at the elbow /
+    knee and spin on the bend's hinge axis (spin weight: the bend, 0 under 10 deg, 1 from 30 deg; a straight
+    arm's reading is the chest's rest hinge swung onto it, a straight leg's the pelvis', weighted by the hip
+    line); the knee's axis is flipped to agree with the pelvis (a knee never bends backwards). The forearm and
+    shin aim at the wrist / ankle, spun on the solved upper bone's hinge axis; hands and feet follow them.
+    Last, no bone turns faster than ``max_speed_dps`` (:func:`~posetracker.motion.rotations.limit_speed`).
     """
+    s = settings or RotationSettings()
+    frame_s = frame_s if frame_s > 0 else 1 / 30
+    lam = s.smoothness(frame_s)
+    body = dataclasses.replace(s, cutoff_hz=TRUNK_CUTOFF_HZ)  # the trunk, neck, head and clavicles turn slower
+    lam_body = body.smoothness(frame_s)
     trunk = pts["neck"] - pts["mid_hip"]
-    hip_x = limit_turn(steady_axis(pts["left_hip"] - pts["right_hip"]), _unit(trunk), 2 * MAX_TURN_DEG)
-    sh_x = limit_turn(steady_axis(pts["left_shoulder"] - pts["right_shoulder"]), _unit(trunk), 2 * MAX_TURN_DEG)
+    hip_v = pts["left_hip"] - pts["right_hip"]
+    sh_v = pts["left_shoulder"] - pts["right_shoulder"]
     ear_x = pts["left_ear"] - pts["right_ear"]
+    w_hip, w_sh, w_ear = _line_weight(hip_v), _line_weight(sh_v), _line_weight(ear_x)
+    # a head turns at most about 80 degrees against the shoulders: an ear line further round is a misreading
+    w_ear = w_ear * _smoothstep(_dot(_unit(ear_x), _unit(sh_v)), -0.1, 0.2)
     R: dict[str, np.ndarray] = {}
-    R["Hips"] = frame_from(hip_x, trunk, X, Y)
+    ones = np.ones(len(trunk))
+    hips = frame_from(hip_v, trunk, X, Y)  # the trunk is always read, the turn about it from the hip line
+    path, _ = solve_bone(hips, ones, lam_body, body, Y, w_hip)
+    R["Hips"] = swing_onto(path, X, hips @ X, w_hip * aim_share(direction_weight(path @ X, hips @ X, body)))
     # the Spine sits SPINE_FRACTION up the Hips' +Y, which is the trunk made square to the hip line: aim it
     # from there at the chest point, so the Chest (and all above) land where the keypoints put them
     spine_at = pts["mid_hip"] + SPINE_FRACTION * np.linalg.norm(trunk, axis=-1, keepdims=True) * R["Hips"][:, :, 1]
-    R["Spine"] = steady_frame(pts["chest"] - spine_at, _unit(hip_x) + _unit(sh_x), Y, X)
-    R["Chest"] = steady_frame(trunk, sh_x, Y, X)
-    R["Neck"] = steady_frame(pts["head"] - pts["neck"], ear_x, Y, X)
+    lateral = R["Hips"][:, :, 0] + _unit(sh_v) * w_sh[:, None]
+    R["Spine"] = _aim(frame_from(pts["chest"] - spine_at, lateral, Y, X), ones, np.maximum(w_hip, w_sh), Y, lam_body, body)
+    R["Chest"] = _aim(frame_from(trunk, sh_v, Y, X), ones, w_sh, Y, lam_body, body)
+    R["Neck"] = _aim(frame_from(pts["head"] - pts["neck"], ear_x, Y, X), ones, w_ear, Y, lam_body, body)
     neck_up = _unit(pts["head"] - pts["neck"])
     face = pts["nose"] - pts["head"]
     depth = _dot(face, _unit(np.cross(ear_x, neck_up)))  # how far the nose is in front of the ears
-    w = np.clip((np.nan_to_num(depth) - FACE_DEPTH_LO) / (FACE_DEPTH_HI - FACE_DEPTH_LO), 0.0, 1.0)[:, None]
+    w = _smoothstep(depth, FACE_DEPTH_LO, FACE_DEPTH_HI)[:, None]
     face_up = _unit(np.cross(face, ear_x))  # (nose direction) x left: up, tilted forward by the nose pitch
     face_dir = _unit(np.cross(ear_x, face_up))
     up_from_face = np.cos(NOSE_PITCH) * face_up - np.sin(NOSE_PITCH) * face_dir
     up = w * np.nan_to_num(up_from_face) + (1 - w) * neck_up
-    R["Head"] = steady_frame(ear_x, up, X, Y)
+    R["Head"] = solve_bone(frame_from(ear_x, up, X, Y), ones, lam_body, body, Y, w_ear)[0]
     chest_z = R["Chest"][:, :, 2]
     for side, sgn in (("Left", 1.0), ("Right", -1.0)):
         low = side.lower()
-        R[f"{side}Shoulder"] = steady_frame(pts[f"{low}_shoulder"] - pts["neck"], chest_z, sgn * X, Z)
+        clav = pts[f"{low}_shoulder"] - pts["neck"]
+        w_clav = _smoothstep(np.linalg.norm(np.cross(_unit(clav), chest_z), axis=-1), 0.2, 0.5)
+        R[f"{side}Shoulder"] = _aim(frame_from(clav, chest_z, sgn * X, Z), w_sh, w_clav, sgn * X, lam_body, body, w_sh)
         # arm: rest along +-X, the forearm bends towards +Z -> hinge n0 = a0 x Z
         a0 = sgn * X
         n0 = np.cross(a0, Z)
         d1 = _unit(pts[f"{low}_elbow"] - pts[f"{low}_shoulder"])
         d2 = _unit(pts[f"{low}_wrist"] - pts[f"{low}_elbow"])
         rc = R["Chest"]
+        hinge, bend = _bend_weight(d1, d2)
         ref = swing(rc @ a0, d1, rc @ n0)
-        n = limit_turn(hinge_axis_hold(d1, d2, ref), d1)
-        R[f"{side}Arm"] = frame_from(d1, n, a0, n0)
-        # the hinge axis is held normal to the upper arm; the forearm rolls on it made normal to the forearm,
-        # itself turning at most MAX_TURN_DEG a frame: where the held axis nearly lines up with the forearm (a
-        # quick bend from straight), its normal part is noise, and the forearm must not spin on it
-        R[f"{side}ForeArm"] = steady_frame(d2, n, a0, n0)
+        n = np.where(bend[:, None] > 0, np.nan_to_num(hinge), ref)
+        R[f"{side}Arm"] = _aim(frame_from(d1, n, a0, n0), ones, bend, a0, lam, s)
+        R[f"{side}ForeArm"] = frame_from(d2, R[f"{side}Arm"] @ n0, a0, n0)  # the elbow: on the upper arm's hinge
         R[f"{side}Hand"] = R[f"{side}ForeArm"]
         # leg: rest along -Y, the shin bends towards -Z -> hinge n0 = X
         a0, n0 = -Y, X
         d1 = _unit(pts[f"{low}_knee"] - pts[f"{low}_hip"])
         d2 = _unit(pts[f"{low}_ankle"] - pts[f"{low}_knee"])
         rh = R["Hips"]
-        n = hinge_axis_ref(d1, d2, _unit(swing(rh @ a0, d1, rh @ n0)))
-        R[f"{side}UpLeg"] = frame_from(d1, n, a0, n0)
-        R[f"{side}Leg"] = steady_frame(d2, n, a0, n0)  # as the forearm
+        ref = _unit(swing(rh @ a0, d1, rh @ n0))
+        hinge, bend = _bend_weight(d1, d2)
+        hinge = np.where(np.isfinite(hinge), hinge, ref)
+        hinge = np.where((_dot(hinge, ref) < 0)[:, None], -hinge, hinge)  # a knee never bends backwards
+        n = _unit(bend[:, None] * hinge + (1 - bend[:, None]) * ref)
+        R[f"{side}UpLeg"] = _aim(frame_from(d1, n, a0, n0), ones, bend + (1 - bend) * w_hip, a0, lam, s)
+        R[f"{side}Leg"] = frame_from(d2, R[f"{side}UpLeg"] @ n0, a0, n0)  # the knee: on the thigh's hinge
         R[f"{side}Foot"] = R[f"{side}Leg"]
-    return np.stack([R[name] for name, *_ in HUMANOID], axis=1)
+    step = s.max_speed_dps * frame_s  # no bone turns faster than a body can
+    return np.stack([limit_speed(R[name], step) for name, *_ in HUMANOID], axis=1)
 
 
 def _kabsch(rest: np.ndarray, obs: np.ndarray) -> np.ndarray:
@@ -339,6 +290,12 @@ def world_rotations(euler: np.ndarray, parents: list[int], order: str = "ZXY") -
         if p >= 0:
             world[:, i] = world[:, p] @ local[:, i]
     return world
+
+
+def bone_steps(world: np.ndarray) -> np.ndarray:
+    """(T-1, J) degrees each bone turns between two frames (roll included; end bones too). world: (T, J, 3, 3)."""
+    rel = np.swapaxes(world[:-1], -1, -2) @ world[1:]
+    return np.degrees(Rotation.from_matrix(rel.reshape(-1, 3, 3)).magnitude()).reshape(rel.shape[:2])
 
 
 def rest_bone_axes(rig: Rig) -> np.ndarray:

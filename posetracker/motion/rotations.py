@@ -1,0 +1,201 @@
+"""The motion solve's rotations: each bone's orientation fitted over a whole take, both directions in time.
+
+A rig's per-frame bone orientations read from the solved joints (its aim at its child, its roll from
+neighbouring joints: :func:`posetracker.export.bvh_solve.humanoid_rotations`) are exact where the joints
+say enough, and noise where they do not: the roll of a straight arm, a hip line seen end-on, a head seen
+from behind. Read frame by frame such a bone spins by half a turn between two frames while barely moving.
+Here, per bone and take, the orientation path q_t (unit quaternions, signs made continuous) minimises
+
+    sum_t  c_t * rho(angle(q_t, m_t) / s)  +  lam * sum_t |q_{t-1} - 2 q_t + q_{t+1}|^2
+
+- m_t: the frame's reading, c_t its weight in [0, 1] (how well the joints fix it that frame: the bend
+  of a limb for its roll, a line's length against its median for a line seen end-on);
+- rho: Cauchy's robust loss with scale s = ``outlier_deg``: a reading that turns a bone by half a turn
+  for a few frames while its neighbours agree is rejected, not averaged in;
+- the smoothness prior on the quaternions' second differences (``cutoff_hz`` as in
+  :class:`posetracker.motion.solve.SolveSettings`), zero-lag, symmetric in time.
+
+Solved by iteratively reweighted least squares (one banded solve per step for the four components,
+each reading's sign re-chosen towards the current path before each step), then normalised. Where the
+bone aims at its child (``aims``), the solved orientation is then swung by the least rotation that puts
+its bone axis on the reading's, so forward kinematics still lands on the joints and only the spin about
+the bone comes from the path; except where the reading's direction lies far off the path's (:func:`aim_share`):
+there the bone keeps the path's direction, and its child's joint lies off the reading.
+
+Shapes: T frames of one take, J bones; rotations (T, J, 3, 3) rest frame -> posed frame.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.linalg import solve_banded
+from scipy.spatial.transform import Rotation
+
+from posetracker.motion.solve import _prior_bands
+
+
+@dataclass(frozen=True)
+class RotationSettings:
+    """cutoff_hz: the prior halves motion at this frequency; outlier_deg: the Cauchy scale; floor: the least
+    weight of any reading (a bone never read at all still follows its own readings a little); iterations:
+    reweighting steps; max_speed_dps: the fastest a bone turns (:func:`limit_speed`)."""
+
+    cutoff_hz: float = 4.0
+    outlier_deg: float = 25.0
+    floor: float = 0.02
+    iterations: int = 8
+    max_speed_dps: float = 2400.0  # degrees a second no bone outturns (a pitcher's arm reaches 7000 about itself)
+
+    def smoothness(self, frame_s: float) -> float:
+        w = 2.0 * math.sin(math.pi * min(self.cutoff_hz * frame_s, 0.5))
+        return 1.0 / w**4
+
+
+def _continuous(q: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
+    """(T, 4) quaternions with signs chosen frame to frame so that each agrees with the last trusted one before
+    it ((T,) bool, default all; q and -q are one turn): a half-turn reading between two trusted ones does not
+    flip the signs of all after it."""
+    out = q.copy()
+    ref = out[0]
+    for t in range(1, len(out)):
+        if np.dot(out[t], ref) < 0:
+            out[t] = -out[t]
+        if trusted is None or trusted[t]:
+            ref = out[t]
+    return out
+
+
+def _first_weights(q: np.ndarray, scale: float) -> np.ndarray:
+    """(T,) robust weights to start from: each reading (T, 4) judged by the nearer of its readings two frames
+    before and after (a reading that turns a bone by half a turn for a frame or two disagrees with both;
+    half the weight of the scale, as two frames apart)."""
+    n = len(q)
+    near = np.full(n, np.inf)
+    for k in (-2, 2):
+        other = np.clip(np.arange(n) + k, 0, n - 1)
+        angle = 2.0 * np.arccos(np.clip(np.abs(np.sum(q * q[other], axis=1)), 0.0, 1.0))
+        near = np.minimum(near, np.where(other != np.arange(n), angle, np.inf))
+    near = np.where(np.isfinite(near), near, 0.0)
+    return 1.0 / (1.0 + (near / (2.0 * scale)) ** 2)
+
+
+def solve_bone(measured: np.ndarray, weight: np.ndarray, lam: float, settings: RotationSettings,
+               axis: np.ndarray | None = None, spin: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One bone over one take -> (solved (T, 3, 3), the final robust weight of each reading (T,) in [0, 1]: near 0
+    where it was rejected as an outlier).
+
+    measured: (T, 3, 3) readings; weight: (T,) in [0, 1], how well each frame's joints fix the reading (with
+    ``axis``: its direction of ``axis``, the bone's rest axis (3,)); spin: (T,) in [0, 1], how well they fix its
+    spin about that axis (a straight limb's roll: not at all): where it is low the reading counts for its
+    direction only, its spin taken from the path."""
+    n = len(measured)
+    q = Rotation.from_matrix(measured).as_quat()  # (T, 4) x, y, z, w
+    if n < 3:
+        return measured.copy(), np.ones(n)
+    c = np.clip(np.nan_to_num(weight), settings.floor, 1.0)
+    prior = _prior_bands(n, lam)
+    scale = math.radians(settings.outlier_deg)
+    # start from the most trusted readings: signs continuous along them, the rest signed towards the last
+    robust = _first_weights(q, scale)
+    trusted = (robust >= 0.5) & (c >= 0.25) & (np.ones(n, bool) if spin is None else np.asarray(spin) >= 0.25)
+    x = _continuous(q, trusted if trusted.any() else None)
+    read = q
+    for _ in range(max(1, settings.iterations)):
+        y = np.where((np.sum(read * x, axis=1) < 0)[:, None], -read, read)  # each reading on the path's side
+        w = c * robust
+        ab = prior.copy()
+        ab[2] += w + 1e-9
+        x = solve_banded((2, 2), ab, w[:, None] * y)
+        x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+        if axis is not None and spin is not None:  # the readings' spin where they fix it, else the path's
+            path = Rotation.from_quat(x).as_matrix()
+            aimed = swing_onto(path, axis, measured @ axis)
+            step = Rotation.from_matrix(np.swapaxes(aimed, 1, 2) @ measured).as_rotvec()
+            read = Rotation.from_matrix(aimed @ Rotation.from_rotvec(np.clip(spin, 0, 1)[:, None] * step).as_matrix()).as_quat()
+        angle = 2.0 * np.arccos(np.clip(np.abs(np.sum(x * read, axis=1)), 0.0, 1.0))
+        robust = 1.0 / (1.0 + (angle / scale) ** 2)
+    return Rotation.from_quat(x).as_matrix(), robust
+
+
+def swing_onto(rot: np.ndarray, axis: np.ndarray, target: np.ndarray, share: np.ndarray | float = 1.0) -> np.ndarray:
+    """(T, 3, 3) ``rot`` turned by ``share`` (T,) or scalar in [0, 1] of the least rotation taking its bone axis
+    ``rot @ axis`` onto ``target`` (T, 3)."""
+    a = rot @ axis
+    a /= np.linalg.norm(a, axis=1, keepdims=True)
+    b = target / np.maximum(np.linalg.norm(target, axis=1, keepdims=True), 1e-12)
+    v = np.cross(a, b)
+    s = np.linalg.norm(v, axis=1)
+    angle = np.arctan2(s, np.sum(a * b, axis=1))
+    turn = np.where(s[:, None] > 1e-12, v / np.maximum(s, 1e-12)[:, None], 0.0) * (angle * share)[:, None]
+    return Rotation.from_rotvec(turn).as_matrix() @ rot
+
+
+def _limit_forward(rot: np.ndarray, limit: float) -> tuple[np.ndarray, int]:
+    out = rot.copy()
+    changed = 0
+    for t in range(1, len(out)):
+        step = Rotation.from_matrix(out[t - 1].T @ rot[t]).as_rotvec()
+        angle = float(np.linalg.norm(step))
+        if angle > limit:
+            out[t] = out[t - 1] @ Rotation.from_rotvec(step * (limit / angle)).as_matrix()
+            changed += 1
+    return out, changed
+
+
+def limit_speed(rot: np.ndarray, max_step_deg: float) -> np.ndarray:
+    """(T, 3, 3) a bone's orientations with each frame's turn from the one before at most ``max_step_deg``: a
+    step past it (a reading that jumps by 150 degrees and stays, the frames before or after it misread) goes
+    as far as the limit towards it, the next frame on from there. Run forwards and backwards in time, the pass
+    that changes fewer frames kept (a first frame off its neighbours is brought to them, not followed)."""
+    limit = math.radians(max_step_deg)
+    forward, n_f = _limit_forward(rot, limit)
+    if n_f == 0:
+        return forward
+    backward, n_b = _limit_forward(rot[::-1], limit)
+    return forward if n_f <= n_b else backward[::-1].copy()
+
+
+def direction_weight(path: np.ndarray, read: np.ndarray, settings: RotationSettings) -> np.ndarray:
+    """(T,) Cauchy weight (scale ``outlier_deg``) of the angle between a bone's axis on the solved path and in the
+    reading, (T, 3) each: the bone's direction alone judged, whatever its spin."""
+    cos = np.sum(path * read, axis=1) / np.maximum(np.linalg.norm(path, axis=1) * np.linalg.norm(read, axis=1), 1e-12)
+    angle = np.arccos(np.clip(cos, -1.0, 1.0))
+    return 1.0 / (1.0 + (angle / math.radians(settings.outlier_deg)) ** 2)
+
+
+def aim_share(robust: np.ndarray) -> np.ndarray:
+    """(T,) how much of the way a bone is swung onto its reading's axis, from the robust weight (T,) of its
+    direction (:func:`direction_weight`): fully within ``outlier_deg`` of the path (weight >= 0.5), not at all
+    from twice that (<= 0.2: a limb that would swing by 150 degrees in a frame while its neighbours hold still)."""
+    s = np.clip((robust - 0.2) / 0.3, 0.0, 1.0)
+    return s * s * (3 - 2 * s)
+
+
+def solve_rotations(measured: np.ndarray, weight: np.ndarray, frame_s: float, aims: list[np.ndarray | None],
+                    segments: list[tuple[int, int]] | None = None,
+                    settings: RotationSettings | None = None) -> np.ndarray:
+    """Every bone's orientation path (module docstring).
+
+    measured: (T, J, 3, 3) per-frame readings; weight: (T, J) in [0, 1]; frame_s: seconds per frame;
+    aims: (J,) per bone its rest bone axis (3,) where it must aim exactly at the reading's bone axis, else
+    None; segments: [(start, stop)) frame ranges solved apart (takes; default all T frames).
+    Returns (T, J, 3, 3).
+    """
+    s = settings or RotationSettings()
+    lam = s.smoothness(frame_s if frame_s > 0 else 1 / 30)
+    out = measured.copy()
+    for a, b in segments or [(0, len(measured))]:
+        for j, axis in enumerate(aims):
+            solved, _ = solve_bone(measured[a:b, j], weight[a:b, j], lam, s)
+            if axis is not None:
+                axis = np.asarray(axis, np.float64)
+                share = aim_share(direction_weight(solved @ axis, measured[a:b, j] @ axis, s))
+                solved = swing_onto(solved, axis, measured[a:b, j] @ axis, share)
+            out[a:b, j] = solved
+    return out
+
+
+__all__ = ["RotationSettings", "aim_share", "direction_weight", "limit_speed", "solve_bone", "solve_rotations", "swing_onto"]
