@@ -77,8 +77,19 @@ def _people(n: int = 40) -> list[PoseFrame]:
             for i in range(n)]
 
 
+def _trunk(frames: list[PoseFrame], hips_agree: bool) -> list[PoseFrame]:
+    """Track 0's hips and shoulders in 3-D: the left shoulder at +x, the left hip at +x (agree) or -x."""
+    out = []
+    for f in frames:
+        world = f.world.copy()
+        for name, x in (("left_shoulder", 0.2), ("right_shoulder", -0.2), ("left_hip", 0.1), ("right_hip", -0.1)):
+            world[1, SPEC.index(name)] = (x if hips_agree or "shoulder" in name else -x, 0.0, 3.0)
+        out.append(dataclasses.replace(f, world=world))
+    return out
+
+
 def test_the_legs_are_exchanged_in_the_frames_from_each_swap_on():
-    frames = _people()
+    frames = _trunk(_people(), hips_agree=False)  # the hips were named the other way round with the feet
     keep = [dataclasses.replace(f, keypoints=f.keypoints.copy()) for f in frames]
     out = exchange_legs(frames, SPEC, {0: [110, 130]})  # source frame indices: positions 10 and 30
     pairs = leg_pairs(SPEC)
@@ -98,6 +109,22 @@ def test_the_legs_are_exchanged_in_the_frames_from_each_swap_on():
     for f, k in zip(frames, keep):
         np.testing.assert_array_equal(f.keypoints, k.keypoints)  # the input is not changed
     assert exchange_legs(frames, SPEC, {}) == frames
+
+
+def test_hips_that_lie_as_the_shoulders_do_stay_where_only_the_feet_labels_swapped():
+    """A side view names the front foot "left": where the hips already agree with the shoulders in 3-D, only the
+    knees, ankles and feet are exchanged (exchanging the hips would turn the pelvis by half a turn)."""
+    frames = _trunk(_people(), hips_agree=True)
+    out = exchange_legs(frames, SPEC, {0: [110, 130]})
+    hips = [SPEC.index("left_hip"), SPEC.index("right_hip")]
+    below = [(SPEC.index(f"left_{n}"), SPEC.index(f"right_{n}")) for n in ("knee", "ankle")]
+    for t, (f, o) in enumerate(zip(frames, out)):
+        np.testing.assert_array_equal(o.world[1, hips], f.world[1, hips])
+        for a, b in below:
+            if 10 <= t < 30:
+                np.testing.assert_array_equal(o.keypoints[1, a], f.keypoints[1, b])
+            else:
+                np.testing.assert_array_equal(o.keypoints[1, a], f.keypoints[1, a])
 
 
 def _front_is_left(seq: PoseSequence) -> tuple[PoseSequence, int]:

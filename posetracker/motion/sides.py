@@ -2,9 +2,9 @@
 
 Side views often name the *front* foot "left", so the labels swap when the feet pass
 (:func:`posetracker.analysis.foot_contact.repair_swaps` finds where: one label stops standing
-where the other goes on, at once). :func:`one_leg_each` exchanges the whole legs (hip, knee,
-ankle and the foot joints: :func:`leg_pairs`) of the track's frames from each swap on, in the
-PoseFrames themselves, so the gait table, the angles, the CSVs and the 3-D exports all read the
+where the other goes on, at once). :func:`one_leg_each` exchanges the legs (knee, ankle and the
+foot joints, and the hips unless they already lie as the shoulders do in 3-D: :func:`exchange_legs`)
+of the track's frames from each swap on, in the PoseFrames themselves, so the gait table, the angles, the CSVs and the 3-D exports all read the
 same legs; none of them repairs after the fact. The offline session runs it between two motion
 solves (``TrackingSession._run_offline``: swaps found on the solved motion, the legs exchanged in
 the readings, solved again, so the solve never smooths across a label swap); a live result gets
@@ -130,28 +130,62 @@ def feet_swaps(frames: list[PoseFrame], spec: SkeletonSpec, fps: float = 30.0,
     return out
 
 
+def _hips_agree(frames: list[PoseFrame], spec: SkeletonSpec, tid: int, span: range) -> bool:
+    """Over the frames ``span`` the track's hips lie as its shoulders do in 3-D (the left hip on the left
+    shoulder's side: the dot product of the hip and shoulder lines, left minus right, positive in most frames
+    with world coordinates), so its feet's labels swapped without the hips'. False without the joints or world."""
+    names = ("left_hip", "right_hip", "left_shoulder", "right_shoulder")
+    if not all(n in spec.joint_names for n in names):
+        return False
+    lh, rh, ls, rs = (spec.index(n) for n in names)
+    votes = []
+    for t in span:
+        f = frames[t]
+        hit = np.flatnonzero(f.track_ids == tid)
+        if f.world is None or hit.size == 0:
+            continue
+        w = f.world[int(hit[0])]
+        d = float(np.dot(w[lh] - w[rh], w[ls] - w[rs]))
+        if np.isfinite(d):
+            votes.append(d > 0)
+    return bool(votes) and float(np.mean(votes)) > 0.5
+
+
 def exchange_legs(frames: list[PoseFrame], spec: SkeletonSpec, swaps: dict[int, list[int]]) -> list[PoseFrame]:
     """``frames`` (T PoseFrames, in order) with each track's left and right legs (:func:`leg_pairs`: keypoints,
     confidence, world) exchanged in the frames after an odd number of its ``swaps`` ({track id: source frame
-    indices}, :func:`feet_swaps`); new frames where changed, the input is not."""
+    indices}, :func:`feet_swaps`); new frames where changed, the input is not. Where, over such a stretch, the
+    hips already lie as the shoulders do in 3-D (:func:`_hips_agree`: only the feet's labels swapped, as a side
+    view names the front foot "left"), the hips stay and the knees, ankles and feet are exchanged: exchanging
+    them would turn the pelvis by half a turn against the chest."""
     if not swaps:
         return list(frames)
     perm = np.arange(spec.num_joints)
     for left, right in leg_pairs(spec):
         perm[left], perm[right] = right, left
+    below = perm.copy()  # the legs below the hips
+    for name in ("left_hip", "right_hip"):
+        if name in spec.joint_names:
+            below[spec.index(name)] = spec.index(name)
     position = {int(f.index): t for t, f in enumerate(frames)}
-    flipped: dict[int, np.ndarray] = {}  # track id -> (T,) bool: its legs exchanged in that frame
+    orders: dict[int, list[np.ndarray | None]] = {}  # track id -> per frame the joint order of its legs, or None
     for tid, indices in swaps.items():
-        count = np.zeros(len(frames), int)
-        for index in indices:
-            count[position[int(index)]:] += 1
-        flipped[int(tid)] = count % 2 == 1
+        starts = sorted(position[int(i)] for i in indices) + [len(frames)]
+        per_frame: list[np.ndarray | None] = [None] * len(frames)
+        for k in range(0, len(starts) - 1, 2):  # after an odd number of swaps: [s1, s2), [s3, s4), ...
+            span = range(starts[k], starts[k + 1])
+            order = below if _hips_agree(frames, spec, int(tid), span) else perm
+            for t in span:
+                per_frame[t] = order
+        orders[int(tid)] = per_frame
     out = list(frames)
     for t, f in enumerate(frames):
-        people = [p for p, tid in enumerate(f.track_ids) if int(tid) in flipped and flipped[int(tid)][t]]
-        if people:
+        rows = [(p, orders[int(tid)][t]) for p, tid in enumerate(f.track_ids)
+                if int(tid) in orders and orders[int(tid)][t] is not None]
+        if rows:
             order = np.tile(np.arange(f.num_joints), (f.num_people, 1))  # (P, K)
-            order[people] = perm
+            for p, o in rows:
+                order[p] = o
             out[t] = permute_joints(f, order)
     return out
 
