@@ -379,6 +379,8 @@ class TrackingSession:
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
         if not self.config.rigid_bones:
             meta["bones"] = "raw"  # the lengths as estimated; exports keep them (tracking.bones.settle_bones)
+        if not self.config.smoothing:
+            meta["motion"] = "as read"  # no motion solve: the readings themselves (process --raw)
         meta.update(self.whole_track_report)
         if failure:
             meta["incomplete"] = failure[0]

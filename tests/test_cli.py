@@ -28,6 +28,30 @@ def test_process_writes_tidy_csv(processed):
     assert {r["person_id"] for r in rows if int(r["frame"]) > 10} == {"0"}
 
 
+def test_raw_writes_the_readings_the_default_the_solved_motion(processed, tmp_path):
+    """process --raw: no motion solve, lengths as estimated, left / right as read (said in the metadata); the
+    readings jump more from frame to frame than the solved motion every export reads."""
+    import numpy as np
+
+    from posetracker.export import read_sequence
+
+    out = tmp_path / "raw.json"
+    assert main(["process", SAMPLE, "--out", str(out), "--raw"]) == 0
+    raw = read_sequence(out)
+    assert raw.metadata["motion"] == "as read" and raw.metadata["bones"] == "raw"
+    assert "feet_swaps" not in raw.metadata and "facing_repairs" not in raw.metadata
+    rows = [r for r in csv.DictReader(open(processed)) if r["person_id"] == "0" and r["joint"] == "left_wrist"]
+    solved = np.array([[float(r["x_px"]), float(r["y_px"])] for r in rows if int(r["frame"]) >= 20])
+    read = np.stack([f.keypoints[f.track_ids == 0][0, raw.skeleton.index("left_wrist"), :2]
+                     for f in raw.frames if f.index >= 20 and (f.track_ids == 0).any()])
+    assert len(read) == len(solved) > 80
+
+    def jitter(xy):
+        return np.linalg.norm(np.diff(xy, 2, axis=0), axis=1).mean()
+
+    assert jitter(read) > 1.2 * jitter(solved) and np.abs(read - solved).max() > 1.0
+
+
 def test_existing_output_needs_force(processed, capsys):
     assert main(["process", SAMPLE, "--out", str(processed)]) == 1
     assert "--force" in capsys.readouterr().err

@@ -109,8 +109,9 @@ def _cmd_process(args: argparse.Namespace) -> int:
     config = SessionConfig(mode=args.mode, lookahead=args.lookahead,
                            max_people=args.animals or args.max_people, known_count=args.animals,
                            fov_deg=fov_to_track(camera),
-                           keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not args.raw_bones,
-                           fix_facing=not args.no_facing_repair, fix_legs=not args.no_leg_repair,
+                           keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not (args.raw_bones or args.raw),
+                           fix_facing=not (args.no_facing_repair or args.raw),
+                           fix_legs=not (args.no_leg_repair or args.raw), smoothing=not args.raw,
                            low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
                            **crop_budget(args))
     try:
@@ -200,6 +201,10 @@ def add_process_parser(sub) -> None:
                          "(motion before and after it; always listed in the JSON metadata as encounters)")
     pr.add_argument("--keep-unconfirmed", action="store_true",
                     help="also write detections never confirmed as a track (person_id -1; left out by default)")
+    pr.add_argument("--raw", action="store_true",
+                    help="write the readings as the network and refiners gave them: no motion solve (smoothing), "
+                         "bone lengths as estimated, left and right as read (the default output is the solved "
+                         "motion every export reads)")
     pr.add_argument("--raw-bones", action="store_true",
                     help="metric 3-D as estimated, bone lengths varying (default: one length per bone and person)")
     pr.add_argument("--no-facing-repair", action="store_true",
