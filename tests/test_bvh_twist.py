@@ -131,3 +131,21 @@ def test_real_clips_export_without_roll_flips_or_whole_body_holds(clip):
         steps = bone_steps(world)  # every bone, end bones (head, hands, feet) and the pelvis included
         assert steps.max() <= 90.0 and (steps > 30.0).mean() <= 0.005, (tid, steps.max(), (steps > 30).mean())
         assert motion.report["held_pose"] == [], tid
+
+
+def test_feet_stay_level_and_point_where_the_knee_points():
+    """human18 has no toes: each BVH foot stays level (its toe end site at its ankle's height, so no toe dips
+    through the floor when the shin leans back) and points normal to its knee's hinge axis."""
+    seq = noisy(make_sequence(90, seed=4), sigma=0.01, seed=4)
+    motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps, BvhOptions())
+    rig = motion.rig
+    world = world_rotations(motion.euler, rig.parents, motion.order)
+    leaning = 0
+    for side in ("Left", "Right"):
+        leg, foot = rig.names.index(f"{side}Leg"), rig.names.index(f"{side}Foot")
+        toe = world[:, foot] @ rig.end_sites[foot]  # (T, 3) the toe's offset from the ankle, BVH space (Y up)
+        assert np.abs(toe[:, 1]).max() < 1e-6
+        np.testing.assert_allclose(np.einsum("tc,tc->t", toe, world[:, leg] @ [1.0, 0.0, 0.0]), 0.0, atol=1e-6)
+        shin_toe = world[:, leg] @ rig.end_sites[foot]  # where the toe would be, following the shin
+        leaning += int((np.abs(shin_toe[:, 1]) > 0.01).sum())
+    assert leaning > 0  # the shins do lean: the level feet make a difference here

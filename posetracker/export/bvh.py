@@ -75,7 +75,7 @@ from posetracker.export.bvh_rig import (
     is_humanoid,
     skeleton_rig,
 )
-from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, local_rotations, skeleton_rotations
+from posetracker.export.bvh_solve import euler_continuous, humanoid_rotations, level_feet, local_rotations, skeleton_rotations
 from posetracker.export.files import person_path, write_files
 from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.skeletons import SkeletonSpec
@@ -274,6 +274,8 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
                 **lock_report(result, grid, phases, scale, stand - floor),
                 "swing_lifted_frames": int((lift > 0).any(1).sum()),
                 "swing_lift_max": round(scale * float(lift.max(initial=0.0)), 3)}
+    if humanoid:
+        world = level_feet(world, rig.names)
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 

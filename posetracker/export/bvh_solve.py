@@ -205,6 +205,21 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     return np.stack([limit_speed(R[name], step) for name, *_ in HUMANOID], axis=1)
 
 
+def level_feet(world: np.ndarray, names: list[str]) -> np.ndarray:
+    """(T, J, 3, 3) ``world`` with each Foot level (its rest up +Y along BVH +Y, the floor's normal), pointing
+    where its knee points (forward = the shin's hinge axis x up): human18 has no toes, so a foot that simply
+    followed its shin would dip its toes through the floor whenever the shin leans back (up to 6 cm on the
+    walk, dancer and pose2sim clips); the ankle then turns between the shin and a flat foot."""
+    out = world.copy()
+    up = np.broadcast_to(Y, (world.shape[0], 3))
+    for side in ("Left", "Right"):
+        leg, foot = names.index(f"{side}Leg"), names.index(f"{side}Foot")
+        forward = np.cross(world[:, leg] @ X, up)
+        ok = np.linalg.norm(forward, axis=-1) > 1e-3  # a knee axis pointing straight up: keep the shin's
+        out[ok, foot] = frame_from(forward[ok], up[ok], Z, Y)
+    return out
+
+
 def _kabsch(rest: np.ndarray, obs: np.ndarray) -> np.ndarray:
     """(T, 3, 3) rotations best mapping rest offsets (m, 3) onto observed ones (T, m, 3)."""
     h = np.einsum("tmi,mj->tij", obs, rest)
