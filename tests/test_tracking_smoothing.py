@@ -106,11 +106,11 @@ def test_seek_back_resets_filters() -> None:
     np.testing.assert_array_equal(res.keypoints, (kp + 300.0).astype(np.float32))
 
 
-def smoothed_track(scale: float, reference_size: float | None) -> np.ndarray:
+def smoothed_track(scale: float, reference_size: float | None, large_params="auto") -> np.ndarray:
     """A noisy person walking and waving, drawn at ``scale`` x its size -> smoothed keypoints (T, K, 3)."""
     rng = np.random.default_rng(5)
     pose = np.concatenate([rng.uniform(0, 300, (K, 2)), np.full((K, 1), 3.0)], axis=-1)  # ~420 px box diagonal
-    sm = PoseSmoother(SPEC, reference_size=reference_size)
+    sm = PoseSmoother(SPEC, reference_size=reference_size, large_params=large_params)
     out = []
     for i in range(90):
         kp = pose + [6.0 * i, 40.0 * np.sin(i / 4.0), 0.0]
@@ -123,11 +123,13 @@ def smoothed_track(scale: float, reference_size: float | None) -> np.ndarray:
 def test_pixels_smoothed_relative_to_the_person_size() -> None:
     """The same motion drawn 10x smaller (a far person) is smoothed to the same result, 10x smaller:
     the cutoff follows speed relative to the body, so a small fast runner does not lag more;
-    people bigger than the reference size keep the pixel parameters."""
-    near, far = smoothed_track(1.0, 450.0), smoothed_track(0.1, 450.0)
+    people bigger than the reference size keep the pixel beta. (Live, large people also get their own
+    cutoffs, LARGE_LIVE_PX: tests/test_smoothing_large_people.py; switched off here.)"""
+    near, far = smoothed_track(1.0, 450.0, None), smoothed_track(0.1, 450.0, None)
     np.testing.assert_allclose(far[..., :2] * 10.0, near[..., :2], atol=1e-2)
     np.testing.assert_allclose(far[..., 2], near[..., 2], atol=1e-6)  # depth (m) unaffected
-    plain_far = smoothed_track(0.1, None)  # plain pixel units: the small person is smoothed harder, lagging
+    np.testing.assert_array_equal(smoothed_track(0.1, 450.0), far)  # the live default: a small person as before
+    plain_far = smoothed_track(0.1, None, None)  # plain pixel units: the small person is smoothed harder, lagging
     assert np.abs(plain_far[..., :2] * 10.0 - near[..., :2]).mean() > 3.0  # ~10 px at the near person's size
     # a person bigger than the reference (a close-up) keeps the pixel parameters: no extra lag
     np.testing.assert_array_equal(smoothed_track(3.0, 450.0), smoothed_track(3.0, None))

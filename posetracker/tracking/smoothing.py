@@ -15,10 +15,26 @@ the pixel ``beta`` is multiplied by ``reference_size`` / the diagonal of the
 box around the person's keypoints in this frame, so the filter's cutoff
 depends on how fast a joint moves relative to the body, not in pixels (a 30 px
 sprinter far away is followed as closely as a 450 px one near the camera).
-Larger people keep the pixel parameters: smoothing them harder would add lag
+Larger people keep the pixel ``beta``: smoothing them harder would add lag
 where it shows most (a close-up webcam user), and their keypoints are already
 precise relative to their size. Depth and world xyz are in metres,
 independent of image size.
+
+Large people, live (``large_params``, :data:`LARGE_LIVE_PX` from
+:data:`LARGE_PERSON_PX` px on): a slower speed estimate (``d_cutoff`` 0.5 Hz, not
+1) and a higher cutoff at rest (``min_cutoff`` 1.5 Hz, not 0.7). Most of a large
+person's jitter is jumps, not noise: a joint re-found 100-180 px from where it
+was held, a foot read on the other foot for a few frames (the SLEAP dancer:
+1.2 % of its joint-frames accelerating over 30 px/frame^2 carry 40 % of its
+jitter). With a fast speed estimate the jump itself reads as speed and opens
+the filter at once; the slower one follows it over a few frames. The higher
+rest cutoff gives back the lag this adds on slow motion; a large person's
+readings are precise relative to the PCK tolerance (0.1 of its size), so the
+weaker smoothing at rest costs no accuracy there. Small people keep the
+preset: their noise is large against their size, and on them the slower
+speed estimate cost accuracy. Between ``LARGE_PERSON_PX[0]`` and ``[1]`` the
+parameters move linearly from the preset's. Held-out clips and the dancer:
+``docs/experiments/live-smoothing.md``.
 
 Low-confidence joints (``confidence < min_confidence``) are not fed to the
 filter: the joint keeps its last smoothed offset from the skeleton root (the
@@ -47,6 +63,12 @@ from posetracker.types import PoseFrame
 
 _FIELDS = ("_x", "_dx", "_t", "_rel")
 
+#: Live: people whose keypoint box has a diagonal of at least LARGE_PERSON_PX[1] px are smoothed with
+#: :data:`LARGE_LIVE_PX`, those under LARGE_PERSON_PX[0] px with the preset; in between, linearly
+LARGE_PERSON_PX = (250.0, 350.0)
+#: Live pixel parameters for large people (the module docstring); beta as the "live" preset's
+LARGE_LIVE_PX = OneEuroParams(min_cutoff=1.5, beta=0.03, d_cutoff=0.5)
+
 
 class PoseSmoother:
     """Per-track One Euro smoothing of ``keypoints`` and ``world``.
@@ -60,6 +82,9 @@ class PoseSmoother:
     drop_after:     seconds after which the filters of an unseen track are dropped.
     reference_size: person size (px, keypoint-box diagonal) the pixel parameters are for;
                     smaller people are smoothed relative to their size; None = plain pixels.
+    large_params:   pixel parameters for people of at least ``LARGE_PERSON_PX[1]`` px (linearly from
+                    ``params`` between the two sizes); "auto": :data:`LARGE_LIVE_PX` for the "live"
+                    preset, none otherwise; None: ``params`` for everyone.
     """
 
     def __init__(
@@ -71,19 +96,25 @@ class PoseSmoother:
         min_confidence: float = 0.3,
         drop_after: float = 0.5,
         reference_size: float | None = REFERENCE_PERSON_PX,
+        large_params: OneEuroParams | None | str = "auto",
     ) -> None:
         mode = params if isinstance(params, str) else "live"
         px = preset(params, "px") if isinstance(params, str) else params
         m = metric_params or preset(mode, "m")
+        if isinstance(large_params, str):
+            if large_params != "auto":
+                raise ValueError(f"large_params: a OneEuroParams, None or 'auto', got {large_params!r}")
+            large_params = LARGE_LIVE_PX if params == "live" else None
         self.spec = spec
-        self.pixel_params, self.metric_params = px, m
+        self.pixel_params, self.metric_params, self.large_params = px, m, large_params
         self.min_confidence = float(min_confidence)
         self.drop_after = float(drop_after)
         self.reference_size = reference_size
         # Per-column parameters: keypoint x, y (px), z (m), world x, y, z (m).
-        self._args = tuple(
-            np.array([getattr(px, f)] * 2 + [getattr(m, f)] * 4) for f in ("min_cutoff", "beta", "d_cutoff")
-        )
+        fields = ("min_cutoff", "beta", "d_cutoff")
+        self._args = tuple(np.array([getattr(px, f)] * 2 + [getattr(m, f)] * 4) for f in fields)
+        self._large = None if large_params is None else tuple(
+            np.array([getattr(large_params, f)] * 2 + [getattr(m, f)] * 4) for f in fields)
         self.reset()
 
     def reset(self) -> None:
@@ -148,9 +179,14 @@ class PoseSmoother:
         ok = np.broadcast_to((frame.confidence[people] >= self.min_confidence)[..., None], x.shape)
         finite = ~np.isnan(x)
         min_cutoff, beta, d_cutoff = self._args
+        size = _person_size(x[..., :2])
+        if self._large is not None:  # large people: towards LARGE_LIVE_PX with their size
+            lo, hi = LARGE_PERSON_PX
+            w = np.zeros((m, 1, 6))
+            w[:, 0, :2] = np.clip((np.nan_to_num(size) - lo) / (hi - lo), 0.0, 1.0)[:, None]
+            min_cutoff, beta, d_cutoff = (a + w * (b - a) for a, b in zip(self._args, self._large))
         if self.reference_size is not None:
             scale = np.ones((m, 1, 6))
-            size = _person_size(x[..., :2])
             scale[:, 0, :2] = np.where(np.isnan(size), 1.0, np.maximum(self.reference_size / size, 1.0))[:, None]
             beta = beta * scale
         xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], min_cutoff, beta, d_cutoff)
