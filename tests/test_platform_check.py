@@ -58,3 +58,22 @@ def test_the_app_exits_with_the_message_before_qt(monkeypatch, capsys):
     monkeypatch.setattr(platform_check, "check_platform", lambda: "PoseTracker cannot open its window: libx")
     assert app.main(["--quit-after", "0"]) == 2
     assert "libx" in capsys.readouterr().err
+
+
+def test_the_message_installs_exactly_what_is_missing_and_readme_lists_every_package(monkeypatch):
+    """Issue #50 item 2: libGL (PyOpenGL, the 3-D view) counts too; the message's apt line names exactly the
+    missing packages; README's set-up line is the whole list."""
+    import re
+
+    from conftest import REPO
+
+    monkeypatch.setattr(platform_check, "_loads", lambda soname: soname != "libGL.so.1")
+    monkeypatch.setattr(platform_check, "_ldd_missing", lambda plugin: [])
+    missing = missing_libraries()
+    assert missing == ["libGL.so.1"]
+    line = advice(missing).splitlines()[2].strip()
+    assert line == "sudo apt-get install -y --no-install-recommends libgl1"
+    readme = " ".join((REPO / "README.md").read_text().split())
+    listed = re.search(r"--no-install-recommends ((?:lib[\w.+-]+ ?)+)", readme).group(1).split()
+    assert tuple(listed) == platform_check.APT_PACKAGES
+    assert set(platform_check.APT_PACKAGES) >= {platform_check.PACKAGES[s] for s in platform_check.RUNTIME_LOADED}

@@ -2,8 +2,9 @@
 
 Qt aborts the whole process (exit 134) when its X11 platform plugin cannot load, and
 importing PySide6 without libglib or libEGL ends in a traceback. :func:`missing_libraries`
-finds what is missing first (``ldd`` of the xcb plugin, plus ``libxcb-cursor``, which Qt
-loads at run time), so the app can print one ``apt-get install`` line and exit cleanly.
+finds what is missing first (``ldd`` of the xcb plugin, plus ``libxcb-cursor`` and ``libGL``, which Qt and
+PyOpenGL load at run time), so the app can print the ``apt-get install`` line of exactly the missing packages
+and exit cleanly.
 """
 
 from __future__ import annotations
@@ -38,9 +39,13 @@ PACKAGES = {
     "libglib-2.0.so.0": "libglib2.0-0",
     "libgthread-2.0.so.0": "libglib2.0-0",
 }
-# What README's set-up line installs (the libraries Qt's X11 plugin and pyqtgraph's 3-D view need).
-APT_LINE = ("sudo apt-get install -y --no-install-recommends libegl1 libglib2.0-0 libfontconfig1 libdbus-1-3 "
-            "libxkbcommon-x11-0 libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-shape0")
+#: Debian / Ubuntu packages of README's set-up line: the libraries Qt's X11 plugin and pyqtgraph's 3-D view
+#: (PyOpenGL: libGL) need on a minimal Debian 12
+APT_PACKAGES = ("libegl1", "libgl1", "libglib2.0-0", "libfontconfig1", "libdbus-1-3", "libxkbcommon-x11-0",
+                "libxcb-cursor0", "libxcb-icccm4", "libxcb-keysyms1", "libxcb-shape0")
+APT_INSTALL = "sudo apt-get install -y --no-install-recommends"
+#: loaded at run time, not linked by the xcb plugin: Qt >= 6.5 dlopens libxcb-cursor; PyOpenGL dlopens libGL
+RUNTIME_LOADED = ("libxcb-cursor.so.0", "libGL.so.1")
 
 _NOT_FOUND = re.compile(r"^\s*(\S+)\s*=>\s*not found", re.MULTILINE)
 _CANNOT_OPEN = re.compile(r"(lib[\w.+-]+\.so[\w.]*): cannot open shared object file")
@@ -84,16 +89,15 @@ def missing_libraries(qt_dir: Path | None = None) -> list[str]:
         qt_dir = Path(PySide6.__file__).parent / "Qt"
     found = set(_ldd_missing(qt_dir / "plugins" / "platforms" / "libqxcb.so"))
     found.update(_ldd_missing(qt_dir / "lib" / "libQt6XcbQpa.so.6"))
-    if not _loads("libxcb-cursor.so.0"):  # Qt >= 6.5 dlopens it and aborts without it
-        found.add("libxcb-cursor.so.0")
+    found.update(soname for soname in RUNTIME_LOADED if not _loads(soname))
     return sorted(found)
 
 
 def advice(libraries: list[str]) -> str:
     """The message for missing ``libraries``: what is missing, which packages, the set-up line."""
     packages = sorted({PACKAGES.get(lib, lib) for lib in libraries})
-    return (f"PoseTracker cannot open its window: this system lacks {', '.join(libraries)} "
-            f"(Debian/Ubuntu packages: {' '.join(packages)}).\nInstall what the desktop needs with:\n  {APT_LINE}\n"
+    return (f"PoseTracker cannot open its window: this system lacks {', '.join(libraries)}.\n"
+            f"Install what is missing (Debian / Ubuntu):\n  {APT_INSTALL} {' '.join(packages)}\n"
             "or run without a window: posetracker process VIDEO")
 
 
