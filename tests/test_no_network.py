@@ -1,0 +1,34 @@
+"""Nothing connects anywhere at run time (issue #50 item 1): ``posetracker process`` on the sample clip, traced with
+strace, opens no internet socket and asks no name server (ONNX Runtime >= 1.29 looked up
+mobile.events.data.microsoft.com for its telemetry: 2 lookups on this clip with ORT_DISABLE_TELEMETRY=0, none
+with the package's default). Skips where strace is missing or may not trace."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+SAMPLE = REPO / "assets" / "sample_dance.mp4"
+
+
+@pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
+def test_process_opens_no_internet_socket(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}  # the package's own default
+    env["OMP_NUM_THREADS"] = "1"
+    trace = tmp_path / "trace.txt"
+    cmd = ["strace", "-f", "-qq", "-e", "trace=connect,sendto,sendmsg", "-o", str(trace),
+           sys.executable, "-m", "posetracker", "process", str(SAMPLE), "--out", str(tmp_path / "p.json")]
+    run = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    if not trace.exists() or "ptrace" in run.stderr.lower():
+        pytest.skip(f"strace cannot trace here: {run.stderr.strip()[:200]}")
+    assert run.returncode == 0, run.stderr[-2000:]
+    calls = trace.read_text()
+    internet = [ln for ln in calls.splitlines() if re.search(r"AF_INET6?\b|htons\(53\)", ln)]
+    assert internet == [], internet[:5]
