@@ -213,11 +213,13 @@ def test_a_foot_held_in_the_air_is_not_locked(tmp_path):
     assert min(lifted) > 0.25  # metres up
     BvhExporter().write(seq, tmp_path / "air.bvh")
     lock = json.loads((tmp_path / "air.bvh.json").read_text())["foot_lock"]
-    unlocked = [ph for ph in lock["stance_phases"] if not ph["locked"]]
-    assert len(unlocked) == 1 and unlocked[0]["foot"] == "left"
-    lo, hi = unlocked[0]["bvh_frames"]
-    assert lo <= a + 3 and hi >= b - 3 and "from standing height" in unlocked[0]["reason"]
-    assert unlocked[0]["height_before"] > 15.0  # cm
+    # the foot in the air, above the other standing one, is not a stance phase at all (analysis.ground.drop_raised);
+    # what is left of the phase around it is not locked there either
+    for ph in lock["stance_phases"]:
+        lo, hi = ph["bvh_frames"]
+        if ph["foot"] == "left" and ph["locked"]:
+            assert hi <= a + 3 or lo >= b - 3, (ph, a, b)
+    assert sum(ph["locked"] for ph in lock["stance_phases"]) >= 4
 
 
 def test_people_on_their_own_floors_share_the_origin(tmp_path):

@@ -212,3 +212,22 @@ def test_trc_on_the_floor_stands_on_it_and_warns_without_one(tmp_path):
     assert len(warned) == 1 and "no floor fitted" in warned[0] and "too few stance ankles" in warned[0]
     with pytest.raises(ExportError, match="origin"):
         get_exporter("trc").write(sc.seq, tmp_path / "x.trc", origin="ceiling")
+
+
+def test_a_still_foot_held_above_the_standing_one_is_not_standing():
+    """A person balancing on one leg holds the other foot still in the air: slow, so read as a stance phase by
+    speed, but higher than the standing foot: those frames leave its phases (they would lift the floor)."""
+    from posetracker.analysis.ground import drop_raised
+    from posetracker.analysis.stance import ContactPhase
+
+    t = 60
+    ankles = np.zeros((t, 2, 3))
+    ankles[..., 1] = 1.6  # camera y down: 1.6 m below the camera
+    ankles[10:30, 0, 1] -= 0.10  # the left foot 10 cm up from 10 to 29
+    ankles[40:50, 0, 1] -= 0.03  # and 3 cm up from 40 to 49: within what a depth error does
+    up = np.array([0.0, -1.0, 0.0])
+    phases = [ContactPhase(0, 0, 60), ContactPhase(1, 0, 60)]
+    out = drop_raised(phases, ankles, up, min_len=4)
+    assert out == [ContactPhase(0, 0, 10), ContactPhase(1, 0, 60), ContactPhase(0, 30, 60)]
+    alone = drop_raised([ContactPhase(0, 0, 60)], ankles, up, min_len=4)  # the other foot not standing: kept
+    assert alone == [ContactPhase(0, 0, 60)]

@@ -116,6 +116,30 @@ def _ankles(track: PersonTrack, spec: SkeletonSpec, min_confidence: float) -> tu
     return track.world[:, idx], ok
 
 
+def drop_raised(phases: list[ContactPhase], ankles: np.ndarray, up: np.ndarray, min_len: int,
+                max_rise_m: float = 0.05) -> list[ContactPhase]:
+    """The stance phases less the frames where the other foot stands too and this one is ``max_rise_m`` higher:
+    a foot held still in the air (a person balancing on the other leg) is slow, so speed alone reads it as
+    standing, and it would lift the person's floor (the standing leg then bent to reach it). ankles: (T, F, 3)
+    camera metres; up: (3,) unit, the body's up; parts shorter than ``min_len`` frames are dropped."""
+    t = ankles.shape[0]
+    standing = np.zeros((t, 2), bool)
+    for ph in phases:
+        standing[ph.start:ph.stop, ph.foot] = True
+    height = np.nan_to_num(ankles @ up, nan=np.nan)  # (T, F) metres up the body
+    both = standing.all(axis=1) & np.isfinite(height).all(axis=1)
+    rise = np.where(both, height[:, 0] - height[:, 1], 0.0)  # left above right
+    raised = np.stack([rise > max_rise_m, -rise > max_rise_m], axis=1)  # (T, F) this foot is the raised one
+    out: list[ContactPhase] = []
+    for ph in phases:
+        keep = ~raised[ph.start:ph.stop, ph.foot]
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], keep.astype(np.int8), [0]])))
+        for a, b in zip(edges[::2], edges[1::2]):
+            if b - a >= min_len:
+                out.append(ContactPhase(ph.foot, ph.start + int(a), ph.start + int(b)))
+    return sorted(out, key=lambda q: (q.start, q.foot))
+
+
 def body_up(track: PersonTrack, spec: SkeletonSpec, phases: list[ContactPhase], min_confidence: float,
             max_tilt_deg: float) -> np.ndarray:
     """(M, 3) unit camera-space directions from the standing ankles' mean to the mid-shoulders, one per stance
@@ -194,8 +218,11 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
             continue
         pos, ok = _ankles(tr, spec, settings.min_confidence)
         dt = frame_time(tr.times, fps)
-        ph = still_parts(c, contact_phases(c, ok, settings.max_ground_speed), settings.max_image_slide,
-                         max(2, int(round((contact_settings or ContactSettings()).min_contact_s / dt))))
+        min_len = max(2, int(round((contact_settings or ContactSettings()).min_contact_s / dt)))
+        ph = still_parts(c, contact_phases(c, ok, settings.max_ground_speed), settings.max_image_slide, min_len)
+        own_up = body_up(tr, spec, ph, settings.min_confidence, settings.max_prior_tilt_deg)
+        if len(own_up):  # a still foot held in the air is not standing
+            ph = drop_raised(ph, pos, unit(np.median(own_up, axis=0)), min_len)
         contacts[tid], phases[tid] = c, ph
         pts = np.concatenate([pos[p.start:p.stop, p.foot] for p in ph]) if ph else np.zeros((0, 3))
         groups.append(pts)
