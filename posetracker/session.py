@@ -143,6 +143,16 @@ class TrackingSession:
         spec = load_skeleton(skeleton) if isinstance(skeleton, str) else skeleton
         return cls(load_posenet(weights, spec), config, Path(weights).parent if weights else None)
 
+    @property
+    def description(self) -> str:
+        """What runs, in words, for the app's model line (e.g. "pose network, live, 8-bit, look-ahead 1 frame")."""
+        cfg = self.config
+        if cfg.mode != "live":
+            return "pose network, offline (whole file, both directions)"
+        bits = "8-bit" if getattr(getattr(self, "stream", None), "int8", False) else "float"
+        ahead = f"look-ahead {cfg.lookahead} frame{'s' if cfg.lookahead != 1 else ''}" if cfg.lookahead else "no look-ahead"
+        return f"pose network, live, {bits}, {ahead}"
+
     def reset(self, keep_ids: bool = False) -> None:
         """Forget every track, filter and temporal state (e.g. after a seek or a new source). ``keep_ids``:
         the same source goes on elsewhere (a seek, a loop): new tracks get ids after the ones handed out so

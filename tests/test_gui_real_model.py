@@ -24,6 +24,7 @@ def test_real_model_tracks_the_sample_dancer(qtbot):
     qtbot.waitUntil(lambda: window.latest is not None and (window.latest.pose.track_ids >= 0).any(), timeout=20000)
     pose = window.latest.pose
     assert pose.image_size == (576, 576) and pose.world is not None
-    assert "TrackingSession" in window.model_panel.model_label.text()
+    label = window.model_panel.model_label.text()  # in words, not class names (issue #50 item 5)
+    assert "pose network, live" in label and "Session" not in label, label
     window.close()
     assert not window.controller.running_threads()

@@ -96,7 +96,8 @@ class InferenceWorker(QObject):
         name = getattr(session.spec, "name", "?")
         self.ready_flag = True
         refiners = tuple(getattr(getattr(session, "refiners", None), "names", ()) or ())
-        self.ready.emit(ModelInfo(name, type(session).__name__, time.perf_counter() - t0, getattr(session, "seq", None),
+        described = getattr(session, "description", None) or "pose session"
+        self.ready.emit(ModelInfo(name, described, time.perf_counter() - t0, getattr(session, "seq", None),
                                   refiners, tuple(getattr(session, "notices", ()))))
         return session
 

@@ -128,6 +128,11 @@ class ReplaySession:
         self._indices = [f.index for f in ordered]
         self._hold_frames = max(0, round(hold * seq.fps))
 
+    @property
+    def description(self) -> str:
+        """What runs, in words, for the app's model line."""
+        return "recorded poses (no network runs)"
+
     def reset(self, keep_ids: bool = False) -> None:
         """Nothing to forget: replay is stateless (its ids are the recording's)."""
 
