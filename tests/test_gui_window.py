@@ -79,6 +79,7 @@ def test_record_then_reopen_the_session(qtbot, window, clip, tmp_path):
     assert window.source_info.frame_count == summary.frames
     qtbot.waitUntil(lambda: "ready" in window.model_panel.model_label.text(), timeout=5000)
     assert "recorded poses (no network runs)" in window.model_panel.model_label.text()  # not a class name
+    assert window.windowTitle() == "PoseTracker - session (recording)"  # the recording's name, not video.mp4
 
 
 def test_switch_source_camera_then_file_leaves_only_the_new_threads(qtbot, window, clip):

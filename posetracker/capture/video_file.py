@@ -67,9 +67,10 @@ class VideoFileSource(FrameSource):
 
     _seekable = True
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], name: str | None = None) -> None:
+        """``name``: what the app calls the source (default: the file's name)."""
         self._path = Path(path)
-        self._name = self._path.name
+        self._name = name or self._path.name
         self._lock = threading.RLock()
         self._closed = False
         self._failed = False

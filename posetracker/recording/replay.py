@@ -65,7 +65,7 @@ def open_recording(folder: str | os.PathLike[str]) -> tuple[FrameSource | None, 
     meta = read_meta(folder)
     seq = read_poses(folder, meta)
     try:
-        video: FrameSource | None = VideoFileSource(folder / VIDEO)
+        video: FrameSource | None = VideoFileSource(folder / VIDEO, name=f"{folder.name} (recording)")
     except CaptureError:
         video = None
     return video, seq
