@@ -76,6 +76,8 @@ def test_file_playback_keeps_its_pace_and_drops_frames_for_a_slow_model(qtbot, c
     elapsed = time.monotonic() - t0
     assert ready and 1.3 < elapsed < 3.0, f"45 frames at 30 fps play in ~1.5 s, took {elapsed:.2f} s"
     assert controller.frames.dropped > 10
+    controller.start_inference(FakeSession)  # a new session (e.g. the offline result's replay) counts afresh
+    assert controller.snapshot().dropped == 0
 
 
 def test_seek_and_step_while_paused(qtbot, controller, clip):

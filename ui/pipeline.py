@@ -112,8 +112,10 @@ class PipelineController(QObject):
             self.start_inference(factory)
 
     def start_inference(self, factory: SessionFactory) -> None:
-        """(Re)start inference on the current source with a new session (model, look-ahead, replay)."""
+        """(Re)start inference on the current source with a new session (model, look-ahead, replay); its dropped
+        frames are counted from zero (a replay after live tracking does not inherit live's count)."""
         self._stop_workers([self.inference])
+        self.frames.dropped = 0
         self.inference = InferenceWorker(self.frames, self.display, factory)
         self.inference.ready.connect(self._on_model_ready)
         self.inference.failed.connect(self._on_inference_failed)
