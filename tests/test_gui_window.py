@@ -80,6 +80,11 @@ def test_record_then_reopen_the_session(qtbot, window, clip, tmp_path):
     qtbot.waitUntil(lambda: "ready" in window.model_panel.model_label.text(), timeout=5000)
     assert "recorded poses (no network runs)" in window.model_panel.model_label.text()  # not a class name
     assert window.windowTitle() == "PoseTracker - session (recording)"  # the recording's name, not video.mp4
+    mode = window.model_panel.mode
+    assert mode.currentData() == "replay" and not mode.isEnabled()  # not "Live": no model runs
+    window.open_source(str(clip))
+    poses_after(qtbot, window)
+    assert mode.currentData() == "live" and mode.isEnabled() and mode.findData("replay") < 0
 
 
 def test_switch_source_camera_then_file_leaves_only_the_new_threads(qtbot, window, clip):

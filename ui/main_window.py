@@ -288,7 +288,9 @@ class MainWindow(WindowEvents, QMainWindow):
             self.source_panel.set_recent(self.state.recent_files)
         mode = (mode or self.state.mode) if kind == "file" else "live"
         self.pending_offline = mode == "offline"
-        self.show_mode(mode)
+        self.model_panel.show_replay(kind == "recording")
+        if kind != "recording":  # a recording replays its poses: the chosen mode stays for the next source
+            self.show_mode(mode)
         self.controller.start(opener, factory)
 
     def _source_builders(self, spec: str, kind: str):

@@ -277,6 +277,19 @@ class ModelPanel(QWidget):
     def checked_refiners(self) -> tuple[str, ...]:
         return tuple(box.property("kind") for box in self.refiner_boxes if box.isChecked())
 
+    def show_replay(self, on: bool) -> None:
+        """A recording plays its own poses: the mode reads "Replay" and the live settings are off while it does."""
+        at = self.mode.findData("replay")
+        if on and at < 0:
+            self.mode.addItem("Replay (recorded poses, no model)", "replay")
+            at = self.mode.count() - 1
+        if on:
+            self.mode.setCurrentIndex(at)
+        elif at >= 0:
+            self.mode.removeItem(at)
+        for widget in (self.mode, self.lookahead):
+            widget.setEnabled(not on)
+
     def set_values(self, skeleton: str, mode: str, lookahead: int, sync: bool, max_people: int | None = None,
                    exact: bool | None = None) -> None:
         """Show these values without emitting; None leaves Max people / "exactly" as they are."""
