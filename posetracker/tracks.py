@@ -99,6 +99,22 @@ def person_tracks(seq: PoseSequence, person: int | None = None) -> dict[int, Per
     return out
 
 
+def describe_contents(seq: PoseSequence) -> str:
+    """What an export of ``seq`` holds, in words: its tracked people (ids) and frames, e.g. "2 people (ids 0, 1),
+    frames 0-99 (100 frames, 1.7 s)"."""
+    ids = seq.track_ids()
+    if not ids:
+        people = "no tracked person"
+    else:
+        shown = ", ".join(str(i) for i in ids[:8]) + (f", ... {ids[-1]}" if len(ids) > 8 else "")
+        people = f"{len(ids)} {'person' if len(ids) == 1 else 'people'} (id{'s' if len(ids) > 1 else ''} {shown})"
+    if len(seq) == 0:
+        return f"{people}, no frames"
+    first, last = seq.frames[0], seq.frames[-1]
+    span = last.timestamp - first.timestamp + 1.0 / seq.fps
+    return f"{people}, frames {first.index}-{last.index} ({len(seq)} frames, {span:.1f} s)"
+
+
 def frame_time(times: np.ndarray, fps: float) -> float:
     """Seconds between frames: median step of the timestamps (T,), else 1 / fps."""
     steps = np.diff(np.asarray(times, np.float64))

@@ -59,7 +59,7 @@ def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
 
 
 def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, window, tmp_path, monkeypatch):
-    from PySide6.QtWidgets import QFileDialog
+    from PySide6.QtWidgets import QFileDialog, QLabel
 
     from test_bvh_synthetic import make_sequence
     from ui.export_dialog import ExportOptionsDialog
@@ -68,7 +68,10 @@ def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, 
     target = tmp_path / "walk.bvh"
     monkeypatch.setattr(QFileDialog, "getSaveFileName", staticmethod(lambda *a, **k: (str(target), "")))
 
+    shown = []
+
     def choose_percentile(dialog):
+        shown.append(dialog.findChild(QLabel, "export_contents").text())
         dialog.set_choice("floor", "percentile")
         return ExportOptionsDialog.DialogCode.Accepted
 
@@ -77,6 +80,8 @@ def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, 
     qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
     report = json.loads((tmp_path / "walk.bvh.json").read_text())
     assert report["floor"]["reason"] == "floor=percentile" and not report["foot_lock"]["enabled"]
+    # the dialog says which people and frames it writes (issue #50 item 5)
+    assert shown == [f"Writing {target}\n1 person (id 0), frames 0-39 (40 frames, 1.3 s)"]
 
     monkeypatch.setattr(ExportOptionsDialog, "exec", lambda dialog: ExportOptionsDialog.DialogCode.Rejected)
     target.unlink()

@@ -16,15 +16,17 @@ from posetracker.export.choices import chosen_options, export_choices
 
 
 class ExportOptionsDialog(QDialog):
-    """The choices of exporter ``name`` for a file ``target`` (shown); OK keeps them."""
+    """The choices of exporter ``name`` for a file ``target`` (shown, with ``contents``: which people and frames,
+    :func:`posetracker.tracks.describe_contents`); OK keeps them."""
 
-    def __init__(self, name: str, target: str, parent: QWidget | None = None):
+    def __init__(self, name: str, target: str, parent: QWidget | None = None, contents: str = ""):
         super().__init__(parent)
         self.name = name
         self.setWindowTitle(f"Export {name.upper()}: options")
         self.choices = export_choices(name)
         layout = QVBoxLayout(self)
-        where = QLabel(f"Writing {target}")
+        where = QLabel(f"Writing {target}" + (f"\n{contents}" if contents else ""))  # which people and frames
+        where.setObjectName("export_contents")
         where.setWordWrap(True)
         layout.addWidget(where)
         form = QFormLayout()

@@ -250,12 +250,14 @@ class WindowEvents:
         """The format's choices (floor, foot lock, ... : ``posetracker.export.choices``) in a dialog; {} for a format
         without any, None when cancelled."""
         from posetracker.export.choices import export_choices
+        from posetracker.tracks import describe_contents
 
         from .export_dialog import ExportOptionsDialog
 
         if not export_choices(name):
             return {}
-        dialog = ExportOptionsDialog(name, path, self)
+        seq = self.current_sequence()
+        dialog = ExportOptionsDialog(name, path, self, describe_contents(seq) if seq is not None else "")
         return dialog.options() if dialog.exec() == ExportOptionsDialog.DialogCode.Accepted else None
 
     # ------------------------------------------------------------------ Qt events
