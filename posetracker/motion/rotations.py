@@ -17,7 +17,7 @@ Here, per bone and take, the orientation path q_t (unit quaternions, signs made 
 
 Solved by iteratively reweighted least squares (one banded solve per step for the four components,
 each reading's sign re-chosen towards the current path before each step), then normalised. Where the
-bone aims at its child (``aims``), the solved orientation is then swung by the least rotation that puts
+bone aims at its child (``export.bvh_solve``), the solved orientation is then swung by the least rotation that puts
 its bone axis on the reading's, so forward kinematics still lands on the joints and only the spin about
 the bone comes from the path; except where the reading's direction lies far off the path's (:func:`aim_share`):
 there the bone keeps the path's direction, and its child's joint lies off the reading.
@@ -34,7 +34,7 @@ import numpy as np
 from scipy.linalg import solve_banded
 from scipy.spatial.transform import Rotation
 
-from posetracker.motion.solve import _prior_bands
+from posetracker.motion.solve import SolveSettings, _prior_bands
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,8 @@ class RotationSettings:
     max_speed_dps: float = 2400.0  # degrees a second no bone outturns (a pitcher's arm reaches 7000 about itself)
 
     def smoothness(self, frame_s: float) -> float:
-        w = 2.0 * math.sin(math.pi * min(self.cutoff_hz * frame_s, 0.5))
-        return 1.0 / w**4
+        """lam of the prior for frames ``frame_s`` seconds apart (as the joint solve's)."""
+        return SolveSettings(cutoff_hz=self.cutoff_hz).smoothness(frame_s)
 
 
 def _continuous(q: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
@@ -174,28 +174,4 @@ def aim_share(robust: np.ndarray) -> np.ndarray:
     return s * s * (3 - 2 * s)
 
 
-def solve_rotations(measured: np.ndarray, weight: np.ndarray, frame_s: float, aims: list[np.ndarray | None],
-                    segments: list[tuple[int, int]] | None = None,
-                    settings: RotationSettings | None = None) -> np.ndarray:
-    """Every bone's orientation path (module docstring).
-
-    measured: (T, J, 3, 3) per-frame readings; weight: (T, J) in [0, 1]; frame_s: seconds per frame;
-    aims: (J,) per bone its rest bone axis (3,) where it must aim exactly at the reading's bone axis, else
-    None; segments: [(start, stop)) frame ranges solved apart (takes; default all T frames).
-    Returns (T, J, 3, 3).
-    """
-    s = settings or RotationSettings()
-    lam = s.smoothness(frame_s if frame_s > 0 else 1 / 30)
-    out = measured.copy()
-    for a, b in segments or [(0, len(measured))]:
-        for j, axis in enumerate(aims):
-            solved, _ = solve_bone(measured[a:b, j], weight[a:b, j], lam, s)
-            if axis is not None:
-                axis = np.asarray(axis, np.float64)
-                share = aim_share(direction_weight(solved @ axis, measured[a:b, j] @ axis, s))
-                solved = swing_onto(solved, axis, measured[a:b, j] @ axis, share)
-            out[a:b, j] = solved
-    return out
-
-
-__all__ = ["RotationSettings", "aim_share", "direction_weight", "limit_speed", "solve_bone", "solve_rotations", "swing_onto"]
+__all__ = ["RotationSettings", "aim_share", "direction_weight", "limit_speed", "solve_bone", "swing_onto"]
