@@ -39,8 +39,8 @@ import numpy as np
 import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
-from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.person_scores import calibrated
+from posetracker.decoding.duplicates import distinct_people, suppress_duplicates
+from posetracker.decoding.person_scores import calibrated, pose_scores
 from posetracker.decoding.tiles import add_tile_people, shift_people
 from posetracker.decoding.top_down import load_crop_model, read_crops
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
@@ -61,7 +61,7 @@ from posetracker.session_config import (  # noqa: F401 (re-exported)
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.mirror import same_sides
-from posetracker.tracking.offline import backfill_ids
+from posetracker.tracking.offline import backfill_ids, drop_unsure_tracks
 from posetracker.types import Frame, PoseFrame, PoseSequence
 
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
@@ -229,19 +229,30 @@ class TrackingSession:
         if meta.frame is not None and self.spec.top_down:
             people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people,
                                 keep=self.config.known_count, turns=self.crop_turns)
-        xy = people.keypoints.astype(np.float64)
-        confidence = people.confidence
+        xy = people_xy = people.keypoints.astype(np.float64)
+        confidence = before = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
-            if tracked and self.config.track:
-                self._bottom_up[meta.index] = (xy, confidence)  # (P, K, 2) px, (P, K): what _track links by
             with _threads(self.config.threads):
                 xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
+        # the final pose's score; then one skeleton per person: two that the refiners put on one body are one
+        final = replace(people, keypoints=xy, confidence=confidence, scores=pose_scores(confidence, self.spec.root))
+        keep = distinct_people(final, self.sigmas)
+        probability = calibrated(final.scores[keep], self.spec.score_calibration)
+        # a still (or untracked frames): the unlikely people go; video keeps them for the tracker, which judges
+        # a person over time (a clearly visible person the precision stage reads badly in one frame stays)
+        if self.spec.score_calibration is not None and not (tracked and self.config.track):
+            keep, probability = keep[probability >= self.config.min_person_probability], \
+                probability[probability >= self.config.min_person_probability]
+        people, xy, confidence = final.take(keep), xy[keep], confidence[keep]
+        if meta.frame is not None and self.refiners.needs_frame and tracked and self.config.track:
+            # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
+            self._bottom_up[meta.index] = (people_xy[keep], before[keep])
         w, h = meta.box.source_size
         depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h))
         pose = PoseFrame(
             index=meta.index, timestamp=meta.timestamp,
             keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
-            confidence=confidence.astype(np.float32), scores=calibrated(people.scores, self.spec.score_calibration),
+            confidence=confidence.astype(np.float32), scores=probability,
             track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
             world=world,
         )
@@ -365,7 +376,8 @@ class TrackingSession:
         (``tracking.offline.backfill_ids``), which a live stream cannot do; people
         still at id -1 then (detections never confirmed as a track, such as a
         table taken for a person in one frame) are left out unless
-        ``config.keep_unconfirmed``.
+        ``config.keep_unconfirmed``, and so are tracks never read as a likely person
+        (``tracking.offline.drop_unsure_tracks``; their ids in ``metadata["unsure_tracks"]``).
         """
         self.reset()
         failure: list[str] = []
@@ -384,9 +396,14 @@ class TrackingSession:
                 poses = backfill_ids(poses, self.sigmas)
         else:
             poses = self._run_offline(guarded(), total, progress, cancel, fps)
+        unsure: list[int] = []
         if self.config.track and not self.config.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
+            if self.spec.score_calibration is not None:  # scores are probabilities: tracks never likely a person go
+                poses, unsure = drop_unsure_tracks(poses, self.config.min_person_probability)
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
+        if unsure:
+            meta["unsure_tracks"] = unsure  # ids left out: never read as a likely person (tracking.offline)
         if not self.config.rigid_bones:
             meta["bones"] = "raw"  # the lengths as estimated; exports keep them (tracking.bones.settle_bones)
         if not self.config.smoothing:

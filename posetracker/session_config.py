@@ -30,6 +30,13 @@ class SessionConfig:
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     keypoint_threshold: float = 0.1
+    # still images and untracked frames: people whose final score (calibrated: the probability of a real person,
+    # decoding.person_scores) is under it are not output, one skeleton per real person (labelled photos: 119 -> 63
+    # skeletons for 48 people, recall kept; 0.05 loses one). Tracked video keeps them for the tracker (the street
+    # crowd: a clearly visible man the precision stage reads badly for a few frames scores 0.04 there, and dropping
+    # him split his track); run() then leaves out the tracks scoring under it in 90 % of their frames
+    # (tracking.offline.drop_unsure_tracks). A skeleton without score_calibration outputs everyone the decoder keeps.
+    min_person_probability: float = 0.02
     vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: default_vector_read (the tree walk)
     walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
     # cells around a keypoint peak whose offsets vote for its position (decoding.peaks.vote_offsets); None: the
@@ -87,6 +94,8 @@ class SessionConfig:
             raise ValueError(f"vote_radius must be >= 0, got {self.vote_radius}")
         if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):
             raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
+        if not 0.0 <= self.min_person_probability < 1.0:
+            raise ValueError(f"min_person_probability must be in [0, 1), got {self.min_person_probability}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

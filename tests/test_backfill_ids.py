@@ -37,3 +37,20 @@ def test_no_duplicate_ids_and_gaps_stop_the_chain(human18):
     # a frame without the person breaks the chain
     frames = [frame(0, [body(100)], [-1]), frame(1, [], []), frame(2, [body(100)], [0])]
     assert backfill_ids(frames, sig)[0].track_ids.tolist() == [-1]
+
+
+def test_tracks_never_read_as_a_likely_person_are_left_out():
+    from posetracker.tracking.offline import drop_unsure_tracks
+    from posetracker.types import PoseFrame
+
+    def pose(t, ids, scores):
+        n = len(ids)
+        return PoseFrame(t, t / 30, np.zeros((n, 18, 3), np.float32), np.ones((n, 18), np.float32),
+                         np.asarray(scores, np.float32), np.asarray(ids, np.int64), (640, 480))
+
+    # track 0 sure; track 1 never; track 2 sure in a fifth of its frames (kept); id -1 untouched
+    frames = [pose(t, [0, 1, 2, -1], [0.9, 0.01, 0.5 if t % 5 == 0 else 0.001, 0.0]) for t in range(20)]
+    out, dropped = drop_unsure_tracks(frames, 0.02)
+    assert dropped == [1]
+    assert all(f.track_ids.tolist() == [0, 2, -1] for f in out)
+    assert drop_unsure_tracks(frames, 0.0)[1] == []

@@ -141,3 +141,32 @@ def test_eval_versus_movenet_prints_the_paired_table(tmp_path, capsys):
     doc = json.loads(out.read_text())
     ours, theirs = doc["results"]["mmpose_mpii"], doc["versus"]["results"]["mmpose_mpii"]
     assert ours["pck@0.1"] >= theirs["pck@0.1"]  # measured 1.000 against 0.964
+
+
+def test_eval_live_mode_scores_the_live_pipeline(tmp_path, capsys):
+    """``posetracker eval --mode live``: each photo held as a still clip through the live session (look-ahead,
+    tracker, smoothing, the live refiners); the dancer's labelled frames are found as offline."""
+    import json
+
+    from posetracker.cli import main
+
+    dance = str(shared_path("data", "video", "sleap_dance_human", "normalized.json"))
+    out = tmp_path / "live.json"
+    assert main(["eval", "--mode", "live", "--data", dance, "--refiners", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "live (look-ahead 1, each photo held 8 frames)" in text and "tiles 1x1" in text
+    result = json.loads(out.read_text())["results"]["sleap_dance_human"]
+    assert result["recall"] == 1.0 and result["pck_first@0.1"] >= 0.9 and result["duplicates"] == 0
+
+
+def test_a_live_still_is_read_after_the_look_ahead_and_the_tracker(shipped_net):
+    from posetracker.evaluation.live_stills import live_still_predictor
+    from posetracker.capture.image_folder import load_image_rgb
+    from posetracker.session import SessionConfig, TrackingSession
+
+    frame = load_image_rgb(shared_path("data", "human", "mmpose_mpii", "004645041.jpg"))
+    live = TrackingSession(shipped_net, SessionConfig(mode="live", refiners=()))
+    pose = live_still_predictor(live, hold=6)(frame)
+    assert pose.index == 5 and pose.num_people >= 1 and (pose.track_ids >= 0).all()
+    with pytest.raises(ValueError, match="live-mode"):
+        live_still_predictor(TrackingSession(shipped_net, SessionConfig(mode="offline", refiners=())))

@@ -10,7 +10,8 @@ from pathlib import Path
 from posetracker.cli.eval_multiview import add_multiview_parser
 from posetracker.cli.options import add_refiners_argument, add_tiles_argument, chosen_refiners
 
-METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall", "recall_tall")
+METRICS = ("pck@0.1", "pck@0.2", "ap", "ap50", "recall", "recall_tall", "pck_first@0.1", "sure_share")
+COUNTS = ("predicted_people", "duplicates", "weak_skeletons")  # evaluation.people_sets
 DEFAULT_MOVENET = "../shared/pretrained/movenet/movenet-multipose.json"
 
 
@@ -38,26 +39,41 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
 
         net = load_posenet(args.weights)
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
-    # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen
-    config = SessionConfig(mode="offline", vector_read=args.vector_read, threads=args.threads,
+    # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen; --mode
+    # live: the live mode's (its fast precision stage where two CPUs are usable, no tiles), each photo held as a clip
+    config = SessionConfig(mode=args.mode, vector_read=args.vector_read, threads=args.threads,
                            refiners=chosen_refiners(args), tile_grid=args.tiles,
                            walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius,
                            low_light=not args.no_low_light)
     session = TrackingSession.open(weights=args.weights, config=config)
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
-    grid = session.image_tile_grid
+    grid = session.image_tile_grid if args.mode == "offline" else session.tile_grid
     label = f"PoseTracker tree decoder ({session.decoder.vector_read} vectors, tiles {grid}x{grid})"
     if session.refiners:
         label += f", refiners: {'+'.join(session.refiners.names)}"
+    if args.mode == "live":
+        from posetracker.evaluation.live_stills import HOLD_FRAMES, live_still_predictor
+
+        label += f", live (look-ahead {session.config.lookahead}, each photo held {HOLD_FRAMES} frames)"
+        return live_still_predictor(session), label
     return session.process_image, label
 
 
 def format_table(results: dict[str, dict]) -> str:
     width = {m: max(9, len(m) + 2) for m in METRICS}
-    rows = [f"{'set':<28}{'images':>7}{'people':>7}" + "".join(f"{m:>{width[m]}}" for m in METRICS)]
+    heads = {"predicted_people": "skeletons", "duplicates": "dups", "weak_skeletons": "weak"}
+    rows = [f"{'set':<28}{'images':>7}{'people':>7}" + "".join(f"{m:>{width[m]}}" for m in METRICS)
+            + "".join(f"{heads[c]:>10}" for c in COUNTS)]
     for name, r in results.items():
-        rows.append(f"{name:<28}{r['images']:>7}{r['people']:>7}" + "".join(f"{r[m]:>{width[m]}.3f}" for m in METRICS))
+        rows.append(f"{name:<28}{r['images']:>7}{r['people']:>7}" + "".join(f"{r[m]:>{width[m]}.3f}" for m in METRICS)
+                    + "".join(f"{r[c]:>10d}" for c in COUNTS))
+    total = {k: sum(r[k] for r in results.values()) for k in ("images", "people", *COUNTS)}
+    found = sum(r["found_first"] for r in results.values())
+    sure = sum(round(r["sure_share"] * r["found_first"]) for r in results.values() if r["found_first"])
+    rows.append(f"all sets: {total['people']} people in {total['images']} images; {total['predicted_people']} "
+                f"skeletons, {total['duplicates']} duplicates, {total['weak_skeletons']} under 0.02; "
+                f"{sure} of {found} people found score >= 0.25")
     partial = [name for name, r in results.items() if not r.get("every_person_labelled", True)]
     if partial:
         rows.append(f"({', '.join(partial)}: one person labelled an image; AP leaves out predictions that "
@@ -166,6 +182,9 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",
                    help="cells around a keypoint peak whose offsets vote for its position (default: the decoder's, "
                    "2; 0: the peak cell's own offset)")
+    e.add_argument("--mode", choices=["offline", "live"], default="offline",
+                   help="the pipeline scored: offline (whole-file processing, the default) or live (the app's "
+                   "live tracking: each photo shown as a still clip, posetracker.evaluation.live_stills)")
     e.add_argument("--baseline", choices=["movenet"], default=None,
                    help="score the original MoveNet MultiPose decode instead of ours")
     e.add_argument("--versus", choices=["movenet"], default=None,

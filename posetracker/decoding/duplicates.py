@@ -33,13 +33,24 @@ def keypoint_similarity(a: np.ndarray, b: np.ndarray, ok: np.ndarray, sigmas: np
 def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: float = 0.5,
                         min_confidence: float = 0.1, weak_score: float = 0.05,
                         weak_threshold: float = 0.3) -> DecodedPeople:
-    """Drop people that repeat a stronger one. sigmas: (K,) per-joint OKS sigmas (nan -> mean).
+    """``people`` without those that repeat a stronger one, strongest first (:func:`distinct_people`)."""
+    if people.num_people < 2:
+        return people
+    keep = distinct_people(people, sigmas, threshold, min_confidence, weak_score, weak_threshold)
+    return people if len(keep) == people.num_people else people.take(keep)
+
+
+def distinct_people(people: DecodedPeople, sigmas: np.ndarray, threshold: float = 0.5,
+                    min_confidence: float = 0.1, weak_score: float = 0.05,
+                    weak_threshold: float = 0.3) -> np.ndarray:
+    """(N,) int64 indices of the people that repeat no stronger one, strongest first. sigmas: (K,) per-joint OKS
+    sigmas (nan -> mean).
 
     Every pair's similarity is computed at once, (P, P): entry (i, j) is the OKS of person i against
     person j over the joints confident in both (all joints when i scores below ``weak_score``), with
     j's keypoint-box area (floored at 1 px^2)."""
     if people.num_people < 2:
-        return people
+        return np.arange(people.num_people)
     sig = np.where(np.isfinite(sigmas), sigmas, np.nanmean(sigmas))
     xy = people.keypoints.astype(np.float64)
     ok = people.confidence >= min_confidence  # (P, K)
@@ -54,7 +65,4 @@ def suppress_duplicates(people: DecodedPeople, sigmas: np.ndarray, threshold: fl
     for i in order:
         if not any(sim[i, j] > limit[i] for j in keep):
             keep.append(int(i))
-    if len(keep) == people.num_people:
-        return people
-    idx = np.array(sorted(keep, key=lambda i: -people.scores[i]))
-    return people.take(idx)
+    return np.array(sorted(keep, key=lambda i: -people.scores[i]), np.int64)

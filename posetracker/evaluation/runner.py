@@ -20,6 +20,7 @@ import numpy as np
 from posetracker.evaluation.datasets import FrameCache, LabelledItem, LabelledSet, load_labelled_set, read_image
 from posetracker.evaluation.mapping import HUMAN18_JOINTS, get_layout, detect_layout
 from posetracker.evaluation.metrics import ImageEval, summarize
+from posetracker.evaluation.people_sets import people_set_metrics
 from posetracker.types import PoseFrame
 
 __all__ = ["Predictor", "evaluate_paths", "evaluate_set", "human18_sigmas", "prediction_record"]
@@ -84,7 +85,8 @@ def evaluate_set(
     progress: called as ``progress(done, total)`` after each item
     layout:   registered layout name; found from the set's keypoint_names if None
 
-    Returns ``{"pck@0.1", "pck@0.2", "ap", "ap50", "ap75", "ap_per_threshold", "recall",
+    Returns ``{"pck@0.1", "pck@0.2", "ap", "ap50", "ap75", "ap_per_threshold", "recall", "pck_first@0.1",
+    "pck_first@0.2", "duplicates", "found_first", "sure_share", "weak_skeletons" (:mod:`.people_sets`),
     "images", "people", "ignored_people", "labelled_joints", "predicted_people",
     "mapped_joints" (human18 names), "set", "layout", "every_person_labelled" (False where some image labels
     one person at a time: AP there leaves out predictions on other people, ``ImageEval``), "predictions"}``;
@@ -136,6 +138,7 @@ def evaluate_set(
         if cache is not None:
             cache.close()
     result: dict[str, Any] = summarize(images, sigmas, pck_alphas=pck_alphas, area_factor=area_factor)
+    result.update(people_set_metrics(images, sigmas, pck_alphas, area_factor))
     result["mapped_joints"] = [HUMAN18_JOINTS[i] for i in h_idx]
     result["set"] = labelled_set.name
     result["layout"] = lay.name
