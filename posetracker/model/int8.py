@@ -21,7 +21,7 @@ What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *co
   look-ahead names its recurrences' tensors otherwise, so there only the body is quantised.
 
 At first use the graph is exported and quantised with those ranges, and cached like the other
-exports. Shapes are those of ``fused.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
+exports. Shapes are those of ``live_graph.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from posetracker.model.live_graph import export_live_step, fused_key, torch_parts
 from posetracker.model.network import PoseNet
 
 BODY = "/backbone/body/"
 QUANTISE = (BODY, "Conv:/gru", "Conv:/gate")  # what new companions quantise: every node under a prefix, or only
 # the convolutions under an "Conv:" entry (here the ConvGRUs and memory gates of both temporal directions in
-# fused.LiveStep; their elementwise gating stays float: measured faster and closer to float than all of it)
+# live_graph.LiveStep; their elementwise gating stays float: measured faster and closer to float than all of it)
 OLD_QUANTISE = (BODY,)  # companions without a "quantise" entry
 CALIBRATED_LOOKAHEAD = 1  # the look-ahead of the graph whose ranges a companion without a "lookahead" entry holds
 # name fragments of nodes under QUANTISE left in float: the body's stem and first block (stride 2), where 8 bits
@@ -198,8 +199,6 @@ def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor], body_state: dict[
              ) -> PoseNet:
     """A torch copy of ``net`` (ONNX drop-ins unwrapped; ``net`` untouched) whose FPN has ``fpn_state`` (and
     whose body has ``body_state``, when given)."""
-    from posetracker.model.fused import torch_parts
-
     backbone, fwd, bwd, heads, fusion = torch_parts(net)
     new = PoseNet(net.spec)
     if net.walk is not None:
@@ -215,8 +214,7 @@ def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor], body_state: dict[
 
 def int8_session(net: PoseNet, lookahead: int, companion: Path, threads: int = 1, sparse: bool = False):
     """The ONNX Runtime session of the 8-bit live graph for ``net`` (built and cached at first use; ``sparse``:
-    the graph of ``fused.LiveStep(sparse=True)``), or None when the companion does not fit ``net``'s body."""
-    from posetracker.model.fused import export_live_step, fused_key
+    the graph of ``live_graph.LiveStep(sparse=True)``), or None when the companion does not fit ``net``'s body."""
     from posetracker.model.runtime import _session, cache_dir
 
     tensors, meta = read_companion(companion)
