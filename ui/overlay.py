@@ -65,3 +65,55 @@ def edge_segments(points: np.ndarray, visible: np.ndarray, edges: np.ndarray) ->
     keep = visible[edges[:, 0]] & visible[edges[:, 1]]
     sel = edges[keep]
     return points[sel.reshape(-1)].reshape(-1, points.shape[-1])
+
+
+def _overlapping(a: tuple[float, float, float, float], b: tuple[float, float, float, float], gap: float) -> bool:
+    """Do rectangles (left, top, right, bottom) ``a`` and ``b`` overlap, or come closer than ``gap``?"""
+    return a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] + gap and b[1] < a[3] + gap
+
+
+def label_rect(bottom_centre: np.ndarray, size: np.ndarray) -> tuple[float, float, float, float]:
+    """(left, top, right, bottom) of a label of ``size`` (w, h) whose bottom-centre is at (x, y) (y down)."""
+    (x, y), (w, h) = map(float, bottom_centre), map(float, size)
+    return x - w / 2, y - h, x + w / 2, y
+
+
+def layout_labels(anchors: np.ndarray, sizes: np.ndarray, gap: float = 0.0,
+                  bounds: tuple[float, float] | None = None, order: np.ndarray | None = None) -> np.ndarray:
+    """Place id labels so that none overlaps another: (N, 2) bottom-centres (x, y; y down).
+
+    ``anchors`` (N, 2): where each label would go (above its person's box), ``sizes`` (N, 2): its width and
+    height, in the same units. Labels are placed in ``order`` (default: as given; the caller passes a stable
+    one, e.g. by track id, so the same label moves from frame to frame); each keeps its x and takes the free
+    height nearest its anchor among: the anchor itself, just above a label already placed, and only where no
+    place above is free (within ``bounds``), just below one (a label below a box covers a head). ``bounds`` (top, bottom): heights a label should stay within (the visible frame) where
+    a free place inside them exists."""
+    anchors = np.asarray(anchors, np.float64).reshape(-1, 2)
+    sizes = np.asarray(sizes, np.float64).reshape(-1, 2)
+    out = anchors.copy()
+    placed: list[tuple[float, float, float, float]] = []
+    for i in (range(len(anchors)) if order is None else order):
+        (x, ay), (w, h) = anchors[i], sizes[i]
+        beside = [r for r in placed if x - w / 2 < r[2] + gap and r[0] < x + w / 2 + gap]  # share some columns
+        heights = {ay} | {r[1] - gap for r in beside} | {r[3] + h + gap for r in beside}
+        ranked = sorted(heights, key=lambda y: (y > ay, abs(y - ay)))  # up first: a label below covers a head
+        free = [y for y in ranked if not any(_overlapping(label_rect((x, y), (w, h)), r, gap) for r in beside)]
+        inside = [y for y in free if bounds is None or (y - h >= bounds[0] and y <= bounds[1])]
+        out[i, 1] = (inside or free)[0]
+        placed.append(label_rect(out[i], sizes[i]))
+    return out
+
+
+def person_at(boxes: np.ndarray, track_ids: np.ndarray, point: tuple[float, float]) -> int | None:
+    """The track id of the person clicked at ``point`` (x, y): of the confirmed people whose box (N, 4: x0, y0,
+    x1, y1; NaN: not drawn) holds the point, the one with the smallest box (the nearer of two overlapping
+    people is usually the one aimed at); None when no box holds it."""
+    boxes = np.asarray(boxes, np.float64).reshape(-1, 4)
+    x, y = point
+    inside = (boxes[:, 0] <= x) & (x <= boxes[:, 2]) & (boxes[:, 1] <= y) & (y <= boxes[:, 3])
+    inside &= np.asarray(track_ids).reshape(-1) >= 0
+    if not inside.any():
+        return None
+    area = (boxes[:, 2] - boxes[:, 0]) * (boxes[:, 3] - boxes[:, 1])
+    hit = np.flatnonzero(inside)
+    return int(np.asarray(track_ids).reshape(-1)[hit[np.argmin(area[hit])]])

@@ -12,13 +12,15 @@ from __future__ import annotations
 import cv2
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QFont, QPen
 from PySide6.QtWidgets import QVBoxLayout, QWidget
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
-from .overlay import OverlayOptions, drawn_edges, edge_segments, right_side, track_colour, visible_joints
+from .overlay import (
+    OverlayOptions, drawn_edges, edge_segments, layout_labels, person_at, right_side, track_colour, visible_joints,
+)
 
 
 ALPHA_LEVELS = 8  # joint-dot alpha follows confidence in a few steps (few distinct brushes to cache)
@@ -57,6 +59,12 @@ class _Styles:
     def box_pen(self, colour: tuple[int, int, int]) -> QPen:
         return self.get(("box", colour), lambda: pg.mkPen(colour, width=2, style=Qt.PenStyle.DashLine))
 
+    def leader_pen(self, colour: tuple[int, int, int]) -> QPen:
+        return self.get(("leader", colour), lambda: pg.mkPen(*colour, 200, width=1.5))
+
+    def selected_pen(self) -> QPen:
+        return self.get(("selected",), lambda: pg.mkPen((255, 255, 255), width=3))
+
     def label_brush(self, colour: tuple[int, int, int]) -> QBrush:
         return self.get(("label", colour), lambda: pg.mkBrush(*colour, 220))
 
@@ -82,9 +90,13 @@ class _PersonItems:
         self.box_pen: QPen | None = None
         self.text: str | None = None
         self.fill: QBrush | None = None
+        self.leader_pen: QPen | None = None
+        self.selected = False  # the label has the selection's white border
+        self.anchor = (0.0, 0.0)  # the label's bottom-centre above the person's box (source pixels)
         self.edges = pg.PlotCurveItem(connect="pairs")
         self.box = pg.PlotCurveItem()
         self.label = pg.TextItem(anchor=(0.5, 1.0))
+        self.leader = pg.PlotCurveItem()  # from a label moved off its place (another label was there) to its person
         font = QFont()
         font.setPointSize(11)
         font.setBold(True)
@@ -92,15 +104,23 @@ class _PersonItems:
         for item in (self.edges, self.box, self.label):
             item.setZValue(10)
             view.addItem(item)
+        self.label.setZValue(12)  # above every skeleton: a label moved up may lie over another person
+        self.leader.setZValue(9)
+        view.addItem(self.leader)
         self.hide()
 
     def hide(self) -> None:
-        for item in (self.edges, self.box, self.label):
+        for item in (self.edges, self.box, self.label, self.leader):
             item.setVisible(False)
 
 
 class VideoView(QWidget):
-    """Shows one RGB frame and a PoseFrame; call :meth:`show_frame` from the display timer."""
+    """Shows one RGB frame and a PoseFrame; call :meth:`show_frame` from the display timer.
+
+    A click on a confirmed person emits ``person_clicked(track id)``, a click elsewhere ``person_clicked(-1)``;
+    ``selected`` (a track id or None) draws that person's label with a white border."""
+
+    person_clicked = Signal(int)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -121,6 +141,11 @@ class VideoView(QWidget):
         self._drawn_options: OverlayOptions | None = None
         self._styles = _Styles()
         self.options = OverlayOptions()
+        self.selected: int | None = None
+        self._drawn_selected: int | None = None
+        self._boxes = np.zeros((0, 4))  # each drawn person's padded box (NaN: none), for clicks
+        self._ids = np.zeros(0, np.int64)
+        self.graphics.scene().sigMouseClicked.connect(self._on_click)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.graphics)
@@ -174,13 +199,16 @@ class VideoView(QWidget):
         self.draw_pose(None)
 
     def draw_pose(self, pose: PoseFrame | None) -> None:
-        if pose is not None and pose is self._pose and self.options == self._drawn_options:
+        if (pose is not None and pose is self._pose and self.options == self._drawn_options
+                and self.selected == self._drawn_selected):
             return  # already on screen
-        self._pose, self._drawn_options = pose, self.options
+        self._pose, self._drawn_options, self._drawn_selected = pose, self.options, self.selected
         spec = self._spec
         n = pose.num_people if pose is not None and spec is not None else 0
         while len(self._people) < n:
             self._people.append(_PersonItems(self.view))
+        self._boxes = np.full((n, 4), np.nan)
+        self._ids = pose.track_ids[:n].astype(np.int64) if n else np.zeros(0, np.int64)
         pos: list[np.ndarray] = []
         style: list[tuple[np.ndarray, list, list]] = []
         for p, items in enumerate(self._people):
@@ -193,6 +221,48 @@ class VideoView(QWidget):
                                 brush=[b for s in style for b in s[1]], pen=[q for s in style for q in s[2]])
         else:
             self.joints.setData([])
+        self._place_labels(n)
+
+    def _place_labels(self, n: int) -> None:
+        """Move the shown labels so that none covers another (``overlay.layout_labels``): a label's size is in
+        screen pixels, the overlay in source pixels; a moved label gets a thin leader line to its person."""
+        shown = [p for p in range(n) if self._people[p].label.isVisible()]
+        for p in range(len(self._people)):
+            self._people[p].leader.setVisible(False)
+        if not shown:
+            return
+        px, py = self.view.viewPixelSize()
+        if not (np.isfinite(px) and np.isfinite(py) and px > 0 and py > 0):
+            return  # not laid out yet: the labels stay above their people
+        anchors = np.array([self._people[p].anchor for p in shown])
+        sizes = np.array([(self._people[p].label.boundingRect().width() * px,
+                           self._people[p].label.boundingRect().height() * py) for p in shown])
+        ids = self._ids[shown]
+        order = np.array(sorted(range(len(shown)), key=lambda i: (ids[i] < 0, ids[i], i)))
+        top, bottom = sorted(self.view.viewRange()[1])
+        placed = layout_labels(anchors, sizes, gap=1.0 * py, bounds=(top, bottom), order=order)
+        for i, p in enumerate(shown):
+            items = self._people[p]
+            (x, y), (_, ay) = placed[i], anchors[i]
+            items.label.setPos(float(x), float(y))
+            if abs(y - ay) > 1e-6:  # moved: a leader from the label's near edge to the person's box
+                edge = y if y < ay else y - sizes[i, 1]
+                pen = self._styles.leader_pen(track_colour(int(ids[i])))
+                if pen is not items.leader_pen:
+                    items.leader_pen = pen
+                    items.leader.setPen(pen)
+                items.leader.setData([x, x], [edge, ay])
+                items.leader.setVisible(True)
+
+    def _on_click(self, event) -> None:
+        """A left click on the video: the person under it (smallest box holding the point), or -1."""
+        if event.button() != Qt.MouseButton.LeftButton or not len(self._ids):
+            if event.button() == Qt.MouseButton.LeftButton:
+                self.person_clicked.emit(-1)
+            return
+        point = self.view.mapSceneToView(event.scenePos())
+        hit = person_at(self._boxes, self._ids, (point.x(), point.y()))
+        self.person_clicked.emit(-1 if hit is None else hit)
 
     def _draw_person(self, pose: PoseFrame, p: int, items: _PersonItems, pos: list, style: list) -> None:
         spec, opt, st = self._spec, self.options, self._styles
@@ -232,6 +302,7 @@ class VideoView(QWidget):
         (x0, y0), (x1, y1) = pts.min(axis=0), pts.max(axis=0)
         pad = 0.08 * max(x1 - x0, y1 - y0, 10.0)
         x0, y0, x1, y1 = x0 - pad, y0 - pad, x1 + pad, y1 + pad
+        self._boxes[p] = (x0, y0, x1, y1)
         if self.options.boxes:
             pen = self._styles.box_pen(colour)
             if pen is not items.box_pen:
@@ -250,5 +321,11 @@ class VideoView(QWidget):
                 items.fill = fill
                 items.label.fill = fill
                 items.label.update()
-            items.label.setPos(float((x0 + x1) / 2), float(y0))
+            selected = self.selected is not None and tid == self.selected
+            if selected != items.selected:
+                items.selected = selected
+                items.label.border = self._styles.selected_pen() if selected else pg.mkPen(None)
+                items.label.update()
+            items.anchor = (float((x0 + x1) / 2), float(y0))  # where the label goes unless another is there
+            items.label.setPos(*items.anchor)
         items.label.setVisible(self.options.labels)
