@@ -25,7 +25,7 @@ Per foot (left, right), with ``s(t) = |u_foot(t) - g(t)|``:
 
 Side views often name the *front* foot "left": the labels swap when the feet pass.
 :func:`repair_swaps` finds the sign of it (one label stops standing where the other
-starts, at once) and exchanges the labels from there (``repair_swaps``), so "left" and
+starts, at once) and exchanges the labels from there, so "left" and
 "right" are the network's names at the start of the track, kept consistent. Those swaps are
 what :mod:`posetracker.motion.sides` undoes in the motion itself; the gait analysis then reads
 the feet as labelled, without the repair.
@@ -40,7 +40,8 @@ the skeleton has them (``{s}_heel``, ``{s}_big_toe``, ``{s}_small_toe``, ``{s}_t
 ``{s}_foot_index``). With the ankle alone, toe off is read when the ankle speeds up
 (between heel rise and toe off).
 
-Shapes: T = frames of the track, F = 2 feet (left, right).
+The states and the rules on their runs (hysteresis, trimmed ends, short runs, the swap repair) are in
+:mod:`posetracker.analysis.contact_states`. Shapes: T = frames of the track, F = 2 feet (left, right).
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from posetracker.analysis.contact_states import (  # noqa: F401 (SWING, UNKNOWN, repair_swaps: re-exported)
+    CONTACT, SWING, UNKNOWN, drop_short, hysteresis, repair_swaps, swap_after, trim_ends)
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import PersonTrack, fill_gaps, frame_time, runs, valid_points
 
@@ -57,7 +60,6 @@ FEET = ("left", "right")
 FOOT_JOINTS = ("{s}_ankle", "{s}_heel", "{s}_big_toe", "{s}_small_toe", "{s}_toe", "{s}_foot_index")
 LEG_JOINTS = ("{s}_hip", "{s}_knee", "{s}_ankle")
 
-CONTACT, SWING, UNKNOWN = 1, 0, -1
 HEEL_STRIKE, TOE_OFF = "heel_strike", "toe_off"
 
 
@@ -261,115 +263,8 @@ def ground_velocity(u: np.ndarray, half_window: int, cap: float = 1.0, stride: i
     return np.stack([np.interp(idx, c, g[:, 0]), np.interp(idx, c, g[:, 1])], axis=1)
 
 
-def _hysteresis(speed: np.ndarray, on: float, off: float) -> np.ndarray:
-    """(T,) int8 contact state from (T,) speed: CONTACT below ``on``, SWING above ``off``, else as before."""
-    state = np.full(speed.shape[0], UNKNOWN, np.int8)
-    prev = UNKNOWN
-    for i, s in enumerate(speed):
-        if not np.isfinite(s):
-            prev = UNKNOWN
-        elif s < on:
-            prev = CONTACT
-        elif s > off:
-            prev = SWING
-        elif prev == UNKNOWN:
-            prev = CONTACT if s < 0.5 * (on + off) else SWING
-        state[i] = prev
-    return state
-
-
-def _trim_ends(state: np.ndarray, speed: np.ndarray, on: float) -> np.ndarray:
-    """End each contact run at its last frame below ``on``: the frames where the foot is already
-    speeding up (above ``on``, not yet above ``off``) are swing, so both edges sit at the same level."""
-    out = state.copy()
-    for a, b in runs(state == CONTACT):
-        end = b
-        while end > a + 1 and speed[end - 1] >= on:
-            end -= 1
-        if b < len(state) and state[b] == SWING:
-            out[end:b] = SWING
-    return out
-
-
-def _drop_short(state: np.ndarray, value: int, min_len: int) -> np.ndarray:
-    """Runs of ``value`` shorter than ``min_len`` frames, with one known other state on both sides, take it."""
-    out = state.copy()
-    for a, b in runs(state == value):
-        if b - a >= min_len or a == 0 or b == len(state):
-            continue
-        left, right = state[a - 1], state[b]
-        if left == right and left != UNKNOWN:
-            out[a:b] = left
-    return out
-
-
 def _frames(seconds: float, dt: float) -> int:
     return max(1, int(round(seconds / dt)))
-
-
-def _swap_after(arr: np.ndarray, start: int) -> None:
-    """Exchange the left and right columns (axis 1) of ``arr`` from index ``start`` on, in place."""
-    arr[start:] = arr[start:, ::-1].copy()
-
-
-def _starts(state: np.ndarray) -> np.ndarray:
-    """Indices where a (T,) state array enters CONTACT from anything else."""
-    c = state == CONTACT
-    return np.flatnonzero(c[1:] & ~c[:-1]) + 1
-
-
-def _ends(state: np.ndarray) -> np.ndarray:
-    """Indices of the first frame after each CONTACT run that is followed by a frame (swing or unknown)."""
-    c = state == CONTACT
-    return np.flatnonzero(c[:-1] & ~c[1:]) + 1
-
-
-def _first_swap(contact: np.ndarray, position: np.ndarray, leg: np.ndarray, k: int, near: float,
-                done: int) -> tuple[int, int, int] | None:
-    """The earliest swap at or after ``done``: (first frame, frame after the blend, label of the standing foot)."""
-    best = None
-    for f in range(2):
-        o = 1 - f
-        ends = _ends(contact[:, o])
-        for i in _starts(contact[:, f]):
-            for b in ends[(np.abs(ends - i) <= k)]:
-                lo, hi = int(min(b, i)), int(max(b, i))
-                if lo < done or (best is not None and lo >= best[0]):
-                    continue
-                if np.linalg.norm(position[i, f] - position[b - 1, o]) < near * leg[i]:
-                    best = (lo, hi, o)
-    return best
-
-
-def repair_swaps(contact: np.ndarray, position: np.ndarray, leg: np.ndarray, times: np.ndarray,
-                 within_s: float = 0.15, near: float = 0.3) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Undo left-right label swaps of the feet (side views: the network may name the front foot "left").
-
-    contact: (T, F) int8 states; position: (T, F, 2) px; leg: (T,) px.
-    A swap shows as one label ending a contact (at ``b``) and the other starting one
-    (at ``i``) within ``within_s`` seconds at the same place (closer than ``near`` leg
-    lengths): the standing foot did not move, only its label did. Walking never lands a
-    foot where the other is lifting off. From ``min(b, i)`` on the labels are exchanged;
-    up to ``max(b, i)`` the label of the standing foot is in contact and the other in
-    swing wherever they were seen (unseen frames stay unknown). Returns (contact,
-    position, swap indices), new arrays.
-    """
-    contact, position = contact.copy(), position.copy()
-    k = max(1, int(round(within_s / frame_time(times, 30.0))))
-    swaps: list[int] = []
-    done = 0
-    while True:
-        hit = _first_swap(contact, position, leg, k, near, done)
-        if hit is None:
-            return contact, position, swaps
-        lo, hi, standing = hit
-        _swap_after(contact, lo)
-        _swap_after(position, lo)
-        seen = contact[lo:hi] != UNKNOWN
-        contact[lo:hi, standing][seen[:, standing]] = CONTACT
-        contact[lo:hi, 1 - standing][seen[:, 1 - standing]] = SWING
-        swaps.append(lo)
-        done = hi
 
 
 def foot_contacts(track: PersonTrack, spec: SkeletonSpec, settings: ContactSettings | None = None,
@@ -410,17 +305,17 @@ def foot_contacts(track: PersonTrack, spec: SkeletonSpec, settings: ContactSetti
         off = max(1.5 * settings.min_speed, settings.off_fraction * peak)
         thresholds[:] = (on, off)
         for f in range(len(FEET)):
-            state = _trim_ends(_hysteresis(speed[:, f], on, off), speed[:, f], on)
-            contact[:, f] = _drop_short(state, SWING, _frames(settings.min_swing_s, dt))
+            state = trim_ends(hysteresis(speed[:, f], on, off), speed[:, f], on)
+            contact[:, f] = drop_short(state, SWING, _frames(settings.min_swing_s, dt))
         if settings.repair_swaps:
             contact, position, swaps = repair_swaps(contact, position, leg, track.times)
             for i in swaps:
-                _swap_after(speed, i)
+                swap_after(speed, i)
         for f in range(len(FEET)):
-            state = _drop_short(contact[:, f], SWING, _frames(settings.min_swing_s, dt))
-            contact[:, f] = _drop_short(state, CONTACT, _frames(settings.min_contact_s, dt))
+            state = drop_short(contact[:, f], SWING, _frames(settings.min_swing_s, dt))
+            contact[:, f] = drop_short(state, CONTACT, _frames(settings.min_contact_s, dt))
     for i in swaps:
-        _swap_after(bridged, i)
+        swap_after(bridged, i)
     return FootContacts(track.frames, track.times, position, leg, ground, speed, contact, thresholds,
                         np.array(swaps, np.int64), bridged)
 
