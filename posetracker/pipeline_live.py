@@ -16,110 +16,26 @@ letterboxes frame t+2. The poses are the sequential path's, bit for bit, in the 
 at their measured cost, so with several people waiting the two paths may refine different ones).
 :func:`poses` picks one of the two: two stages only where the process may run on more than one CPU (on one
 core the helper thread only adds switching: 1-3 % slower, measured).
+
+The values passed between the stages live in ``posetracker.stages`` and the CPU and thread helpers in
+``posetracker.cpu_threads`` (re-exported here); the drivers take any session with the stages
+(``stages.LiveStages``), so this module imports nothing of ``posetracker.session``.
 """
 
 from __future__ import annotations
 
-import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
+from posetracker.cpu_threads import limit_blas_threads, torch_threads, usable_cpus  # noqa: F401 (re-exported)
+from posetracker.stages import Inferred, LiveStages, Pending, Prepared, Progress, StageTimes  # noqa: F401 (re-exported)
 
 if TYPE_CHECKING:
-    from posetracker.model.preprocess import Letterbox
-    from posetracker.session import TrackingSession
     from posetracker.types import Frame, PoseFrame
 
-Progress = Callable[[int, int | None], None]
 IN_FLIGHT = 2  # frames past the network whose finish() may wait on the helper before the network waits for it
-
-
-@dataclass
-class StageTimes:
-    """Milliseconds spent in each stage for the last frame (network includes pre-processing)."""
-
-    network_ms: float = 0.0
-    decode_ms: float = 0.0
-    track_ms: float = 0.0
-    history: deque = field(default_factory=lambda: deque(maxlen=120))
-
-    @property
-    def total_ms(self) -> float:
-        return self.network_ms + self.decode_ms + self.track_ms
-
-
-@dataclass(frozen=True)
-class Pending:
-    """What the decoding of a frame needs besides the network's outputs."""
-
-    index: int
-    timestamp: float
-    box: Letterbox
-    image: torch.Tensor | None = None  # network input, kept only for a maps-stage refiner
-    frame: np.ndarray | None = None  # source frame, kept only for a frame-stage refiner, tiles or top-down
-    tiles: int = 1  # tile grid of this frame (1: the whole frame only)
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A frame letterboxed for the network: ``x`` its input, ``meta`` the rest, ``ms`` the time it took."""
-
-    x: torch.Tensor
-    meta: Pending
-    ms: float
-
-
-@dataclass(frozen=True)
-class Inferred:
-    """The network's outputs of one frame (``out``) with what its decoding needs; ``network_ms``: its
-    preparation and network time."""
-
-    out: dict[str, torch.Tensor]
-    meta: Pending
-    network_ms: float
-
-
-class torch_threads:
-    """Context manager: run torch with ``n`` threads, then restore."""
-
-    def __init__(self, n: int):
-        self.n = n
-
-    def __enter__(self) -> None:
-        self.prev = torch.get_num_threads()
-        if self.n and self.n != self.prev:
-            torch.set_num_threads(self.n)
-
-    def __exit__(self, *exc) -> None:
-        if self.n and self.n != self.prev:
-            torch.set_num_threads(self.prev)
-
-
-def limit_blas_threads(n: int) -> None:
-    """Cap numpy's BLAS (OpenBLAS) at ``n`` threads for the whole process (threadpoolctl).
-
-    By default it starts a thread per CPU for any product large enough (e.g. the sparse heads of
-    :mod:`posetracker.model.heads_at_cells` over a few hundred cells), and those threads keep spinning after
-    the call, taking the CPU from the network: live on the openpose street clip on two CPUs that cost a
-    third of the frame rate (docs/experiments/offset-vote.md). Set once, not per call: the live pipeline's
-    two threads share the setting, and restoring it from one of them would race with the other.
-    """
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=max(1, int(n)), user_api="blas")
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity, e.g. under ``taskset``; else the machine's count)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # no affinity API (macOS, Windows)
-        return os.cpu_count() or 1
 
 
 def use_two_stages(two_stage: bool | None) -> bool:
@@ -127,7 +43,7 @@ def use_two_stages(two_stage: bool | None) -> bool:
     return usable_cpus() > 1 if two_stage is None else two_stage
 
 
-def poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+def poses(session: LiveStages, frames: Iterable[Frame], total: int | None = None,
           progress: Callable[[int, int | None], None] | None = None, cancel: Callable[[], bool] | None = None,
           on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
     """Live poses of ``frames`` in one or two stages, as ``session.config.two_stage`` says (see :func:`use_two_stages`)."""
@@ -135,7 +51,7 @@ def poses(session: TrackingSession, frames: Iterable[Frame], total: int | None =
     return run(session, frames, total, progress, cancel, on_finish=on_finish)
 
 
-def sequential_poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+def sequential_poses(session: LiveStages, frames: Iterable[Frame], total: int | None = None,
                      progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
                      on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
     """Every frame's PoseFrame, in order, one ``step`` at a time on the calling thread; ``cancel()`` is asked
@@ -160,7 +76,7 @@ def sequential_poses(session: TrackingSession, frames: Iterable[Frame], total: i
 _END = object()
 
 
-def live_poses(session: TrackingSession, frames: Iterable[Frame], total: int | None = None,
+def live_poses(session: LiveStages, frames: Iterable[Frame], total: int | None = None,
                progress: Progress | None = None, cancel: Callable[[], bool] | None = None,
                on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
     """:func:`sequential_poses` in two stages: the network on the calling thread, the reading of ``frames``
@@ -222,7 +138,7 @@ class Finisher:
     ``finish`` or ``on_pose`` is raised by the next :meth:`submit` or :meth:`drain` (the frames after it
     are dropped)."""
 
-    def __init__(self, session: TrackingSession, on_pose: Callable[[PoseFrame, object], None],
+    def __init__(self, session: LiveStages, on_pose: Callable[[PoseFrame, object], None],
                  limit: int = IN_FLIGHT):
         self.session, self.on_pose, self.limit = session, on_pose, limit
         self._helper = ThreadPoolExecutor(1, thread_name_prefix="posetracker-finish")

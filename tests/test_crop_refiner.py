@@ -235,12 +235,12 @@ def test_live_mode_runs_it_within_the_budget(frames):
 
 
 def test_offline_runs_it_by_default_and_live_its_fast_form_on_two_cpus(tmp_path, monkeypatch):
-    import posetracker.pipeline_live as pipeline_live
+    import posetracker.cpu_threads as cpu_threads
 
     assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
-    monkeypatch.setattr(pipeline_live, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 2)
     assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == ["crop-fast"]
-    monkeypatch.setattr(pipeline_live, "usable_cpus", lambda: 1)  # no second thread for it: live runs none
+    monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 1)  # no second thread for it: live runs none
     assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == []
     assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
     assert TrackingSession.open(config=SessionConfig(mode="offline", refiners=())).refiners.names == []

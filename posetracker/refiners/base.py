@@ -168,8 +168,8 @@ DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ("
 
 def default_refiners(skeleton: str, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
     """The kinds of ``DEFAULT_REFINERS[mode]`` with weights for ``skeleton`` in ``models_dir`` (None: shipped);
-    live mode's only where more than one CPU is usable (``pipeline_live.usable_cpus``)."""
-    from posetracker.pipeline_live import usable_cpus
+    live mode's only where more than one CPU is usable (``cpu_threads.usable_cpus``)."""
+    from posetracker.cpu_threads import usable_cpus
 
     if mode == "live" and usable_cpus() < 2:
         return ()
