@@ -6,7 +6,6 @@ Exit codes: 0 success, 1 failure (message on stderr), 2 bad usage or input not f
 from __future__ import annotations
 
 import argparse
-import sys
 
 from posetracker.cli.batch import add_batch_parser
 from posetracker.cli.bench import add_bench_parser
@@ -15,6 +14,7 @@ from posetracker.cli.depth_order import add_depth_order_parser
 from posetracker.cli.evaluate import add_eval_parser
 from posetracker.cli.export import add_export_parser
 from posetracker.cli.import_labels import add_import_labels_parser
+from posetracker.cli.options import run_command
 from posetracker.cli.process import add_process_parser
 from posetracker.cli.train import add_train_parser
 
@@ -29,12 +29,4 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    except (OSError, ValueError, RuntimeError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    return run_command(build_parser(), argv)

@@ -24,12 +24,15 @@ def _results_for(args: argparse.Namespace) -> list[Path]:
         if len(args.results) != len(args.views):
             raise ValueError(f"--results: one file per view ({len(args.views)}), got {len(args.results)}")
         return [Path(r) for r in args.results]
-    from posetracker.cli import main
+    from posetracker.cli.options import run_command
+    from posetracker.cli.process import add_process_parser
 
+    parser = argparse.ArgumentParser(prog="posetracker")  # the process verb alone, run as the command line runs it
+    add_process_parser(parser.add_subparsers(dest="command", required=True))
     out = []
     for view in args.views:
         path = Path(args.out).with_suffix(f".{Path(view).stem}.json")
-        if main(["process", view, "--out", str(path), "--force"]) != 0:
+        if run_command(parser, ["process", view, "--out", str(path), "--force"]) != 0:
             raise RuntimeError(f"tracking {view} failed")
         out.append(path)
     return out
@@ -66,6 +69,13 @@ def format_scores(views: dict, peer_name: str | None) -> str:
             rows.append(f"  {view:<8}{person:<8}{c['frames_both']:>7}  "
                         + "".join(f"{c['both_ours'][m]:>8.1f} /{c['both_peer'][m]:>6.1f}" for m, _ in METRICS))
             rows.append(f"  {'':<16}{'diff':>7}  " + "".join(_interval(c["difference"][m]) for m, _ in METRICS))
+    rows.append(f"  {'view':<8}{'person':<8}{'stature ours / reference m':>28}{'bones off, as read':>20}"
+                f"{'with the height given':>24}   (median over bones of |ours / reference - 1|)")
+    for view, people in views.items():
+        for person, c in people.items():
+            z = c["size"]
+            rows.append(f"  {view:<8}{person:<8}{z['stature_ours_m']:>19.2f} / {z['stature_ref_m']:.2f}"
+                        f"{z['bones_as_read_pct']:>19.1f}%{z['bones_height_given_pct']:>23.1f}%")
     if peer_name:
         rows.append(f"  (ours / {peer_name} on the frames both read; diff = ours - {peer_name}, 95 % block-bootstrap "
                     "interval; angles: mean absolute error, degrees)")

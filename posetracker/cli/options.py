@@ -1,8 +1,10 @@
-"""Arguments shared by several verbs (and the app): the refiner kinds, as registered in :mod:`posetracker.refiners`."""
+"""Arguments shared by several verbs (and the app): the refiner kinds, as registered in :mod:`posetracker.refiners`;
+and :func:`run_command`, how the command line runs a verb."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
 
 
@@ -37,6 +39,25 @@ def chosen_refiners(args: argparse.Namespace) -> tuple[str, ...] | None:
     return None if args.refiners is None else tuple(args.refiners)
 
 
+def heights_argument(text: str):
+    """argparse ``type`` of ``--height``: ``motion.heights.parse_heights`` (a typo fails before any tracking)."""
+    from posetracker.motion.heights import HeightError, parse_heights
+
+    try:
+        return parse_heights(text)
+    except HeightError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_height_argument(parser: argparse.ArgumentParser) -> None:
+    """``--height``: the people's statures (``motion.heights``)."""
+    parser.add_argument("--height", type=heights_argument, default=None, metavar="M | ID=M,...",
+                        help="people's standing heights in metres: one for everyone (1.72) or per track id "
+                             "(0=1.72,1=1.40; *=1.70 for the rest). Each such person is scaled to theirs, so world "
+                             "coordinates, BVH, TRC and gait are in their true metres; every person's stature and "
+                             "bone lengths, and where they came from, are in the JSON metadata (people)")
+
+
 def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
     """``--tiles N``: ``SessionConfig.tile_grid`` (absent: the mode's default)."""
     parser.add_argument("--tiles", type=int, default=None, metavar="N",
@@ -55,3 +76,17 @@ def crop_budget(args: argparse.Namespace) -> dict:
     """``--crop-budget`` as SessionConfig keyword arguments ({} when absent)."""
     value = getattr(args, "crop_budget", None)
     return {} if value is None else {"crop_budget_ms": value}
+
+
+def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
+    """Parse ``argv`` (None: the process's arguments) with ``parser`` and run the verb it names; the exit code
+    (``posetracker.cli``: 0 success, 1 failure with the message on stderr, 130 interrupted; argparse exits 2)."""
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except (OSError, ValueError, RuntimeError, KeyError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
