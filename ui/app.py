@@ -27,6 +27,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
                         help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")
+    parser.add_argument("--person", type=int, metavar="ID",
+                        help="pick the person with this track id (as a click on them does): plotted, followed by "
+                             "the 3-D view, the others faded there")
     parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="save screenshots, then quit (needs --quit-after)")
     parser.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     args = parser.parse_args(argv)
@@ -100,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.skeleton or args.refiners is not None:
         window.select_model(args.skeleton or window.state.skeleton,
                             tuple(args.refiners) if args.refiners is not None else window.state.refiners)
+    if args.person is not None:
+        window.plots.select_person(args.person)
+        window.on_person_changed(args.person)
     window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
     if args.quit_after is not None:
         _schedule_quit(window, args.quit_after, args.screenshot)

@@ -169,6 +169,7 @@ class MainWindow(WindowEvents, QMainWindow):
         mp.sync_toggled.connect(self.on_sync_toggled)
         mp.refiners_changed.connect(self.on_refiners_changed)
         self.plots.person_changed.connect(self.on_person_changed)
+        self.video.person_clicked.connect(self.on_person_clicked)
         self.plots.angles_changed.connect(self.on_angles_changed)
         self.plots.window_spin.valueChanged.connect(self.on_plot_window_changed)
         self.skeleton_view.follow.toggled.connect(self.on_follow_toggled)
@@ -201,6 +202,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.source_panel.loop.setChecked(s.loop)
         self.source_panel.speed.setCurrentIndex(max(0, self.source_panel.speed.findData(s.speed)))
         self.plots.set_person(s.person)
+        self.video.selected = self.plots.chosen_person()
         self.plots.set_window(s.plot_seconds)
         self.gait_plots.set_window(s.plot_seconds)
         self.state = s

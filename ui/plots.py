@@ -130,6 +130,19 @@ class AnglePlot(QWidget):
     def set_person(self, track_id: int) -> None:
         self.person = track_id
 
+    def select_person(self, track_id: int) -> None:
+        """Show ``track_id`` (AUTO: automatic) in the Person list, as if picked there (a click in the video)."""
+        self.person = track_id
+        index = self.people.findData(track_id)
+        if index < 0:  # not plotted yet: listed until the next refresh lists the ids recorded
+            self.people.addItem(f"#{track_id}", track_id)
+            index = self.people.count() - 1
+        self.people.setCurrentIndex(index)
+
+    def chosen_person(self) -> int | None:
+        """The person picked by the user (not the automatic choice), or None."""
+        return None if self.person == AUTO else self.person
+
     def set_window(self, seconds: float) -> None:
         self.window_spin.setValue(seconds)
 

@@ -24,6 +24,7 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 from .overlay import drawn_edges, edge_segments, track_colour, visible_joints
 
+FADED_ALPHA = 0.12  # the people not selected, while one is (additive blending: dim, not gone)
 DEFAULT_CAMERA = {"distance": 9.0, "elevation": 20.0, "azimuth": -50.0}  # behind and to the right of the real camera: depth shows
 
 
@@ -38,6 +39,34 @@ def floor_level(scene: np.ndarray, visible: np.ndarray) -> float | None:
     if not visible.any():
         return None
     return float(scene[visible][:, 2].min())
+
+
+def person_alphas(track_ids: np.ndarray, selected: int | None) -> np.ndarray:
+    """(N,) opacity of each person in the 3-D view: everyone 1 with no selection (or a selected id not in
+    view); else 1 for the selected person and ``FADED_ALPHA`` for the others."""
+    ids = np.asarray(track_ids).reshape(-1)
+    if selected is None or selected < 0 or not (ids == selected).any():
+        return np.ones(len(ids))
+    return np.where(ids == selected, 1.0, FADED_ALPHA)
+
+
+def follow_index(track_ids: np.ndarray, selected: int | None) -> int | None:
+    """Which person the camera follows: the one with id ``selected``, else the first (None: nobody)."""
+    ids = np.asarray(track_ids).reshape(-1).tolist()
+    if not ids:
+        return None
+    return ids.index(selected) if selected in ids else 0
+
+
+def follow_centre(world: np.ndarray, visible: np.ndarray) -> np.ndarray | None:
+    """Scene point the camera centres on for one person: the middle (median) of their visible joints
+    (``world`` (K, 3) camera space), or of all finite ones when none is visible; None if none is finite."""
+    scene = to_scene(world)
+    finite = np.isfinite(scene).all(axis=-1)
+    use = visible & finite if (visible & finite).any() else finite
+    if not use.any():
+        return None
+    return np.median(scene[use], axis=0)
 
 
 def gl_available() -> bool:
@@ -66,6 +95,7 @@ class SkeletonView(QWidget):
         self._height = 1.7  # metres from the floor to the highest joint (a mouse: a few cm)
         self._look = np.zeros(3)  # smoothed 3-D median of the people's visible joints (scene)
         self._people: list[tuple[object, object]] = []
+        self._chosen: int | None = None  # the person picked when the camera last followed
         self.follow = QCheckBox("Follow person")
         self.reset_button = QPushButton("Reset view")
         bar = QHBoxLayout()
@@ -118,25 +148,30 @@ class SkeletonView(QWidget):
         self.gl.opts["center"] = _vec(x, y, z)
         self.gl.update()
 
-    def set_pose(self, pose: PoseFrame | None, selected: int | None = None) -> None:
-        """Draw everyone in ``pose`` (needs ``pose.world``); ``selected`` is followed if asked."""
+    def set_pose(self, pose: PoseFrame | None, selected: int | None = None, chosen: int | None = None) -> None:
+        """Draw everyone in ``pose`` (needs ``pose.world``); ``selected`` is followed if asked. ``chosen``: a
+        person the user picked (the video or the Person list): the others are faded and the camera follows
+        ``chosen`` instead (framed on them once when the choice changes). None: everyone alike, as before."""
         if self.gl is None or self._spec is None:
             return
         n = pose.num_people if pose is not None and pose.world is not None else 0
         while len(self._people) < n:
             self._people.append(self._add_person())
+        alphas = person_alphas(pose.track_ids[:n], chosen) if n else np.ones(0)
         placed: list[np.ndarray] = []
         for p, (lines, dots) in enumerate(self._people):
             if p >= n:
                 lines.setVisible(False)
                 dots.setVisible(False)
                 continue
-            shown = self._draw_person(pose, p, lines, dots)
+            shown = self._draw_person(pose, p, lines, dots, float(alphas[p]))
             if shown is not None:
                 placed.append(shown)
         self._update_ground(placed)
+        target = chosen if chosen is not None and chosen >= 0 else selected
         if self.follow.isChecked() and n:
-            self._follow(pose, selected)
+            self._follow(pose, target, reframe=chosen is not None and chosen != self._chosen)
+            self._chosen = chosen
         elif placed and not self._framed:
             self._framed = True
             self.reset_view()
@@ -152,11 +187,11 @@ class SkeletonView(QWidget):
         self.gl.addItem(dots)
         return lines, dots
 
-    def _draw_person(self, pose: PoseFrame, p: int, lines, dots) -> np.ndarray | None:
-        """Draws one person; returns their visible scene points (None if none)."""
+    def _draw_person(self, pose: PoseFrame, p: int, lines, dots, alpha: float = 1.0) -> np.ndarray | None:
+        """Draws one person (``alpha`` < 1: faded); returns their visible scene points (None if none)."""
         scene = to_scene(pose.world[p]).astype(np.float32)  # GL buffers are float32
         shown = visible_joints(pose.confidence[p], scene, self._spec, 0.3)
-        colour = tuple(c / 255.0 for c in track_colour(int(pose.track_ids[p]))) + (1.0,)  # a tuple: one colour
+        colour = tuple(c / 255.0 for c in track_colour(int(pose.track_ids[p]))) + (alpha,)  # a tuple: one colour
         seg = edge_segments(scene, shown, self._edges)
         lines.setVisible(len(seg) > 0)
         if len(seg):
@@ -193,13 +228,21 @@ class SkeletonView(QWidget):
             self.gl.opts["center"] = _vec(*map(float, look))
             self.gl.update()
 
-    def _follow(self, pose: PoseFrame, selected: int | None) -> None:
-        ids = pose.track_ids.tolist()
-        p = ids.index(selected) if selected in ids else 0
-        centre = to_scene(np.nanmean(pose.world[p], axis=0))
-        if np.all(np.isfinite(centre)):
-            self.gl.opts["center"] = _vec(*centre)
-            self.gl.update()
+    def _follow(self, pose: PoseFrame, selected: int | None, reframe: bool = False) -> None:
+        """Centre the camera on the followed person; ``reframe``: also come close enough to see them whole."""
+        p = follow_index(pose.track_ids, selected)
+        if p is None:
+            return
+        shown = visible_joints(pose.confidence[p], pose.world[p], self._spec, 0.3)
+        centre = follow_centre(pose.world[p], shown)
+        if centre is None:
+            return
+        self.gl.opts["center"] = _vec(*centre)
+        if reframe:
+            scene = to_scene(pose.world[p])[shown]
+            size = float(np.ptp(scene, axis=0).max()) if len(scene) > 1 else self._height
+            self.gl.opts["distance"] = float(np.clip(2.2 * max(size, 0.05), 0.3, 25.0))
+        self.gl.update()
 
     def grab_image(self) -> QImage | None:
         """The rendered 3-D scene (None without OpenGL)."""

@@ -151,8 +151,23 @@ class WindowEvents:
         self.controller.set_loop(loop)
 
     def on_person_changed(self, track_id: int) -> None:
+        """A person picked in the Person list or the video (-1: automatic): plotted, their label bordered, the
+        others faded in the 3-D view, which follows them."""
         self.state.person = track_id
         self._plots_stale = True
+        if track_id >= 0:  # picking someone switches the 3-D view's Follow on (unticking it keeps the fading)
+            self.skeleton_view.follow.setChecked(True)
+        self.video.selected = self.plots.chosen_person()
+        if self.latest is not None:
+            self.video.draw_pose(self.latest.pose)
+            self._pose_3d = self.latest.pose  # redrawn at the next slow tick, paused or not
+
+    def on_person_clicked(self, track_id: int) -> None:
+        """A click in the video: that person (or, beside everyone, automatic again)."""
+        if track_id == self.state.person:
+            return
+        self.plots.select_person(track_id)
+        self.on_person_changed(track_id)
 
     def on_angles_changed(self, names: list) -> None:
         self.state.plot_angles = list(names)
@@ -202,7 +217,7 @@ class WindowEvents:
         slow = LAGGING_EVERY if self._lagging else SLOW_EVERY
         if self._ticks % slow == 1 and self._pose_3d is not None:
             pose, self._pose_3d = self._pose_3d, None
-            self.skeleton_view.set_pose(pose, self.plots.current_person())
+            self.skeleton_view.set_pose(pose, self.plots.current_person(), self.plots.chosen_person())
         if self._ticks % SLOW_EVERY == 0:
             self._refresh_panels(plots=self._ticks % slow == 0)
 
