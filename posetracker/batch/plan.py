@@ -34,6 +34,7 @@ class BatchSettings:
     fov_deg: float | str = "auto"  # degrees across the long side, or "auto": the file's tag, else the people's estimate
     chunk_s: float = 300.0  # offline: a longer video is split into chunks of about this length (0: never)
     chunk_overlap_s: float = 2.0  # each chunk also tracks this much of its neighbours, to join them on
+    height: str | None = None  # people's statures as ``posetracker process --height`` takes them (motion.heights)
 
     def __post_init__(self) -> None:
         if self.fov_deg != "auto" and (isinstance(self.fov_deg, str) or not 0.0 < float(self.fov_deg) < 180.0):
@@ -42,10 +43,14 @@ class BatchSettings:
             raise ValueError("chunk_s and chunk_overlap_s must be >= 0 (chunk_s 0: never split a video)")
         if self.chunk_s > 0 and not 0 < self.chunk_overlap_s < self.chunk_s:
             raise ValueError("chunks need an overlap: 0 < chunk_overlap_s < chunk_s")
+        from posetracker.motion.heights import parse_heights
+
+        parse_heights(self.height)  # HeightError (a ValueError) for a height that is no stature in metres
 
     def key(self) -> str:
-        """16 hex digits naming these settings (the weights are named by their content, see ``model``)."""
-        doc = {k: v for k, v in asdict(self).items() if k != "weights"}
+        """16 hex digits naming these settings (the weights are named by their content, see ``model``; no height
+        given leaves the key as it was before heights existed, so earlier manifests resume)."""
+        doc = {k: v for k, v in asdict(self).items() if k != "weights" and not (k == "height" and v is None)}
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -141,6 +141,7 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
     ``warnings``, where there are any: the finishing step's (``motion.finish``: ids that may have swapped)."""
     from posetracker.export import get_exporter
     from posetracker.motion.finish import finish_sequence
+    from posetracker.motion.heights import parse_heights
     from posetracker.tracking.join import join_parts
 
     t0 = time.time()
@@ -155,7 +156,8 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
                 raise _ChunkFailed(where + res["error"])
         seq = join_parts([r["sequence"] for r in results], [c.start for c in chunks])
         # as posetracker process finishes it (bones rigid since the join; no swap repair: process's default)
-        seq, warnings = finish_sequence(seq, results[0].get("camera"), rigid_bones=True)
+        seq, warnings = finish_sequence(seq, results[0].get("camera"), rigid_bones=True,
+                                        heights=parse_heights(settings.height))
         if warnings:
             record["warnings"] = warnings
         written: list[str] = []

@@ -20,7 +20,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         settings = BatchSettings(formats=tuple(args.format), mode=args.mode, skeleton=args.skeleton,
                                  weights=args.weights, max_people=args.max_people, refiners=chosen_refiners(args),
                                  fov_deg=args.fov, tile_grid=args.tiles, chunk_s=args.chunk_s,
-                                 chunk_overlap_s=args.chunk_overlap_s)
+                                 chunk_overlap_s=args.chunk_overlap_s, height=args.height)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,6 +72,9 @@ def add_batch_parser(sub) -> None:
                    help="field of view of the cameras across the long side of the frame (portrait: its height), "
                         "degrees, or auto (default): each file's focal-length tag, else estimated from its people, "
                         "else 60")
+    b.add_argument("--height", default=None, metavar="M | ID=M,...",
+                   help="people's standing heights in metres, as posetracker process --height takes them (the same "
+                        "for every video)")
     b.add_argument("--workers", type=int, default=None, help="local Ray workers (default: the CPU count)")
     b.add_argument("--address", default=None, help="an existing Ray cluster (ray://HOST:PORT; default: RAY_ADDRESS, "
                    "else a local one)")

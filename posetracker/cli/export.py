@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from posetracker.cli.options import add_height_argument
 
 
 def load_input(path: str | Path) -> Any:
@@ -64,6 +65,12 @@ def _cmd_export(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"error: cannot read {args.input}: {exc}", file=sys.stderr)
         return 2
+    if args.height:  # the people's statures given now: scaled to them before writing (motion.heights)
+        from posetracker.motion.heights import apply_heights
+
+        seq, height_warnings = apply_heights(seq, args.height)
+        for message in height_warnings:
+            print(f"warning: {message}", file=sys.stderr)
     options = {k: v for k, v in {"rotation_order": args.rotation_order, "units": args.units, "max_gap_s": args.max_gap,
                                  "min_confidence": args.min_confidence, "origin": args.origin, "floor": args.floor,
                                  "foot_lock": False if args.no_foot_lock else None}.items() if v is not None}
@@ -96,6 +103,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
     ex.add_argument("--out", "-o", help="output file (default: INPUT stem + the format's suffix, here)")
     ex.add_argument("--person", type=int, default=None, help="only this track id (default: everyone, one file each)")
     ex.add_argument("--force", action="store_true", help="overwrite existing output files")
+    add_height_argument(ex)
     ex.add_argument("--rotation-order", default=None, help="BVH rotation channel order (default ZXY)")
     ex.add_argument("--units", choices=["cm", "m", "mm"], default=None, help="BVH units (default cm)")
     ex.add_argument("--origin", choices=["floor", "camera"], default=None,

@@ -7,8 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import (add_crop_budget_argument, add_refiners_argument, add_tiles_argument,
-                                     chosen_refiners, crop_budget)
+from posetracker.cli.options import (add_crop_budget_argument, add_height_argument, add_refiners_argument,
+                                     add_tiles_argument, chosen_refiners, crop_budget)
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 
@@ -139,7 +139,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
     seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps,
-                                    fix_legs=config.fix_legs)
+                                    fix_legs=config.fix_legs, heights=args.height)
     used = seq.metadata["camera"]
     print(f"field of view: {used['fov_deg']:.1f} deg across the long side ({used['source']}: {used['detail']})",
           file=sys.stderr)
@@ -195,6 +195,7 @@ def add_process_parser(sub) -> None:
                     help="field of view of the camera across the long side of the frame (portrait: its height), "
                          "degrees; auto (default): the file's focal-length tag, else estimated from the people "
                          "(upright bodies), else 60. The one used and its source are in the JSON metadata (camera)")
+    add_height_argument(pr)
     pr.add_argument("--force", action="store_true", help="overwrite an existing output file")
     pr.add_argument("--repair-swaps", action="store_true",
                     help="swap back the ids of two tracks where a close encounter suggests they changed hands "

@@ -13,6 +13,8 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
    field of view); none (``auto`` without a tag): estimated from the people and the sequence re-lifted with the
    estimate (``analysis.camera_fov.fov_after_tracking``), bones made rigid again where they were;
 3. ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
+   then the heights the user gave (each such person scaled to theirs about the camera's centre) and everyone's
+   stature and bone lengths with where they came from, ``metadata["people"]`` (``motion.heights``);
 4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``); with
    ``repair_swaps`` the suspected id swaps are swapped back and listed in ``metadata["swaps_repaired"]``.
 
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from posetracker.depth.camera_meta import CameraFov
+from posetracker.motion.heights import Heights, apply_heights
 from posetracker.types import PoseSequence
 
 FOV_USER_DETAIL = "--fov"  # CameraFov.detail of a field of view the user gave (``--fov``, BatchSettings.fov_deg)
@@ -67,14 +70,16 @@ def is_finished(seq: PoseSequence) -> bool:
 
 
 def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones: bool, repair_swaps: bool = False,
-                    tracked_fov: float | None = None, fix_legs: bool = True) -> tuple[PoseSequence, list[str]]:
+                    tracked_fov: float | None = None, fix_legs: bool = True,
+                    heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
     """The tracked ``seq`` finished (module docstring, steps 1-4) -> (finished sequence, warnings to show).
 
     camera: :func:`camera_before`'s answer (None: estimate it from the people); rigid_bones: the session's
     (False: the user asked for the lengths as estimated; they stay so when re-lifted); repair_swaps: swap back
     the ids of suspected swaps; tracked_fov: degrees ``seq`` was lifted with (None: :func:`fov_to_track` of
     ``camera``, what every front end tracks with; the app's live view tracks with the default whatever the tag);
-    fix_legs: the session's (False: a live result keeps the legs as read).
+    fix_legs: the session's (False: a live result keeps the legs as read); heights: the statures the user gave
+    (``motion.heights.parse_heights``; None: every person's estimated).
     A sequence already finished (:func:`is_finished`) is returned as it is. The input is not changed.
     """
     if is_finished(seq):
@@ -88,7 +93,9 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
         seq = settle_bones(seq)  # live: one length per bone over the recording, as offline gives
     seq, camera = _with_camera(seq, camera, fov_used, rigid_bones)
     seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
-    return _encounters(seq, repair_swaps)
+    seq, height_warnings = apply_heights(seq, heights)
+    seq, warnings = _encounters(seq, repair_swaps)
+    return seq, height_warnings + warnings
 
 
 def _one_leg_each(seq: PoseSequence) -> PoseSequence:

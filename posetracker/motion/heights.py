@@ -1,0 +1,153 @@
+"""People's heights: a stature the user gives puts that person in true metres; every person's size is reported.
+
+From one uncalibrated view a person's metric size comes from the depth head and the field of view, and reads
+10-20 % off (``docs/experiments/multiview-reference.md``). A given stature fixes it: each of the track's 3-D
+points is scaled about the camera's centre by ``given / measured`` (the measured stature:
+:func:`posetracker.analysis.stature.stature`, the median over the track's frames). Scaling along the camera's
+rays keeps every pixel where it was (x, y px unchanged; depth and world scaled), so the 2-D overlay is the same
+and bones, world coordinates, BVH, TRC and gait are in the given person's metres; joint angles do not change.
+
+:func:`apply_heights` runs in the finishing step (``motion.finish.finish_sequence``) after the camera, so every
+front end (``process``, ``batch``, the app) writes the same; ``posetracker export --height`` applies it to a
+finished result. ``metadata["people"]`` then holds, per track id, ``stature_m``, ``stature_source`` ("given",
+"estimated" from the person's own 3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
+``scale`` (given / measured; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
+"parent-child").
+
+Heights are written as ``1.72`` (everyone) or ``0=1.72,1=1.40`` (per track id; ``*=1.70`` for the rest).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from posetracker.types import PoseSequence
+
+MIN_HEIGHT_M, MAX_HEIGHT_M = 0.4, 2.6  # a given stature outside this is a typo (cm, feet), refused
+
+
+class HeightError(ValueError):
+    """A height the user wrote that cannot be a person's stature in metres."""
+
+
+@dataclass(frozen=True)
+class Heights:
+    """Statures the user gave, metres: ``everyone`` (None: not given) unless the track id is in ``per_track``."""
+
+    everyone: float | None = None
+    per_track: dict[int, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for what, h in [("height", self.everyone)] + [(f"height of person {k}", v) for k, v in self.per_track.items()]:
+            if h is not None and not (MIN_HEIGHT_M <= h <= MAX_HEIGHT_M):
+                raise HeightError(f"{what} {h:g} m is not a person's stature in metres (expected "
+                                  f"{MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}; e.g. 1.72, not 172 cm)")
+
+    def of(self, track_id: int) -> float | None:
+        return self.per_track.get(int(track_id), self.everyone)
+
+    def __bool__(self) -> bool:
+        return self.everyone is not None or bool(self.per_track)
+
+
+def parse_heights(text: str | None) -> Heights:
+    """``"1.72"`` -> everyone 1.72 m; ``"0=1.72,1=1.40"`` -> per track id; ``"*=1.70"`` the rest; None/"" -> none.
+    Raises HeightError with what was wrong."""
+    if not text or not text.strip():
+        return Heights()
+    everyone: float | None = None
+    per: dict[int, float] = {}
+    for part in text.split(","):
+        part = part.strip()
+        key, _, value = part.rpartition("=")
+        try:
+            h = float(value)
+        except ValueError:
+            raise HeightError(f"height {part!r}: expected metres such as 1.72, or ID=METRES such as 0=1.72") from None
+        if not math.isfinite(h):
+            raise HeightError(f"height {part!r} is not a number of metres")
+        key = key.strip()
+        if key in ("", "*"):
+            everyone = h
+        elif key.isdigit():
+            per[int(key)] = h
+        else:
+            raise HeightError(f"height {part!r}: {key!r} is not a track id (a whole number, or * for everyone)")
+    return Heights(everyone, per)
+
+
+def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
+    """``seq`` with each person given a height scaled to it, and ``metadata["people"]`` (module docstring) for
+    everyone -> (sequence, warnings). A person with a given height whose stature cannot be measured is left as
+    it is, with a warning. The input is not changed."""
+    from posetracker.analysis.stature import stature
+    from posetracker.tracks import person_tracks
+
+    heights = heights or Heights()
+    ids = seq.track_ids()
+    if not ids or all(f.world is None for f in seq.frames):
+        return seq, []
+    tracks = person_tracks(seq)
+    scale: dict[int, float] = {}
+    people: dict[str, dict] = {}
+    warnings: list[str] = []
+    for tid, track in tracks.items():
+        ok = track.present[:, None] & (track.confidence > 0) & np.isfinite(track.world).all(-1)
+        measured = stature(track.world, ok, seq.skeleton)
+        given = heights.of(tid)
+        before = ((seq.metadata or {}).get("people") or {}).get(str(tid)) or {}
+        if given is None and before.get("stature_source") == "given" and math.isfinite(measured):
+            given = measured  # scaled to a given height before (a finished result exported again): it stays given
+        if given is not None and math.isfinite(measured):
+            scale[tid] = given / measured
+            entry = {"stature_m": round(given, 3), "stature_source": "given", "scale": round(scale[tid], 4)}
+        elif given is not None:
+            warnings.append(f"person {tid}: height {given:g} m not applied: no frame shows the whole ankle-to-ear "
+                            "chain to measure the stature by")
+            entry = {"stature_m": None, "stature_source": "unknown", "scale": 1.0}
+        else:
+            entry = {"stature_m": round(measured, 3) if math.isfinite(measured) else None,
+                     "stature_source": "estimated" if math.isfinite(measured) else "unknown", "scale": 1.0}
+        entry["bones_m"] = _bones(track.world[track.present] * scale.get(tid, 1.0), seq)
+        people[str(tid)] = entry
+    missing = sorted(set(heights.per_track) - set(tracks))
+    if missing:
+        warnings.append(f"heights given for track ids not in the result: {', '.join(map(str, missing))} "
+                        f"(ids present: {', '.join(map(str, ids))})")
+    frames = [_scaled(f, scale) for f in seq.frames] if scale else seq.frames
+    return dataclasses.replace(seq, frames=frames, metadata={**(seq.metadata or {}), "people": people}), warnings
+
+
+def _scaled(frame, scale: dict[int, float]):
+    """A PoseFrame with person p's depth and world multiplied by ``scale[track id]`` (others as they are)."""
+    s = np.array([scale.get(int(t), 1.0) for t in frame.track_ids], np.float32)  # (P,)
+    if (s == 1.0).all():
+        return frame
+    keypoints = frame.keypoints.copy()
+    keypoints[..., 2] *= s[:, None]
+    world = None if frame.world is None else frame.world * s[:, None, None]
+    return dataclasses.replace(frame, keypoints=keypoints, world=world)
+
+
+def _bones(world: np.ndarray, seq: PoseSequence) -> dict[str, float]:
+    """{"parent-child": median length m} of the anatomical bones of one track's world (T, K, 3)."""
+    from posetracker.tracking.bones import bone_lengths
+
+    spec = seq.skeleton
+    names = spec.joint_names
+    lengths = bone_lengths(world, spec)  # (T, E)
+    out = {}
+    for e, (a, b) in enumerate(spec.edges.tolist()):
+        if a in spec.virtual or b in spec.virtual:
+            continue
+        good = lengths[:, e][np.isfinite(lengths[:, e])]
+        if good.size:
+            out[f"{names[a]}-{names[b]}"] = round(float(np.median(good)), 4)
+    return out
+
+
+__all__ = ["HeightError", "Heights", "apply_heights", "parse_heights"]
