@@ -7,11 +7,14 @@ import pytest
 
 from posetracker.skeletons import load_skeleton
 from posetracker.tracking import BoneLengthEstimator, BoneLengthSolver, bone_lengths, rigidify
+from posetracker.tracking.bones import _mirror_pairs
 from posetracker.types import PoseFrame
 
 SPEC = load_skeleton("human18")
 K, E = SPEC.num_joints, SPEC.num_edges
 TRUE = np.random.default_rng(0).uniform(0.05, 0.45, E)  # metres
+for _left, _right in _mirror_pairs(SPEC):  # a person's left and right bones are equally long
+    TRUE[_right] = TRUE[_left]
 REAL = np.array([c not in SPEC.virtual and p not in SPEC.virtual for p, c in SPEC.edges.tolist()])
 
 
@@ -74,6 +77,20 @@ def test_running_median_converges_under_outliers() -> None:
     assert est.track_ids == [7]
 
 
+def test_a_left_bone_and_its_right_one_get_one_length() -> None:
+    rng = np.random.default_rng(5)
+    est = BoneLengthEstimator(SPEC, refresh_every=1)
+    read = TRUE.copy()
+    thigh, other = SPEC.edge_of_child[SPEC.index("left_knee")], SPEC.edge_of_child[SPEC.index("right_knee")]
+    read[thigh], read[other] = 0.50, 0.30  # one thigh read long, the other short
+    for i in range(40):
+        est.update(2, pose_from(read + rng.normal(0, 0.01, E), rng), None, i / 30)
+    got = est.lengths(2)
+    assert got[thigh] == got[other] and got[thigh] == pytest.approx(0.40, abs=0.03)
+    assert {SPEC.joint_names[SPEC.edges[e][1]] for pair in _mirror_pairs(SPEC) for e in pair} >= {
+        "left_elbow", "right_elbow", "left_wrist", "right_wrist", "left_knee", "right_knee", "left_ankle", "right_ankle"}
+
+
 def test_estimator_needs_confident_samples_and_skips_virtual_bones() -> None:
     rng = np.random.default_rng(4)
     est = BoneLengthEstimator(SPEC, min_samples=20, min_confidence=0.5, refresh_every=1)
@@ -95,7 +112,7 @@ def test_estimator_needs_confident_samples_and_skips_virtual_bones() -> None:
 def test_solver_per_track() -> None:
     rng = np.random.default_rng(5)
     solver = BoneLengthSolver(SPEC, rigidify=True, min_samples=10)
-    other = TRUE[::-1].copy()
+    other = TRUE * 1.15  # another, larger person
     outs = []
     for i in range(60):
         world = np.stack([pose_from(TRUE * rng.uniform(0.9, 1.1, E), rng), pose_from(other * rng.uniform(0.9, 1.1, E), rng)])

@@ -69,13 +69,17 @@ def format_scores(views: dict, peer_name: str | None) -> str:
             rows.append(f"  {view:<8}{person:<8}{c['frames_both']:>7}  "
                         + "".join(f"{c['both_ours'][m]:>8.1f} /{c['both_peer'][m]:>6.1f}" for m, _ in METRICS))
             rows.append(f"  {'':<16}{'diff':>7}  " + "".join(_interval(c["difference"][m]) for m, _ in METRICS))
-    rows.append(f"  {'view':<8}{'person':<8}{'stature ours / reference m':>28}{'bones off, as read':>20}"
-                f"{'with the height given':>24}   (median over bones of |ours / reference - 1|)")
+    rows.append(f"  {'view':<8}{'person':<8}{'stature ours / reference m':>28}{'bones off: as read':>20}"
+                f"{'height given':>14}{'limbs: as read':>16}{'height given':>14}")
     for view, people in views.items():
         for person, c in people.items():
             z = c["size"]
             rows.append(f"  {view:<8}{person:<8}{z['stature_ours_m']:>19.2f} / {z['stature_ref_m']:.2f}"
-                        f"{z['bones_as_read_pct']:>19.1f}%{z['bones_height_given_pct']:>23.1f}%")
+                        + "".join(f"{z[k]:>{w}.1f}%" for k, w in (("bones_as_read_pct", 19),
+                                  ("bones_height_given_pct", 13), ("limbs_as_read_pct", 15),
+                                  ("limbs_height_given_pct", 13))))
+    rows.append("  (median over bones of |our length / the reference's - 1|; height given: ours scaled to the "
+                "reference's stature, as --height does)")
     if peer_name:
         rows.append(f"  (ours / {peer_name} on the frames both read; diff = ours - {peer_name}, 95 % block-bootstrap "
                     "interval; angles: mean absolute error, degrees)")

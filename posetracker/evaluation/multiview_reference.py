@@ -11,6 +11,8 @@ compared frame by frame with the person's triangulated reference on the joints b
 - joint-angle error (degrees): |angle(reading) - angle(reference)| of the 3-D angles in :data:`ANGLES`
   (knee: hip-knee-ankle; hip: between the trunk, mid-hip to mid-shoulder, and the thigh; elbow:
   shoulder-elbow-wrist), left and right;
+- size (:func:`size_agreement`): our stature and bone lengths against the reference's, as read and with the
+  height set from the reference (what ``--height`` gives);
 - ours - peer on the frames both read, with a 95 % bootstrap interval over blocks of consecutive frames
   (:func:`block_bootstrap`; neighbouring frames of a 60 fps clip are not independent).
 """
@@ -39,6 +41,7 @@ for _s in ("left", "right"):
     ANGLES[f"{_s}_hip"] = ((_MID_HIP, _MID_SHOULDER), ((f"{_s}_hip",), (f"{_s}_knee",)))
     ANGLES[f"{_s}_elbow"] = (((f"{_s}_elbow",), (f"{_s}_shoulder",)), ((f"{_s}_elbow",), (f"{_s}_wrist",)))
 ANGLE_GROUPS = ("knee", "hip", "elbow")
+LIMB_ENDS = ("elbow", "wrist", "knee", "ankle")  # a bone ending at one of these is a limb (size_agreement)
 
 
 def joint_angles(xyz: np.ndarray, joint_names: Sequence[str]) -> np.ndarray:
@@ -102,17 +105,49 @@ def _per_metric(err: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def size_agreement(ours: np.ndarray, ref: np.ndarray, spec: SkeletonSpec) -> dict:
+    """A single view's size against the reference (both (T, K, 3) m, nan where absent) -> {"stature_ref_m",
+    "stature_ours_m" (``analysis.stature``), "bones_as_read_pct" and "bones_height_given_pct": the median over
+    bones of |our median length / the reference's - 1| in %, as read and with our reading scaled to the
+    reference's stature (``posetracker process --height`` given the 4-view result, ``motion.heights``), and the
+    same over the limbs only ("limbs_...": upper arms, forearms, thighs, shanks; the face's 4-5 cm bones are
+    off by a centimetre in the reference itself)}."""
+    from posetracker.analysis.stature import stature
+    from posetracker.tracking.bones import bone_lengths
+
+    def st(xyz: np.ndarray) -> float:
+        return stature(xyz, np.isfinite(xyz).all(-1), spec)
+
+    s_ref, s_ours = st(ref), st(ours)
+    anatomical = [e for e, (a, b) in enumerate(spec.edges.tolist()) if a not in spec.virtual and b not in spec.virtual]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a bone never seen: nan
+        ratio = np.nanmedian(bone_lengths(ours, spec), 0)[anatomical] / np.nanmedian(bone_lengths(ref, spec), 0)[anatomical]
+    names = spec.joint_names
+    limb = np.array([names[b].split("_")[-1] in LIMB_ENDS for a, b in spec.edges[anatomical].tolist()])
+    seen = np.isfinite(ratio)
+    out = {"stature_ref_m": s_ref, "stature_ours_m": s_ours}
+    for key, pick in (("bones", seen), ("limbs", seen & limb)):
+        r = ratio[pick]
+        ok = r.size and np.isfinite(s_ref) and np.isfinite(s_ours)
+        out[f"{key}_as_read_pct"] = float(np.median(np.abs(r - 1)) * 100) if ok else float("nan")
+        out[f"{key}_height_given_pct"] = float(np.median(np.abs(r * s_ref / s_ours - 1)) * 100) if ok else float("nan")
+    return out
+
+
 def compare(ref: np.ndarray, ours: np.ndarray, peer: np.ndarray | None, spec: SkeletonSpec,
             block: int = BLOCK_FRAMES) -> dict:
     """Score ours (and a peer) against the reference, all (T, K, 3), nan where absent.
 
-    Returns {"ours": {metric: mean over its own frames}, "frames_ours": n, and with a peer: "peer", "frames_peer",
+    Returns {"ours": {metric: mean over its own frames}, "frames_ours": n, "size": :func:`size_agreement` of ours,
+    and with a peer: "peer", "frames_peer",
     "frames_both", "both_ours" / "both_peer" (means on the frames both read), "difference": {metric:
     [ours - peer, low, high]} over those frames (block bootstrap)}. Metrics: pa_mm, knee, hip, elbow,
     mean_angle."""
     mine = _per_metric(frame_errors(ours, ref, spec))
     mean = lambda a: float(np.nanmean(a)) if np.isfinite(a).any() else float("nan")  # noqa: E731
-    out = {"frames_ours": int(np.isfinite(mine["pa_mm"]).sum()), "ours": {m: mean(v) for m, v in mine.items()}}
+    out = {"frames_ours": int(np.isfinite(mine["pa_mm"]).sum()), "ours": {m: mean(v) for m, v in mine.items()},
+           "size": size_agreement(ours, ref, spec)}
     if peer is None:
         return out
     theirs = _per_metric(frame_errors(peer, ref, spec))

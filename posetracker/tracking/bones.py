@@ -4,7 +4,8 @@ A skeleton's bones are its tree edges (``spec.edges``, parent -> child).
 :class:`BoneLengthEstimator` keeps, per track, a ring buffer of the last
 ``window`` 3-D lengths of every bone measured from ``world`` (metres) and
 estimates each length as the median of the valid samples (robust to up to
-~50% outliers). :func:`rigidify` rescales every bone of a pose to given
+~50% outliers); a left bone and its right one (names differing only in
+``left_`` / ``right_``) get one length, the median of both sides' samples. :func:`rigidify` rescales every bone of a pose to given
 lengths along the tree, and :class:`BoneLengthSolver` applies both per track
 as frames come (live); :func:`rigid_tracks` does it for a whole recording at
 once (offline: one length per bone and track, from all its frames), and
@@ -49,6 +50,16 @@ def _paths(spec: SkeletonSpec) -> np.ndarray:
         a[j] = a[spec.parents[j]]
         a[j, spec.edge_of_child[j]] = 1.0
     return a
+
+
+@lru_cache(maxsize=32)
+def _mirror_pairs(spec: SkeletonSpec) -> tuple[tuple[int, int], ...]:
+    """(left edge, right edge) index pairs of bones whose joints' names differ only in left_ / right_."""
+    names = spec.joint_names
+    swap = lambda n: n.replace("left_", "\0").replace("right_", "left_").replace("\0", "right_")  # noqa: E731
+    edges = {(names[a], names[b]): e for e, (a, b) in enumerate(spec.edges.tolist())}
+    return tuple((e, edges[(swap(a), swap(b))]) for (a, b), e in edges.items()
+                 if "left_" in a + b and (swap(a), swap(b)) in edges)
 
 
 def bone_lengths(world: np.ndarray, spec: SkeletonSpec) -> np.ndarray:
@@ -208,6 +219,9 @@ class BoneLengthEstimator:
             cols = np.arange(s.shape[1])
             lo, hi = np.maximum((n - 1) // 2, 0), np.maximum(n // 2, 0)
             med = 0.5 * (s[lo, cols] + s[hi, cols])
+            for e, m in _mirror_pairs(self.spec):  # a left bone is as long as its right one: both sides' samples
+                if n[e] >= self.min_samples and n[m] >= self.min_samples:
+                    med[e] = med[m] = float(np.nanmedian(np.concatenate([filled[:, e], filled[:, m]])))
             buf.cached = np.where(n >= self.min_samples, med, np.nan)
             buf.since_refresh = 0
         return buf.cached.copy()
