@@ -1,7 +1,8 @@
 """BVH export: one rigid, Y-up animated skeleton per tracked person.
 
 Pipeline per person (see :mod:`.bvh_rig` for the hierarchy table and rest
-pose, :mod:`.bvh_solve` for the rotations):
+pose, :mod:`.bvh_solve` for the rotations, :mod:`.bvh_motion` for the options,
+the solved motion and the file's text):
 
 1. ``world`` (camera metres) -> BVH space ``X = x, Y = -y, Z = -z`` (Y up,
    right-handed, the person facing the camera faces +Z).
@@ -55,10 +56,8 @@ import: Start Frame) and lists the person's other takes. Takes shorter than
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +65,11 @@ import numpy as np
 
 from posetracker.analysis.ground import Ground, ground_from_tracks
 from posetracker.export.bvh_feet import LockSettings, clamp_swing, lock_feet, lock_report, motion_phases
+from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
+    ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
 from posetracker.export.bvh_rig import (
     BVH_FROM_CAMERA,
     HUMANOID_REQUIRED,
-    Rig,
     humanoid_points,
     humanoid_rig,
     is_humanoid,
@@ -81,97 +81,6 @@ from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import PersonTrack, TrackError, fill_gaps, frame_time, hold_limbs, person_tracks, runs
 from posetracker.types import PoseSequence
-
-UNITS = {"cm": 100.0, "m": 1.0, "mm": 1000.0}
-ORDERS = ("ZXY", "ZYX", "XYZ", "XZY", "YXZ", "YZX")
-
-
-@dataclass(frozen=True)
-class BvhOptions:
-    """rotation_order: channel order (intrinsic); units: cm, m or mm; rig: auto, humanoid or skeleton;
-    max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
-    symmetric: equal left/right bone lengths; origin: floor or camera; min_take_s: shorter takes are not written;
-    floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
-    on a fitted floor. The legs are the sequence's: where a side view's left / right labels of the feet swapped,
-    the session exchanged them back in the motion itself (:mod:`posetracker.motion.sides`), for every output."""
-
-    rotation_order: str = "ZXY"
-    units: str = "cm"
-    rig: str = "auto"
-    max_gap_s: float = 0.5
-    min_confidence: float = 0.2
-    symmetric: bool = False
-    origin: str = "floor"
-    min_take_s: float = 0.25
-    floor: str = "fit"
-    foot_lock: bool = True
-
-    def __post_init__(self) -> None:
-        if self.rotation_order.upper() not in ORDERS:
-            raise ExportError(f"rotation order {self.rotation_order!r}: choose one of {list(ORDERS)}")
-        if self.units not in UNITS:
-            raise ExportError(f"units {self.units!r}: choose one of {sorted(UNITS)}")
-        if self.rig not in ("auto", "humanoid", "skeleton"):
-            raise ExportError(f"rig {self.rig!r}: choose auto, humanoid or skeleton")
-        if self.origin not in ("floor", "camera"):
-            raise ExportError(f"origin {self.origin!r}: choose floor or camera")
-        if self.floor not in ("fit", "percentile"):
-            raise ExportError(f"floor {self.floor!r}: choose fit or percentile")
-
-
-@dataclass
-class BvhMotion:
-    """A rig and its animation, ready to be written.
-
-    rig:       joint tree and rest pose (metres)
-    root:      (T, 3) root positions, metres, BVH space (origin applied)
-    euler:     (T, J, 3) local rotations, degrees, in ``order``
-    frame_time: seconds per motion line
-    report:    sidecar content (gaps, lengths, conventions)
-    floor:     BVH Y (m, before the origin shift) of this person's floor
-    shift:     (3,) metres added to the root for the origin
-    own_floor: the person stands on their own floor (fitted floor): a shared origin keeps their floor
-    rotation, translation: (3, 3), (3,) m: camera space -> BVH space before the origin shift
-    takes:     [(start, stop)) motion lines of each take (the module docstring), in time order
-    """
-
-    rig: Rig
-    root: np.ndarray
-    euler: np.ndarray
-    frame_time: float
-    order: str
-    report: dict[str, Any] = field(default_factory=dict)
-    floor: float = 0.0
-    shift: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    own_floor: bool = False
-    rotation: np.ndarray = field(default_factory=lambda: BVH_FROM_CAMERA.copy())
-    translation: np.ndarray = field(default_factory=lambda: np.zeros(3))
-    takes: list[tuple[int, int]] = field(default_factory=list)
-
-    def take(self, k: int) -> BvhMotion:
-        """Take ``k`` alone (its motion lines; the report's ``take``, ``frames`` and ``start_time_s`` its own,
-        ``takes`` all of the person's)."""
-        a, b = self.takes[k]
-        info = self.report["takes"][k]
-        report = {**self.report, "take": k + 1, "frames": b - a, "start_frame": info["start_frame"],
-                  "start_time_s": info["time_s"][0]}
-        return dataclasses.replace(self, root=self.root[a:b], euler=self.euler[a:b], report=report, takes=[(0, b - a)])
-
-    def move_origin(self, shift: np.ndarray, units: str) -> None:
-        """Use ``shift`` (3,) metres as the origin shift instead of this person's own (a person on their own
-        floor keeps their Y shift)."""
-        shift = np.array(shift, np.float64)
-        if self.own_floor:
-            shift[1] = self.shift[1]
-        self.root = self.root + (shift - self.shift)
-        self.shift = shift
-        self.report["origin_shift"] = (self.shift * UNITS[units]).round(4).tolist()
-        self.report["bvh_from_camera"] = _map_report(self.rotation, self.translation + self.shift, units)
-
-
-def _map_report(rotation: np.ndarray, translation: np.ndarray, units: str) -> dict[str, Any]:
-    return {"rotation": np.round(rotation, 8).tolist(), "translation": (translation * UNITS[units]).round(4).tolist(),
-            "formula": f"BVH = rotation @ camera + translation ({units}; camera x right, y down, z forward)"}
 
 
 def _grid(times: np.ndarray, dt: float) -> np.ndarray:
@@ -325,7 +234,7 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         "held_limbs": limbs, "held_pose": held,
         "takes": [span_of(a, b) for a, b in takes],
         "dropped_takes": [span_of(a, b) for a, b in all_takes if (a, b) not in takes], "min_take_s": options.min_take_s,
-        "floor": floor_report, "bvh_from_camera": _map_report(rotation, translation + shift, options.units),
+        "floor": floor_report, "bvh_from_camera": map_report(rotation, translation + shift, options.units),
         "foot_lock": lock,
     }
     return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift, fitted,
@@ -341,51 +250,6 @@ def takes_of(ok: np.ndarray, max_gap: int) -> list[tuple[int, int]]:
         else:
             out.append((a, b))
     return out
-
-
-def shared_origin(motions: list[BvhMotion]) -> np.ndarray:
-    """(3,) one origin shift for several people (``origin="floor"``): the first one's first root at X = Z = 0
-    (the motions before any shift: ``root - shift``), the median of their floors at Y = 0 (people on their own
-    fitted floor keep theirs, :meth:`BvhMotion.move_origin`)."""
-    first = motions[0].root[0] - motions[0].shift
-    return np.array([-first[0], -float(np.median([m.floor for m in motions])), -first[2]])
-
-
-def _num(v: float) -> str:
-    s = f"{v:.6f}"
-    return "0.000000" if s == "-0.000000" else s
-
-
-def bvh_text(motion: BvhMotion, units: str = "cm") -> str:
-    """The BVH file for ``motion`` (positions scaled to ``units``)."""
-    rig, scale = motion.rig, UNITS[units]
-    rot = " ".join(f"{a}rotation" for a in motion.order)
-    lines = ["HIERARCHY"]
-    order: list[int] = []
-
-    def joint(j: int, depth: int) -> None:
-        pad = "\t" * depth
-        order.append(j)
-        lines.append(f"{pad}{'ROOT' if rig.parents[j] < 0 else 'JOINT'} {rig.names[j]}")
-        lines.append(f"{pad}{{")
-        lines.append(f"{pad}\tOFFSET {' '.join(_num(v * scale) for v in rig.offsets[j])}")
-        chans = f"6 Xposition Yposition Zposition {rot}" if rig.parents[j] < 0 else f"3 {rot}"
-        lines.append(f"{pad}\tCHANNELS {chans}")
-        kids = rig.children(j)
-        for c in kids:
-            joint(c, depth + 1)
-        if not kids:
-            end = rig.end_sites.get(j, np.array([0.0, 0.1, 0.0]))
-            lines.extend([f"{pad}\tEnd Site", f"{pad}\t{{", f"{pad}\t\tOFFSET {' '.join(_num(v * scale) for v in end)}", f"{pad}\t}}"])
-        lines.append(f"{pad}}}")
-
-    joint(rig.parents.index(-1), 0)
-    values = np.concatenate([motion.root * scale, motion.euler[:, order].reshape(len(motion.root), -1)], axis=1)
-    if not np.all(np.isfinite(values)):
-        raise ValueError("internal error: non-finite motion values")
-    lines += ["MOTION", f"Frames: {len(values)}", f"Frame Time: {motion.frame_time:.10f}"]
-    lines += [" ".join(_num(v) for v in row) for row in values]
-    return "\n".join(lines) + "\n"
 
 
 class BvhExporter:
