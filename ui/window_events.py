@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QFileDialog
 from posetracker.export import exporters
 from posetracker.recording import ReplaySession
 from posetracker.skeletons import SkeletonError, load_skeleton
+from .first_start import PREPARING_TEXT, preparing_model
 from .overlay import OverlayOptions
 from posetracker.types import PoseFrame
 from .packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
@@ -34,6 +35,7 @@ class WindowEvents:
     _pose_3d: PoseFrame | None = None  # newest pose not yet drawn in the 3-D view
     _plots_stale = False  # poses arrived since the plots were last refreshed
     _lagging = False  # inference infers fewer frames than the source plays (status bar's rates)
+    _preparing_said = False  # the model line says the fast model is being prepared (until the model is ready)
 
     # ------------------------------------------------------------------ controller
 
@@ -55,6 +57,7 @@ class WindowEvents:
 
     def on_model_ready(self, info: ModelInfo) -> None:
         self.model_ok = True
+        self._preparing_said = False
         if info.skeleton != self.spec.name:
             try:
                 self.set_spec(load_skeleton(info.skeleton))
@@ -69,6 +72,7 @@ class WindowEvents:
             self.banner.show_message(notice, key=f"model-notice-{i}", error=False)
 
     def on_model_failed(self, _message: str) -> None:
+        self._preparing_said = False
         self.model_panel.model_label.setText("Model: not running (see the message above the video)")
 
     def on_pose_ready(self, result: PoseResult) -> None:
@@ -221,8 +225,18 @@ class WindowEvents:
         if self._ticks % SLOW_EVERY == 0:
             self._refresh_panels(plots=self._ticks % slow == 0)
 
+    def _say_if_preparing(self) -> None:
+        """While the model loads: "preparing the fast model" once its one-off export shows in the cache."""
+        worker = self.controller.inference
+        if self.model_ok or worker is None or worker.ready_flag or self._preparing_said:
+            return
+        if preparing_model():
+            self._preparing_said = True
+            self.model_panel.model_label.setText(PREPARING_TEXT)
+
     def _refresh_panels(self, plots: bool = True) -> None:
         stats = self.controller.snapshot()
+        self._say_if_preparing()
         self._lagging = stats.playing and stats.inference_fps < LAG_RATIO * stats.source_fps
         people = 0
         if self.latest is not None:
