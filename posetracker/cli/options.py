@@ -90,3 +90,29 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) 
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+
+
+def progress_bar(total: int | None, desc: str):
+    """A tqdm bar of frames on stderr and its ``update(done, total)``, the form ``TrackingSession.run``'s
+    progress takes."""
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit="frame", file=sys.stderr, dynamic_ncols=True, disable=None)
+
+    def update(done: int, _total: int | None) -> None:
+        bar.update(done - bar.n)
+
+    return bar, update
+
+
+def session_config(args: argparse.Namespace, fov_deg: float):
+    """The ``SessionConfig`` of ``process``'s options, tracking with a field of view of ``fov_deg``."""
+    from posetracker.session import SessionConfig
+
+    return SessionConfig(mode=args.mode, lookahead=args.lookahead,
+                         max_people=args.animals or args.max_people, known_count=args.animals, fov_deg=fov_deg,
+                         keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not (args.raw_bones or args.raw),
+                         fix_facing=not (args.no_facing_repair or args.raw),
+                         fix_legs=not (args.no_leg_repair or args.raw), smoothing=not args.raw,
+                         low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
+                         **crop_budget(args))

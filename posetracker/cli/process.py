@@ -8,19 +8,8 @@ import sys
 from pathlib import Path
 
 from posetracker.cli.options import (add_crop_budget_argument, add_height_argument, add_refiners_argument,
-                                     add_tiles_argument, chosen_refiners, crop_budget)
+                                     add_tiles_argument, progress_bar, session_config)
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
-
-
-def _progress_bar(total: int | None, desc: str):
-    from tqdm import tqdm
-
-    bar = tqdm(total=total, desc=desc, unit="frame", file=sys.stderr, dynamic_ncols=True, disable=None)
-
-    def update(done: int, _total: int | None) -> None:
-        bar.update(done - bar.n)
-
-    return bar, update
 
 
 class _InterruptFlag:
@@ -84,11 +73,16 @@ def fov_argument(text: str) -> float | str:
 
 
 def _cmd_process(args: argparse.Namespace) -> int:
+    if len(args.input) > 1 or args.calibration:  # several synchronised calibrated cameras
+        from posetracker.cli.process_views import process_views
+
+        return process_views(args)
+    args.input = args.input[0]
     from posetracker.capture import CaptureError, open_source
     from posetracker.export import ExportError, exporter_for_path
     from posetracker.export.registry import check_target
     from posetracker.refiners import RefinerError
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import TrackingSession
 
     if args.format:  # a named format: its default suffix, and the suffix added to --out if it has none of it
         from posetracker.export import default_name_suffix, get_exporter, with_suffix
@@ -106,14 +100,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2
-    config = SessionConfig(mode=args.mode, lookahead=args.lookahead,
-                           max_people=args.animals or args.max_people, known_count=args.animals,
-                           fov_deg=fov_to_track(camera),
-                           keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not (args.raw_bones or args.raw),
-                           fix_facing=not (args.no_facing_repair or args.raw),
-                           fix_legs=not (args.no_leg_repair or args.raw), smoothing=not args.raw,
-                           low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
-                           **crop_budget(args))
+    config = session_config(args, fov_to_track(camera))
     try:
         session = TrackingSession.open(args.skeleton, args.weights, config)
     except RefinerError as exc:
@@ -126,7 +113,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    bar, update = _progress_bar(source.frame_count, f"{args.mode} tracking")
+    bar, update = progress_bar(source.frame_count, f"{args.mode} tracking")
     interrupted = _InterruptFlag()
     try:
         with source, interrupted:
@@ -174,7 +161,12 @@ def _format_names() -> list[str]:
 
 def add_process_parser(sub) -> None:
     pr = sub.add_parser("process", help="track every person in a video file or image folder")
-    pr.add_argument("input", help="video file, image folder, camera:N or lavfi:GRAPH")
+    pr.add_argument("input", nargs="+", help="video file, image folder, camera:N or lavfi:GRAPH; or several "
+                    "synchronised videos of calibrated cameras with --calibration (named after their cameras)")
+    pr.add_argument("--calibration", default=None, metavar="FILE",
+                    help="calibration of the cameras of several inputs (Qualisys .qca.txt): each view is tracked, "
+                         "each person matched across the views and triangulated, and the outputs are in metres in "
+                         "the first camera's frame (posetracker.multiview.fuse)")
     pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")
     pr.add_argument("--format", "-f", choices=sorted(_format_names()),
                     help="export format by name (e.g. angles, gait); default: from the --out suffix")

@@ -43,6 +43,8 @@ class PersonReference:
 def view_tracks(seq: PoseSequence, view: int) -> dict[int, ViewTrack]:
     """{track id: ViewTrack} of one view's sequence: image x, y (px) of every tracked person over all T frames."""
     out = {}
+    if not seq.track_ids():  # nobody tracked in this view
+        return out
     for tid, tr in person_tracks(seq).items():
         xy = np.where(tr.present[:, None, None], tr.keypoints[..., :2], np.nan)
         out[tid] = ViewTrack(view, tid, xy, np.where(tr.present[:, None], tr.confidence, 0.0))

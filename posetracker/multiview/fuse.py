@@ -1,0 +1,102 @@
+"""Several calibrated views' tracking results -> one tracked sequence in metres, for every output.
+
+``posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE`` tracks each view as a single-view run would,
+then :func:`fuse_views`:
+
+1. matches each person across the views and triangulates them robustly (:func:`.reference.reconstruct`: a view
+   that loses a joint or reads it wrong is dropped for that joint);
+2. writes one PoseSequence in the *reference* camera's frame (the first view: camera-space metres, x right,
+   y down, z forward, as a single view's; every output then works as for one view): ``world`` the triangulated
+   joints, ``keypoints`` their projection into the reference view (x, y px) and their depth (m), confidence the
+   mean of the views used (0 where no two views agree), one track id per matched person (0, 1, ... most present
+   first); the skeleton's virtual joints (human18's centre) from the real ones, as the decoder makes them;
+3. solves each person's motion over the clip (``motion.solve``) and gives them one length per bone
+   (``tracking.bones.rigid_tracks``), as the offline session does after its own tracking.
+
+``metadata["multiview"]`` holds the cameras, the reference view and, per person, the triangulation's quality
+(:func:`.reference.quality`: reprojection error per view, joints triangulated, bones and their spread);
+``metadata["camera"]`` the reference camera's field of view from its calibration.
+
+Shapes: V views, T frames (the same instants in every view), P people, K joints.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from posetracker.decoding.encode import fill_virtual_joints
+from posetracker.multiview.calibration import CameraCalibration
+from posetracker.multiview.reference import quality, reconstruct
+from posetracker.types import PoseFrame, PoseSequence
+
+
+def calibrated_fov(camera: CameraCalibration) -> float:
+    """Degrees across the long side of the image from the camera's focal length (what ``--fov`` means)."""
+    w, h = camera.image_size
+    f = camera.K[0, 0] if w >= h else camera.K[1, 1]
+    return math.degrees(2 * math.atan(max(w, h) / (2 * f)))
+
+
+def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], *,
+               max_error_px: float = 15.0, min_views: int = 2, solve: bool = True) -> PoseSequence:
+    """V views' tracked sequences (one per camera, in the same order, the same frames) -> one sequence of the
+    people triangulated from them, in the first camera's frame (module docstring). ``solve``: the motion solve
+    and rigid bones (False: the triangulated points as they are)."""
+    from posetracker.motion.solve import solve_tracks
+    from posetracker.tracking.bones import rigid_tracks
+
+    ref_cam, ref_seq = cameras[0], sequences[0]
+    spec = ref_seq.skeleton
+    people = reconstruct(cameras, sequences, max_error_px=max_error_px, min_views=min_views)
+    t, k = len(ref_seq), spec.num_joints
+    frames = []
+    for i in range(t):
+        rows = [n for n, person in enumerate(people) if np.isfinite(person.xyz[i]).all(-1).sum() >= 2]
+        if not rows:
+            frames.append(PoseFrame.empty(ref_seq.frames[i].index, ref_seq.frames[i].timestamp, k,
+                                          ref_seq.frames[i].image_size))
+            continue
+        world = np.stack([ref_cam.to_camera(people[n].xyz[i]) for n in rows])  # (P, K, 3) camera metres
+        xy = np.stack([ref_cam.project(people[n].xyz[i]) for n in rows])  # (P, K, 2) px
+        used = np.stack([people[n].triangulation.used[i] for n in rows])  # (P, K, V)
+        conf_v = np.stack([np.nan_to_num(people[n].confidence[:, i], nan=0.0) for n in rows])  # (P, V, K)
+        weights = np.moveaxis(used, -1, 1)  # (P, V, K)
+        confidence = np.where(weights.any(1), (conf_v * weights).sum(1) / np.maximum(weights.sum(1), 1), 0.0)
+        known = np.isfinite(world).all(-1)
+        xy, depth = fill_virtual_joints(np.where(known[..., None], xy, np.nan), spec, known, world[..., 2])
+        world = _virtual_world(world, spec, known)
+        for j in spec.virtual:
+            confidence[:, j] = confidence[:, list(spec.labelled_joints)].max(axis=1)
+        keypoints = np.concatenate([xy, depth[..., None]], -1).astype(np.float32)
+        frames.append(PoseFrame(ref_seq.frames[i].index, ref_seq.frames[i].timestamp, keypoints,
+                                confidence.astype(np.float32), confidence.mean(axis=1).astype(np.float32),
+                                np.asarray(rows, np.int64), ref_seq.frames[i].image_size, world.astype(np.float32)))
+    if solve:
+        frames = rigid_tracks(solve_tracks(frames), spec)
+    names = [c.name for c in cameras]
+    meta = {**(ref_seq.metadata or {}),
+            "source": [str((s.metadata or {}).get("source", c.name)) for s, c in zip(sequences, cameras)],
+            "multiview": {"cameras": names, "reference_view": names[0], "max_error_px": max_error_px,
+                          "min_views": min_views, "people": [quality(p, spec, names) for p in people]}}
+    return PoseSequence(frames, ref_seq.fps, spec, meta)
+
+
+def _virtual_world(world: np.ndarray, spec, known: np.ndarray) -> np.ndarray:
+    """world (P, K, 3) with each virtual joint made by its rule from the known real joints, per axis."""
+    out = world.copy()
+    src = list(spec.labelled_joints)
+    pts = np.where(known[:, src, None], world[:, src], np.nan)  # (P, S, 3)
+    with warnings.catch_warnings():  # a person with no known joint: all-nan, stays nan
+        warnings.simplefilter("ignore", RuntimeWarning)
+        box_centre = 0.5 * (np.nanmin(pts, axis=1) + np.nanmax(pts, axis=1))
+        mean = np.nanmean(pts, axis=1)
+    for j, rule in spec.virtual.items():
+        out[:, j] = box_centre if rule == "bbox_centre" else mean
+    return out
+
+
+__all__ = ["calibrated_fov", "fuse_views"]
