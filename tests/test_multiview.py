@@ -156,7 +156,7 @@ def test_read_qca_converts_a_camera_pose_to_opencv(tmp_path):
     assert np.allclose(got.R, cam.R) and np.allclose(got.t, cam.t)
     assert np.allclose(got.project(np.array([0, 0, 1.0])), [500, 600])
     with pytest.raises(CalibrationError, match="known"):
-        read_calibration(tmp_path / "calib.toml")
+        read_calibration(tmp_path / "calib.json")
     bad = tmp_path / "bad.qca.txt"
     bad.write_text("<calibration><cameras>")
     with pytest.raises(CalibrationError):
@@ -207,3 +207,67 @@ def test_real_pose2sim_calibration_is_sane():
     xy = np.stack([c.project(people_area) for c in cams])[:, None]
     tri = triangulate(cams, xy)
     assert np.abs(tri.xyz[0] - people_area).max() < 1e-6 and np.nanmax(tri.error) < 1e-3
+
+
+def _toml(cameras, fisheye: bool = False) -> str:
+    """A Pose2Sim-style Calib.toml of ``cameras`` (rotation as a Rodrigues vector, 4 distortion terms)."""
+    import cv2
+
+    out = []
+    for c in cameras:
+        r = cv2.Rodrigues(c.R)[0].ravel()
+        row = lambda v: "[ " + ", ".join(repr(float(x)) for x in np.asarray(v, float).ravel()) + ",]"  # noqa: E731
+        out += [f"[{c.name}]", f'name = "{c.name}"', f"size = {row(c.image_size)}",
+                "matrix = [ " + ", ".join(row(k) for k in c.K) + ",]", f"distortions = {row(c.dist[:4])}",
+                f"rotation = {row(r)}", f"translation = {row(c.t)}", f"fisheye = {'true' if fisheye else 'false'}",
+                ""]
+    return "\n".join(out + ["[metadata]", "adjusted = false", "error = 0.0", ""])
+
+
+def test_pose2sim_toml_and_opencv_yaml_read_the_same_cameras(tmp_path):
+    import cv2
+
+    from posetracker.multiview.calibration import read_calibrations
+
+    cams = [replace_dist(c) for c in CAMERAS[:2]]
+    (tmp_path / "Calib.toml").write_text(_toml(cams))
+    got = read_calibration(tmp_path / "Calib.toml")
+    body = moving_body(3)
+    for a, b in zip(cams, got):
+        assert a.name == b.name and a.image_size == b.image_size
+        np.testing.assert_allclose(b.project(body), a.project(body), atol=1e-6)
+    for c in cams:  # OpenCV FileStorage, one file per camera
+        fs = cv2.FileStorage(str(tmp_path / f"{c.name}.yml"), cv2.FILE_STORAGE_WRITE)
+        fs.write("image_width", c.image_size[0]), fs.write("image_height", c.image_size[1])
+        fs.write("camera_matrix", c.K), fs.write("distortion_coefficients", c.dist.reshape(1, 5))
+        fs.write("rvec", cv2.Rodrigues(c.R)[0]), fs.write("tvec", c.t.reshape(3, 1))
+        fs.release()
+    both = read_calibrations([tmp_path / f"{c.name}.yml" for c in cams])
+    for a, b in zip(cams, both):
+        assert a.name == b.name
+        np.testing.assert_allclose(b.project(body), a.project(body), atol=1e-6)
+    with pytest.raises(CalibrationError, match="share a name"):
+        read_calibrations([tmp_path / "Calib.toml", tmp_path / f"{cams[0].name}.yml"])
+    (tmp_path / "fish.toml").write_text(_toml(cams, fisheye=True))
+    with pytest.raises(CalibrationError, match="fisheye"):
+        read_calibration(tmp_path / "fish.toml")
+    (tmp_path / "bad.toml").write_text("[cam]\nmatrix = 3\n")
+    with pytest.raises(CalibrationError, match="needs name, size, matrix"):
+        read_calibration(tmp_path / "bad.toml")
+
+
+def replace_dist(camera):
+    """The camera with a k3 of 0 (Pose2Sim writes four distortion terms)."""
+    from dataclasses import replace
+
+    return replace(camera, dist=np.r_[camera.dist[:4], 0.0])
+
+
+def test_the_real_trial_reads_the_same_from_its_toml(tmp_path):
+    """The 4-view trial's Qualisys calibration written as a Pose2Sim TOML reads back to the same cameras."""
+    qca = read_calibration(shared_path("data", "video", "multiview_pose2sim_multiperson", "calibration.qca.txt"))
+    cams = [replace_dist(c) for c in qca]
+    (tmp_path / "Calib_qualisys.toml").write_text(_toml(cams))
+    for a, b in zip(cams, read_calibration(tmp_path / "Calib_qualisys.toml")):
+        np.testing.assert_allclose(b.K, a.K) and np.testing.assert_allclose(b.R, a.R, atol=1e-9)
+        np.testing.assert_allclose(b.t, a.t, atol=1e-12)

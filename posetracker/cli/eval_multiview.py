@@ -89,9 +89,9 @@ def format_scores(views: dict, peer_name: str | None) -> str:
 def cmd_eval_multiview(args: argparse.Namespace) -> int:
     from posetracker.evaluation.multiview_reference import evaluate_views
     from posetracker.export.json_io import read_sequence
-    from posetracker.multiview.calibration import camera_named, read_calibration
+    from posetracker.multiview.calibration import camera_named, read_calibrations
 
-    cameras = read_calibration(args.calibration)
+    cameras = read_calibrations(args.calibration)
     chosen = [camera_named(cameras, Path(v).stem) for v in args.views]
     if args.peer and len(args.peer) != len(args.views):
         raise ValueError(f"--peer: one readings file per view ({len(args.views)}), got {len(args.peer)}")
@@ -115,7 +115,9 @@ def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
     """``eval multiview`` as a sub-command of ``eval``; plain ``eval`` keeps asking for ``--data``."""
     kinds = eval_parser.add_subparsers(dest="eval_kind", metavar="{multiview}")
     m = kinds.add_parser("multiview", help="single-view 3-D against a reference triangulated from calibrated views")
-    m.add_argument("--calibration", required=True, help="calibration file (Qualisys .qca.txt)")
+    m.add_argument("--calibration", required=True, action="append",
+                   help="calibration file (Qualisys .qca.txt, Pose2Sim / anipose .toml, OpenCV .yml/.xml; again for "
+                        "one file per camera)")
     m.add_argument("--views", nargs="+", required=True, help="the views' videos, named after their cameras")
     m.add_argument("--results", nargs="+", help="posetracker JSON of each view (default: track them now)")
     m.add_argument("--peer", nargs="+", help="tools/mediapipe_world.py readings of each view, in --views order")

@@ -163,8 +163,10 @@ def add_process_parser(sub) -> None:
     pr = sub.add_parser("process", help="track every person in a video file or image folder")
     pr.add_argument("input", nargs="+", help="video file, image folder, camera:N or lavfi:GRAPH; or several "
                     "synchronised videos of calibrated cameras with --calibration (named after their cameras)")
-    pr.add_argument("--calibration", default=None, metavar="FILE",
-                    help="calibration of the cameras of several inputs (Qualisys .qca.txt): each view is tracked, "
+    pr.add_argument("--calibration", action="append", default=None, metavar="FILE",
+                    help="calibration of the cameras of several inputs (Qualisys .qca.txt, Pose2Sim / anipose / "
+                         "FreeMoCap .toml, OpenCV .yml/.xml; give it again for one file per camera): each view is "
+                         "tracked, "
                          "each person matched across the views and triangulated, and the outputs are in metres in "
                          "the first camera's frame (posetracker.multiview.fuse)")
     pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")

@@ -21,7 +21,7 @@ def process_views(args: argparse.Namespace) -> int:
     from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
     from posetracker.export.registry import check_target
     from posetracker.motion.finish import finish_sequence, source_metadata
-    from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibration
+    from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
     from posetracker.multiview.fuse import calibrated_fov, fuse_views
     from posetracker.refiners import RefinerError
     from posetracker.session import TrackingSession
@@ -34,9 +34,9 @@ def process_views(args: argparse.Namespace) -> int:
         print("error: several cameras are tracked offline, people only (no --mode live, no --animals)", file=sys.stderr)
         return 2
     try:
-        cameras = [camera_named(read_calibration(args.calibration), Path(v).stem) for v in views]
+        cameras = [camera_named(read_calibrations(args.calibration), Path(v).stem) for v in views]
     except (CalibrationError, OSError, ValueError) as exc:
-        print(f"error: {args.calibration}: {exc}", file=sys.stderr)
+        print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
         return 2
     stem = Path(views[0]).stem
     exporter = get_exporter(args.format) if args.format else exporter_for_path(args.out or f"{stem}.poses.csv")
@@ -70,7 +70,7 @@ def process_views(args: argparse.Namespace) -> int:
         return 2
     fused = fuse_views(cameras, sequences, solve=not args.raw)
     fov = calibrated_fov(cameras[0])
-    seq, warnings = finish_sequence(fused, CameraFov(fov, "user", f"calibration {Path(args.calibration).name}, "
+    seq, warnings = finish_sequence(fused, CameraFov(fov, "user", f"calibration {Path(args.calibration[0]).name}, "
                                                      f"camera {cameras[0].name}"),
                                     rigid_bones=not (args.raw or args.raw_bones), heights=args.height,
                                     repair_swaps=args.repair_swaps)

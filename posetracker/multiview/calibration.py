@@ -4,8 +4,9 @@ A :class:`CameraCalibration` follows OpenCV's pinhole model: a world point X (me
 coordinates as ``R @ X + t`` (x right, y down, z forward), divided by z, distorted with
 (k1, k2, p1, p2, k3) and mapped to pixels by K.
 
-Readers are keyed by format name in :data:`READERS`; :func:`read_calibration` picks one from the file name
-(``*.qca.txt`` / ``*.qca``: Qualisys). Pose2Sim TOML and OpenCV YAML are meant to be added there.
+Readers are keyed by format name in :data:`READERS`; :func:`read_calibration` picks one from the file name:
+Qualisys ``*.qca.txt``, Pose2Sim / anipose / FreeMoCap ``*.toml`` (cameras with a Rodrigues rotation), OpenCV
+``FileStorage`` ``*.yml`` / ``*.yaml`` / ``*.xml`` (one camera a file; :func:`read_calibrations` joins files).
 """
 
 from __future__ import annotations
@@ -140,16 +141,100 @@ def read_qca(path: str | Path) -> list[CameraCalibration]:
     return [_qca_camera(c) for c in cams]
 
 
-READERS: dict[str, Callable[[str | Path], list[CameraCalibration]]] = {"qca": read_qca}
+def _toml_camera(section: str, cam: dict, source: str) -> CameraCalibration:
+    """One camera table of a Pose2Sim / anipose (aniposelib ``CameraGroup.dump``, FreeMoCap) TOML file."""
+    if cam.get("fisheye"):
+        raise CalibrationError(f"{source}: camera {section!r} is a fisheye calibration; only the pinhole model with "
+                               "k1, k2, p1, p2, k3 is read")
+    try:
+        dist = np.zeros(5)
+        d = np.asarray(cam.get("distortions", []), np.float64).ravel()[:5]
+        dist[: len(d)] = d
+        R = cv2.Rodrigues(np.asarray(cam["rotation"], np.float64).reshape(3, 1))[0]
+        return CameraCalibration(str(cam.get("name", section)), tuple(int(round(v)) for v in cam["size"]),
+                                 np.asarray(cam["matrix"], np.float64), dist, R,
+                                 np.asarray(cam["translation"], np.float64).ravel())
+    except (KeyError, ValueError, TypeError, cv2.error) as exc:
+        raise CalibrationError(f"{source}: camera {section!r} needs name, size, matrix, distortions, rotation "
+                               f"(Rodrigues) and translation: {exc}") from None
+
+
+def read_toml(path: str | Path) -> list[CameraCalibration]:
+    """Every camera of a Pose2Sim ``Calib*.toml`` or anipose / FreeMoCap calibration TOML, in file order: tables
+    with ``matrix`` (K), ``distortions`` (k1 k2 p1 p2 [k3]), ``rotation`` (Rodrigues, world -> camera),
+    ``translation`` (world -> camera, the calibration's unit: metres in both tools) and ``size`` (width, height
+    px); the ``metadata`` table is skipped."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CalibrationError(f"cannot read calibration TOML {path}: {exc}") from exc
+    cams = [_toml_camera(k, v, str(path)) for k, v in doc.items() if isinstance(v, dict) and "matrix" in v]
+    if not cams:
+        raise CalibrationError(f"no camera table (with a matrix) in {path}")
+    return cams
+
+
+_OPENCV_KEYS = {"K": ("camera_matrix", "cameraMatrix", "K", "intrinsic", "mtx"),
+                "dist": ("distortion_coefficients", "dist_coeffs", "distCoeffs", "D", "dist"),
+                "R": ("R", "rotation_matrix"), "rvec": ("rvec", "rotation"), "t": ("T", "t", "tvec", "translation")}
+
+
+def read_opencv(path: str | Path) -> list[CameraCalibration]:
+    """One camera from an OpenCV ``FileStorage`` YAML / XML file (``cv2.calibrateCamera``'s results as usually
+    saved): camera_matrix, distortion_coefficients, image_width / image_height, and the pose world -> camera as
+    R (3 x 3) or rvec, and T / tvec (a camera without a pose sits at the world's origin); named after the file."""
+    fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
+    if not fs.isOpened():
+        raise CalibrationError(f"cannot read OpenCV calibration {path}")
+    try:
+        def get(kind: str) -> np.ndarray | None:
+            for key in _OPENCV_KEYS[kind]:
+                node = fs.getNode(key)
+                if not node.empty():
+                    return np.asarray(node.mat(), np.float64)
+            return None
+
+        K, d = get("K"), get("dist")
+        w, h = fs.getNode("image_width"), fs.getNode("image_height")
+        if K is None or w.empty() or h.empty():
+            raise CalibrationError(f"{path}: needs camera_matrix, image_width and image_height")
+        R, rvec, t = get("R"), get("rvec"), get("t")
+        if R is None:
+            R = cv2.Rodrigues(rvec.reshape(3, 1))[0] if rvec is not None else np.eye(3)
+        dist = np.zeros(5)
+        if d is not None:
+            dist[: min(5, d.size)] = d.ravel()[:5]
+        return [CameraCalibration(Path(path).name.split(".")[0], (int(w.real()), int(h.real())), K, dist, R,
+                                  np.zeros(3) if t is None else t.ravel())]
+    finally:
+        fs.release()
+
+
+READERS: dict[str, Callable[[str | Path], list[CameraCalibration]]] = {
+    "qca": read_qca, "toml": read_toml, "opencv": read_opencv}
 
 
 def read_calibration(path: str | Path, fmt: str | None = None) -> list[CameraCalibration]:
-    """Cameras from a calibration file; ``fmt`` one of :data:`READERS`, else from the name (``*.qca.txt``)."""
+    """Cameras from a calibration file; ``fmt`` one of :data:`READERS`, else from the name: ``*.qca.txt`` /
+    ``*.qca`` Qualisys, ``*.toml`` Pose2Sim / anipose / FreeMoCap, ``*.yml`` / ``*.yaml`` / ``*.xml`` OpenCV."""
     name = Path(path).name.lower()
-    fmt = fmt or ("qca" if name.endswith((".qca.txt", ".qca")) else None)
+    by_suffix = {".qca.txt": "qca", ".qca": "qca", ".toml": "toml", ".yml": "opencv", ".yaml": "opencv",
+                 ".xml": "opencv"}
+    fmt = fmt or next((f for suffix, f in by_suffix.items() if name.endswith(suffix)), None)
     if fmt not in READERS:
         raise CalibrationError(f"unknown calibration format for {path} ({fmt!r}); known: {sorted(READERS)}")
     return READERS[fmt](path)
+
+
+def read_calibrations(paths: list[str | Path]) -> list[CameraCalibration]:
+    """The cameras of several calibration files (e.g. one OpenCV file per camera), in order; names must differ."""
+    cams = [c for p in paths for c in read_calibration(p)]
+    names = [c.name.lower() for c in cams]
+    if len(set(names)) != len(names):
+        raise CalibrationError(f"two cameras share a name in {', '.join(map(str, paths))}: {[c.name for c in cams]}")
+    return cams
 
 
 def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibration:
