@@ -30,9 +30,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--person", type=int, metavar="ID",
                         help="pick the person with this track id (as a click on them does): plotted, followed by "
                              "the 3-D view, the others faded there")
+    parser.add_argument("--height", metavar="M | ID=M,...",
+                        help="people's standing heights in metres, as the Heights panel takes them: one for everyone "
+                             "(1.72) or per track id (0=1.72,1=1.40); the whole-file result and exports are scaled")
     parser.add_argument("--screenshot", type=Path, metavar="OUT.png", help="save screenshots, then quit (needs --quit-after)")
     parser.add_argument("--quit-after", type=float, metavar="SECONDS", help="quit after this many seconds")
     args = parser.parse_args(argv)
+    from posetracker.motion.heights import HeightError, parse_heights
+
+    try:
+        args.height = parse_heights(args.height)
+    except HeightError as exc:
+        parser.error(f"--height: {exc}")
     if args.screenshot is not None and args.quit_after is None:
         parser.error("--screenshot needs --quit-after SECONDS")
     return args
@@ -110,6 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.plots.select_person(args.person)
         window.on_person_changed(args.person)
     window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
+    if args.height:
+        window.set_heights(args.height)  # after opening: a new source starts with no heights
     if args.quit_after is not None:
         _schedule_quit(window, args.quit_after, args.screenshot)
     return app.exec()

@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, QRunnable, Signal
 
 from posetracker.capture import FrameSource
 from posetracker.export import Exporter, write_reporting
+from posetracker.motion.heights import Heights
 from posetracker.recording import ReplaySession, replay_source
 from posetracker.recording.replay import read_meta, read_poses
 from posetracker.types import PoseSequence
@@ -20,31 +21,34 @@ class JobSignals(QObject):
     failed = Signal(str)
 
 
-def finish_live(seq: PoseSequence) -> tuple[PoseSequence, list[str]]:
+def finish_live(seq: PoseSequence, heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
     """What the app writes of ``seq``: the live view's poses or a live recording finished as ``posetracker process
     --mode live`` finishes its run (``motion.finish``; the app's live sessions track with the default camera, so
-    the file's tag, if any, re-lifts them); anything else (a whole-file result, finished when it was made) as it
-    is. Returns (sequence, warnings to show)."""
+    the file's tag, if any, re-lifts them) with the people's ``heights`` given (the Heights panel); anything else
+    (a whole-file result, finished when it was made and scaled by the window) as it is. Returns (sequence,
+    warnings to show)."""
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
 
     if (seq.metadata or {}).get("mode") != "live":
         return seq, []
     return finish_sequence(seq, camera_before(seq.metadata.get("source"), "auto"), rigid_bones=True,
-                           tracked_fov=fov_to_track(None))
+                           tracked_fov=fov_to_track(None), heights=heights)
 
 
 class ExportJob(QRunnable):
     """Write ``seq`` with ``exporter`` (and its write() keywords ``options``) off the GUI thread; results arrive as
     signals."""
 
-    def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path, options: dict | None = None):
+    def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path, options: dict | None = None,
+                 heights: Heights | None = None):
         super().__init__()
         self.exporter, self.seq, self.path, self.options = exporter, seq, path, dict(options or {})
+        self.heights = heights  # the people's statures given: a live sequence is finished with them
         self.signals = JobSignals()
 
     def run(self) -> None:
         try:
-            seq, notes = finish_live(self.seq)
+            seq, notes = finish_live(self.seq, self.heights)
             files, warned = write_reporting(self.exporter, seq, self.path, force=True, **self.options)
             warned = [*notes, *warned]
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised

@@ -15,13 +15,16 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
 from posetracker.export import exporter_for_path, get_exporter, with_suffix
-from posetracker.recording import PoseSpill, SessionRecorder
+from posetracker.motion.finish import is_finished
+from posetracker.motion.heights import Heights
+from posetracker.recording import PoseSpill, ReplaySession, SessionRecorder
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
 from posetracker.types import PoseSequence
 from .menus import MenuActions, build_menus
 from .jobs import ExportJob, new_recording_folder, recording_session, recording_video
 from .packets import PoseResult, RecordingSummary, SourceInfo
 from .gait_plots import GaitPlot
+from .heights import HeightsPanel, people_of, with_heights
 from .panels import ModelPanel, SourcePanel
 from .pipeline import PipelineController
 from .plots import AnglePlot
@@ -54,7 +57,9 @@ class MainWindow(WindowEvents, QMainWindow):
         self.model_ok = False
         self.latest: PoseResult | None = None
         self.history = PoseSpill()  # every pose received, for Export (on disk: memory stays flat)
-        self.sequence: PoseSequence | None = None  # offline result or replayed recording
+        self.sequence: PoseSequence | None = None  # offline result or replayed recording (scaled to the heights)
+        self.processed: PoseSequence | None = None  # that result as it came, before the heights given (issue #48)
+        self.heights = Heights()  # the people's statures the user gave (Heights panel, --height)
         self.last_recording: RecordingSummary | None = None
         self.poses_received = 0
         self.first_pose_at: float | None = None  # time.monotonic() of the first pose (the mean rate since)
@@ -93,12 +98,16 @@ class MainWindow(WindowEvents, QMainWindow):
         self.gait_plots = GaitPlot()  # foot contact and heel strikes, a tab beside the joint angles
         self.gait_dock = self._dock("Gait", self.gait_plots, Qt.DockWidgetArea.BottomDockWidgetArea)
         self.tabifyDockWidget(self.plots_dock, self.gait_dock)
+        self.heights_panel = HeightsPanel()  # each person's height: scales the result and the exports (#48)
+        self.heights_dock = self._dock("Heights", self.heights_panel, Qt.DockWidgetArea.BottomDockWidgetArea)
+        self.tabifyDockWidget(self.gait_dock, self.heights_dock)
         self.gait_dock.visibilityChanged.connect(self.gait_plots.set_in_front)  # no analysis behind its tab
         self.plots_dock.raise_()
         self.status = PipelineStatusBar()
         self.setStatusBar(self.status)
         self._build_toolbar()
-        docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock, self.gait_dock)
+        docks = (self.source_dock, self.model_dock, self.view3d_dock, self.plots_dock, self.gait_dock,
+                 self.heights_dock)
         self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
                                                          self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks,
@@ -173,6 +182,8 @@ class MainWindow(WindowEvents, QMainWindow):
         self.plots.angles_changed.connect(self.on_angles_changed)
         self.plots.window_spin.valueChanged.connect(self.on_plot_window_changed)
         self.skeleton_view.follow.toggled.connect(self.on_follow_toggled)
+        self.heights_panel.heights_changed.connect(self.on_heights_changed)
+        self.heights_panel.invalid.connect(self.show_error)
         self.record_action.toggled.connect(self.on_record_toggled)
         for action in (self.labels_action, self.low_conf_action, self.boxes_action, self.sides_action):
             action.toggled.connect(self.on_overlay_changed)
@@ -312,6 +323,9 @@ class MainWindow(WindowEvents, QMainWindow):
         self.model_ok = False
         self.clear_display()
         self.sequence = None
+        self.forget_result()
+        self.heights = Heights()
+        self.heights_panel.set_heights(self.heights)
         self.history.clear()
         self.plots.clear()
         self.gait_plots.clear()
@@ -355,6 +369,7 @@ class MainWindow(WindowEvents, QMainWindow):
         if self.source_info is None or classify(self.state.source) == "recording":
             return
         self.sequence = None
+        self.forget_result()
         self.model_ok = False
         self.history.clear()
         self.plots.clear()
@@ -377,6 +392,50 @@ class MainWindow(WindowEvents, QMainWindow):
                              max_people=self.state.max_people, exact_count=self.state.exact_count)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(with_camera, self.services.make_session, choice))
+
+    # ------------------------------------------------------------------ heights (issue #48)
+
+    def set_result(self, seq: PoseSequence) -> None:
+        """A whole-file result (or a replayed recording) arrived: listed in the Heights panel and scaled to the
+        heights given (``self.sequence``: what the 3-D view plays and Export writes)."""
+        self.processed = seq
+        self.heights_panel.set_people(people_of(seq))
+        self.sequence, warnings = with_heights(seq, self.heights)
+        for warning in warnings:
+            self.show_error(warning[:1].upper() + warning[1:])
+
+    def forget_result(self) -> None:
+        """Back to live poses (or no source): the panel lists the ids seen live."""
+        self.processed = None
+        self.heights_panel.set_people([])
+
+    def set_heights(self, heights: Heights) -> None:
+        """Heights given from outside the panel (``--height``): shown in its fields and applied."""
+        self.heights_panel.set_heights(heights)
+        self.heights_dock.raise_()  # in front of the joint angles: the heights given are seen
+        self.on_heights_changed(heights)
+
+    def on_heights_changed(self, heights: Heights) -> None:
+        """The Heights panel changed: re-scale the finished result (3-D view, exports) from the one processed and
+        replay it where it was; live poses keep their size (their exports are finished with the heights)."""
+        self.heights = heights
+        base = self.processed
+        if base is None or not is_finished(base):  # live poses, or a live recording replayed: finished on export
+            if heights:
+                self.statusBar().showMessage("Heights apply to exports; process the whole file to see them in the "
+                                             "3-D view", 8000)
+            return
+        seq, warnings = with_heights(base, heights)
+        for warning in warnings:
+            self.show_error(warning[:1].upper() + warning[1:])
+        self.sequence = seq
+        stats = self.controller.snapshot()
+        self.controller.start_inference(partial(ReplaySession, seq))  # the 3-D view plays the scaled result
+        self.controller.seek(max(stats.position, 0))
+        given = ", ".join(f"#{t} {e['stature_m']:.2f} m" for t, e in (seq.metadata.get("people") or {}).items()
+                          if e.get("stature_source") == "given")
+        self.statusBar().showMessage(f"Scaled to the heights given ({given}): the 3-D view and Export use them"
+                                     if given else "Every person as estimated from the video", 8000)
 
     # ------------------------------------------------------------------ recording, export
 
@@ -427,7 +486,7 @@ class MainWindow(WindowEvents, QMainWindow):
         except KeyError as exc:
             self.show_error(str(exc.args[0]))
             return None
-        job = ExportJob(exporter, seq, with_suffix(path, exporter), options)
+        job = ExportJob(exporter, seq, with_suffix(path, exporter), options, heights=self.heights)
         job.setAutoDelete(False)
         job.signals.done.connect(lambda files: self._on_export_done(job, files))
         job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))

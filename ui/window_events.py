@@ -12,6 +12,7 @@ from posetracker.export import exporters
 from posetracker.recording import ReplaySession
 from posetracker.skeletons import SkeletonError, load_skeleton
 from .first_start import PREPARING_TEXT, preparing_model
+from .heights import describe_heights, people_of
 from .overlay import OverlayOptions
 from posetracker.types import PoseFrame
 from .packets import ModelInfo, PoseResult, RecordingSummary, SourceInfo
@@ -63,8 +64,10 @@ class WindowEvents:
                 self.set_spec(load_skeleton(info.skeleton))
             except SkeletonError as exc:
                 self.show_error(str(exc))
-        if info.sequence is not None:
-            self.sequence = info.sequence
+        if info.sequence is not None and self.processed is None:
+            self.set_result(info.sequence)  # a recording replayed (a whole-file result is set when it is done)
+        elif info.sequence is not None:
+            self.sequence = info.sequence  # the result replayed, scaled to the heights given
         refiners = f", refiners: {', '.join(info.refiners)}" if info.refiners else ""
         self.model_panel.model_label.setText(
             f"Model: {info.description} ({info.skeleton}){refiners}, ready in {info.load_s:.1f} s")
@@ -86,7 +89,8 @@ class WindowEvents:
         self._plots_stale = True
 
     def on_processing_done(self, seq) -> None:
-        self.sequence = seq
+        self.set_result(seq)  # scaled to the heights given (Heights panel)
+        seq = self.sequence
         self.history.clear()
         self.plots.clear()
         self.gait_plots.clear()
@@ -243,6 +247,8 @@ class WindowEvents:
             people = int((self.latest.pose.track_ids >= 0).sum())
         self.status.update_stats(stats, people)
         self.source_panel.set_position(stats.position, stats.playing)
+        if self.processed is None and self.plots.history is not None:  # live: the ids seen (heights for exports)
+            self.heights_panel.set_people(people_of(None, self.plots.history.track_ids()))
         if plots and self._plots_stale:
             self._plots_stale = False
             self.plots.refresh()
@@ -286,7 +292,9 @@ class WindowEvents:
         if not export_choices(name):
             return {}
         seq = self.current_sequence()
-        dialog = ExportOptionsDialog(name, path, self, describe_contents(seq) if seq is not None else "")
+        contents = "\n".join(filter(None, [describe_contents(seq) if seq is not None else "",
+                                           describe_heights(self.heights)]))
+        dialog = ExportOptionsDialog(name, path, self, contents)
         return dialog.options() if dialog.exec() == ExportOptionsDialog.DialogCode.Accepted else None
 
     # ------------------------------------------------------------------ Qt events
