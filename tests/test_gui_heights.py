@@ -60,7 +60,7 @@ def test_people_and_fields_map_to_the_library_heights():
                               "1": {"stature_m": None, "stature_source": "unknown"}}
     rows = people_of(seq)
     assert rows == [PersonHeight(0, 1.684, "estimated"), PersonHeight(1, None, "unknown")]
-    assert estimated_text(rows[0]) == "reads 1.68 m" and "unknown" in estimated_text(rows[1])
+    assert estimated_text(rows[0]) == "1.68 m" and "unknown" in estimated_text(rows[1])
     assert people_of(None, [3, 1, 1, -1]) == [PersonHeight(1), PersonHeight(3)]
     assert field_height(NOT_GIVEN) is None and field_height(1.7) == 1.7
     assert heights_from_fields({0: 1.6, 1: None}) == Heights(None, {0: 1.6})
@@ -110,7 +110,7 @@ def test_a_height_for_person_0_scales_them_in_the_view_and_the_export(qtbot, win
     panel = window.heights_panel
     assert sorted(panel.spins) == [0, 1] and all(v is None for v in panel.values().values())
     measured = people["0"]["stature_m"]
-    assert f"reads {measured:.2f} m" == panel.reads[0].text()
+    assert f"{measured:.2f} m" == panel.reads[0].text()
 
     window.controller.pause()
     qtbot.waitUntil(lambda: not window.controller.snapshot().playing, timeout=3000)
@@ -124,6 +124,8 @@ def test_a_height_for_person_0_scales_them_in_the_view_and_the_export(qtbot, win
     given = seq.metadata["people"]
     assert given["0"]["stature_source"] == "given" and given["0"]["stature_m"] == 1.5
     assert given["1"] == people["1"]
+    scale_shown = f"scaled \u00d7{given['0']['scale']:.2f}"
+    assert panel.scales[0].text() == scale_shown and panel.scales[1].text() == ""
     scale = given["0"]["scale"]
     assert scale == pytest.approx(1.5 / measured, rel=1e-3)
     np.testing.assert_allclose(world_of(seq, 0), world_of(before, 0) * scale, rtol=1e-3, atol=1e-5)

@@ -26,8 +26,9 @@ from posetracker.types import PoseSequence
 NOT_GIVEN = round(MIN_HEIGHT_M - 0.01, 2)  # the height field's lowest value, shown as "estimated"
 ESTIMATED = "estimated"
 APPLY_DELAY_MS = 300  # the fields settle (arrow keys held, spin buttons) before the result is re-scaled
-NOTE = ("A person's standing height in metres scales them to it: the whole-file result (3-D view, "
-        "Export) is re-scaled at once; a live view keeps its size and its exports use the heights.")
+NOTE = ("Enter a person's standing height in metres to put them in true size: the whole-file result "
+        "(3-D view and Export) is re-scaled at once. Live poses keep their size on screen; their exports use "
+        "the heights.")
 
 
 @dataclass(frozen=True)
@@ -68,10 +69,18 @@ def heights_from_fields(values: dict[int, float | None], everyone: float | None 
 def estimated_text(person: PersonHeight) -> str:
     """What the result reads of a person's height, for the row's middle column."""
     if person.stature_m is not None and person.source in ("estimated", "given"):
-        return f"reads {person.stature_m:.2f} m"
+        return f"{person.stature_m:.2f} m"
     if person.source == "unknown":
-        return "reads: unknown (never whole)"
-    return "reads: after processing"
+        return "unknown (never whole)"
+    return "after processing"
+
+
+def scale_text(seq: PoseSequence | None, track_id: int) -> str:
+    """The row's last column: how much a person given a height was scaled ("x1.15"), else ""."""
+    entry = (((seq.metadata or {}).get("people") or {}) if seq is not None else {}).get(str(track_id)) or {}
+    if entry.get("stature_source") != "given" or not isinstance(entry.get("scale"), (int, float)):
+        return ""
+    return f"scaled \u00d7{entry['scale']:.2f}"
 
 
 def describe_heights(heights: Heights | None) -> str:
@@ -153,6 +162,7 @@ class HeightsPanel(QWidget):
         self.people: list[PersonHeight] = []
         self.spins: dict[int, HeightSpin] = {}
         self.reads: dict[int, QLabel] = {}
+        self.scales: dict[int, QLabel] = {}
         self.everyone: float | None = None  # a height given for everyone (command line): new rows start at it
         self._given: dict[int, float] = {}  # heights given, by id (kept for ids not listed now)
         self.note = QLabel(NOTE)
@@ -203,6 +213,11 @@ class HeightsPanel(QWidget):
             spin.set_height(heights.of(tid))
             spin.blockSignals(False)
 
+    def show_result(self, seq: PoseSequence | None) -> None:
+        """Each row's last column from the result shown (``metadata["people"]``: the scale of a height given)."""
+        for tid, label in self.scales.items():
+            label.setText(scale_text(seq, tid))
+
     def values(self) -> dict[int, float | None]:
         """{track id: the field's metres, None: estimated}."""
         return {tid: spin.height() for tid, spin in self.spins.items()}
@@ -241,8 +256,8 @@ class HeightsPanel(QWidget):
             item = self.grid.takeAt(0)
             if item.widget() is not None:
                 item.widget().deleteLater()
-        self.spins, self.reads = {}, {}
-        for col, title in enumerate(("Person", "The video", "Height")):
+        self.spins, self.reads, self.scales = {}, {}, {}
+        for col, title in enumerate(("Person", "Video reads", "Height", "Result")):
             head = QLabel(f"<b>{title}</b>")
             self.grid.addWidget(head, 0, col)
         for row, person in enumerate(self.people, start=1):
@@ -256,8 +271,10 @@ class HeightsPanel(QWidget):
             self.grid.addWidget(QLabel(f"#{tid}"), row, 0)
             self.grid.addWidget(reads, row, 1)
             self.grid.addWidget(spin, row, 2)
-            self.spins[tid], self.reads[tid] = spin, reads
+            scale = QLabel("")
+            self.grid.addWidget(scale, row, 3)
+            self.spins[tid], self.reads[tid], self.scales[tid] = spin, reads, scale
         self.grid.setRowStretch(len(self.people) + 1, 1)
-        self.grid.setColumnStretch(1, 1)
+        self.grid.setColumnStretch(4, 1)
         self.empty.setVisible(not self.people)
         self.clear_button.setEnabled(bool(self.people))

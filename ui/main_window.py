@@ -401,6 +401,7 @@ class MainWindow(WindowEvents, QMainWindow):
         self.processed = seq
         self.heights_panel.set_people(people_of(seq))
         self.sequence, warnings = with_heights(seq, self.heights)
+        self.heights_panel.show_result(self.sequence)
         for warning in warnings:
             self.show_error(warning[:1].upper() + warning[1:])
 
@@ -426,6 +427,7 @@ class MainWindow(WindowEvents, QMainWindow):
                                              "3-D view", 8000)
             return
         seq, warnings = with_heights(base, heights)
+        self.heights_panel.show_result(seq)
         for warning in warnings:
             self.show_error(warning[:1].upper() + warning[1:])
         self.sequence = seq
