@@ -45,7 +45,7 @@ def people_of(seq: PoseSequence | None, live_ids=()) -> list[PersonHeight]:
     """The people of a result, in id order: ``metadata["people"]`` of a finished one, else its track ids
     (``live_ids``: ids seen live, where there is no result)."""
     if seq is None:
-        return [PersonHeight(int(t)) for t in sorted(set(int(i) for i in live_ids)) if t >= 0]
+        return [PersonHeight(int(t)) for t in sorted({int(i) for i in live_ids}) if t >= 0]
     people = (seq.metadata or {}).get("people") or {}
     rows = []
     for tid in sorted(set(seq.track_ids()) | {int(k) for k in people if str(k).lstrip("-").isdigit()}):
