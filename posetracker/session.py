@@ -15,6 +15,13 @@
           -> offline: the legs exchanged back where the feet's left / right labels swap, solved again (``motion.sides``)
           -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
+Where each step lives: the letterbox (``_prepare``), the network's outputs decoded through the maps- and
+people-stage refiners (``_decode``), the tracking (``_track``) and the live smoothing and bone lengths
+(``_post_live``) are here; the rest of one frame's people, from the decoded whole frame to depths and world
+(tiles, top-down crops, the frame stage, one skeleton per person, its probability, ``_people``), is the mixin
+``posetracker.frame_people.FramePeople``; the offline driver (bidirectional chunks, then ids backfilled and the
+motion solve per whole track) is ``posetracker.offline_run``, the live ones ``posetracker.pipeline_live``.
+
 The CLI, the tests and the GUI worker all use this class and nothing below it.
 
 Modes:
@@ -23,8 +30,9 @@ Modes:
   ``step`` is ``prepare``, ``infer`` (the network) and ``finish`` (the rest);
   ``run`` overlaps them on two threads (``posetracker.pipeline_live``).
 - ``offline``: whole sources (``run``) in bidirectional chunks of ``chunk``
-  frames, each seeing ``overlap`` further frames backwards in time;
-  after tracking, the motion solve per track (``motion.solve``: robust to wrong readings, zero-lag).
+  frames, each seeing ``overlap`` further frames backwards in time
+  (``posetracker.offline_run``); after tracking, the motion solve per track
+  (``motion.solve``: robust to wrong readings, zero-lag).
 """
 
 from __future__ import annotations
@@ -39,18 +47,17 @@ import numpy as np
 import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
-from posetracker.decoding.duplicates import distinct_people, suppress_duplicates
-from posetracker.decoding.person_scores import calibrated, pose_scores
-from posetracker.decoding.tiles import add_tile_people, shift_people
-from posetracker.decoding.top_down import load_crop_model, read_crops
+from posetracker.decoding.duplicates import suppress_duplicates
+from posetracker.decoding.top_down import load_crop_model
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
+from posetracker.frame_people import FramePeople
 from posetracker.model.fused import live_stream, torch_parts
 from posetracker.model.heads_at_cells import CellHeads, dense_maps
 from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
-from posetracker.motion.whole_track import whole_track_motion
+from posetracker.offline_run import run_offline
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
@@ -67,7 +74,7 @@ from posetracker.types import Frame, PoseFrame, PoseSequence
 LIVE_BONE_WINDOW = 900  # live: frames of each track's bone-length median (30 s at 30 fps; grows from the start)
 
 
-class TrackingSession:
+class TrackingSession(FramePeople):
     """Frames in, tracked PoseFrames out. See the module docstring."""
 
     def __init__(self, net: PoseNet, config: SessionConfig | None = None, refiners_dir: str | Path | None = None):
@@ -216,49 +223,6 @@ class TrackingSession:
                            image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
                            tiles)
 
-    def _people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None = None,
-                tracked: bool = True) -> PoseFrame:
-        """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
-        budget_ms: time for the frame stage (live); None: it refines every person (offline, still images).
-        tracked: the frame goes on to :meth:`_track` (it keeps the bottom-up joints for linking)."""
-        t0 = time.perf_counter()
-        people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
-        if meta.frame is not None and meta.tiles > 1:
-            people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
-                                     self.config.max_people)
-        if meta.frame is not None and self.spec.top_down:
-            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people,
-                                keep=self.config.known_count, turns=self.crop_turns)
-        xy = people_xy = people.keypoints.astype(np.float64)
-        confidence = before = people.confidence
-        if meta.frame is not None and self.refiners.needs_frame:
-            with _threads(self.config.threads):
-                xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
-        # the final pose's score; then one skeleton per person: two that the refiners put on one body are one
-        final = replace(people, keypoints=xy, confidence=confidence, scores=pose_scores(confidence, self.spec.root))
-        keep = distinct_people(final, self.sigmas)
-        probability = calibrated(final.scores[keep], self.spec.score_calibration)
-        # a still (or untracked frames): the unlikely people go; video keeps them for the tracker, which judges
-        # a person over time (a clearly visible person the precision stage reads badly in one frame stays)
-        if self.spec.score_calibration is not None and not (tracked and self.config.track):
-            keep, probability = keep[probability >= self.config.min_person_probability], \
-                probability[probability >= self.config.min_person_probability]
-        people, xy, confidence = final.take(keep), xy[keep], confidence[keep]
-        if meta.frame is not None and self.refiners.needs_frame and tracked and self.config.track:
-            # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
-            self._bottom_up[meta.index] = (people_xy[keep], before[keep])
-        w, h = meta.box.source_size
-        depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h))
-        pose = PoseFrame(
-            index=meta.index, timestamp=meta.timestamp,
-            keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),
-            confidence=confidence.astype(np.float32), scores=probability,
-            track_ids=np.full(people.num_people, -1, np.int64), image_size=(w, h),
-            world=world,
-        )
-        self.times.decode_ms = (time.perf_counter() - t0) * 1000
-        return pose
-
     def _decode(self, maps: dict[str, torch.Tensor], image: torch.Tensor | None) -> DecodedPeople:
         """Heads' outputs of one frame ((1, C, h, w) each) -> its people in input pixels, through the maps-
         and people-stage refiners (methods B and C), duplicates dropped."""
@@ -279,27 +243,6 @@ class TrackingSession:
             with _threads(self.config.threads):
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         return people
-
-    def _still_people(self, images: np.ndarray) -> list[DecodedPeople]:
-        """(N, h, w, 3) uint8 network inputs -> each one's people in input pixels, read as stills (no temporal
-        state; one batch): the tiles' and the top-down crops' reading."""
-        with torch.inference_mode(), _threads(self.config.threads):
-            x = to_tensor(images)
-            out = self.net(x[:, None])
-            return [self._decode({k: v[i : i + 1, 0] for k, v in out.items()}, x[i : i + 1] if self.refiners.needs_image
-                                 else None) for i in range(len(x))]
-
-    def _crop_people(self, images: np.ndarray) -> list[DecodedPeople]:
-        """(N, h, w, 3) uint8 top-down crops -> each one's people in input pixels: the crop model's reading
-        when the skeleton names one, else this network's (:meth:`_still_people`)."""
-        if self.crop_model is None:
-            return self._still_people(images)
-        with _threads(self.config.threads):
-            return self.crop_model(images)
-
-    def _read_tile(self, rgb: np.ndarray) -> tuple[DecodedPeople, float]:
-        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
-        return self._still_people(img[None])[0], box.scale
 
     def _post_live(self, pose: PoseFrame, network_ms: float) -> PoseFrame:
         t0 = time.perf_counter()
@@ -416,37 +359,5 @@ class TrackingSession:
         return PoseSequence(poses, fps=fps if fps > 0 else 30.0, skeleton=self.spec, metadata=meta)
 
     def _run_offline(self, frames, total, progress, cancel, fps: float = 30.0) -> list[PoseFrame]:
-        cfg = self.config
-        feats: list[torch.Tensor] = []
-        metas: list[Pending] = []
-        raw: list[PoseFrame] = []
-        h_fwd = None
-
-        def emit(n: int) -> None:
-            nonlocal h_fwd, feats, metas
-            window = torch.stack(feats, 1)
-            target, h_fwd = self.net.temporal(window, h_fwd, emit=n)
-            out = self.net.decode_heads(target)
-            for t in range(n):
-                raw.append(self._people({k: v[:, t : t + 1] for k, v in out.items()}, metas[t]))
-            feats, metas = feats[n:], metas[n:]
-
-        with torch.inference_mode(), _threads(cfg.threads):
-            for i, frame in enumerate(frames):
-                if cancel and cancel():
-                    break
-                x, meta = self._prepare(frame)
-                feats.append(self.net.features(x[:, None])[:, 0])
-                metas.append(meta)
-                if len(feats) >= cfg.chunk + cfg.overlap:
-                    emit(cfg.chunk)
-                if progress:
-                    progress(i + 1, total)
-            while feats:
-                emit(min(cfg.chunk, len(feats)))
-        if not cfg.track:
-            return raw
-        tracked, self.whole_track_report = whole_track_motion(
-            backfill_ids([self._track(p) for p in raw], self.sigmas), self.spec, cfg, fps)
-        return tracked
-
+        """Offline: the whole source in bidirectional chunks, tracked and solved (``posetracker.offline_run``)."""
+        return run_offline(self, frames, total, progress, cancel, fps)
