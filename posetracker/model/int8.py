@@ -21,14 +21,20 @@ What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *co
   look-ahead names its recurrences' tensors otherwise, so there only the body is quantised.
 
 At first use the graph is exported and quantised with those ranges, and cached like the other
-exports. Shapes are those of ``live_graph.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32.
+exports. Shapes are those of ``live_graph.LiveStep``: (N, 3, H, W) frames, H and W multiples of 32. The
+quantiser's INFO / WARNING log lines and Python warnings stay off the console (:func:`quiet_quantiser`), for the
+command line and the app alike, and the logging configuration is left as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import tempfile
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +53,60 @@ CALIBRATED_LOOKAHEAD = 1  # the look-ahead of the graph whose ranges a companion
 # added jitter on the webcam clip for +0.2-0.3 ms of float (docs/experiments/runtime-speed.md)
 KEEP_FLOAT: tuple[str, ...] = ("/body/stem/", "/body/blocks.0/")
 FORMAT = "posetracker-int8-1"
+QUIET_PACKAGES = ("onnxruntime",)  # the quantiser's INFO / WARNING lines stay off the console (errors still show)
+
+
+def _from_quiet_package(record: logging.LogRecord) -> bool:
+    path = record.pathname.replace("\\", "/")
+    return any(record.name == p or record.name.startswith(p + ".") or f"/{p}/" in path for p in QUIET_PACKAGES)
+
+
+class _QuietQuantiser(logging.Filter):
+    """Drops records under ERROR from ``QUIET_PACKAGES``: onnxruntime's quantiser logs through the root logger
+    itself (``logging.warning(...)``), so its records are told by the file they come from."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or not _from_quiet_package(record)
+
+
+class _AsWithoutHandlers(logging.Handler):
+    """The root logger's stand-in handler while it has none: records go where they would have gone without it
+    (``logging.lastResort``), and its presence keeps ``logging.warning(...)`` from calling ``basicConfig``."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        last = logging.lastResort
+        if last is not None and record.levelno >= last.level:
+            last.handle(record)
+
+
+@contextmanager
+def quiet_quantiser() -> Iterator[None]:
+    """For the duration: ONNX Runtime's INFO / WARNING log records and its Python warnings are dropped (its
+    quantiser logs "Please consider to run pre-processing before quantization...", "Created a copy of bias
+    input..." through the root logger), and its module-level ``logging.warning`` cannot install a console
+    handler on an unconfigured root logger (``logging.basicConfig``); afterwards the logging configuration
+    (root filters and handlers, the package loggers' levels) and the warning filters are as before."""
+    root = logging.getLogger()
+    quiet = _QuietQuantiser()
+    stand_in = _AsWithoutHandlers() if not root.handlers else None
+    named = [logging.getLogger(name) for name in QUIET_PACKAGES]
+    levels = [logger.level for logger in named]
+    root.addFilter(quiet)
+    if stand_in is not None:
+        root.addHandler(stand_in)
+    for logger in named:  # their named loggers (records that propagate to root)
+        logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            for name in QUIET_PACKAGES:
+                warnings.filterwarnings("ignore", module=rf"{name}(\..*)?$")
+            yield
+    finally:
+        for logger, level in zip(named, levels):
+            logger.setLevel(level)
+        if stand_in is not None:
+            root.removeHandler(stand_in)
+        root.removeFilter(quiet)
 
 
 def part_hash(net: PoseNet, part: str = "body") -> str:
@@ -132,7 +192,7 @@ def calibrate(float_path: Path, feeds: list[dict[str, np.ndarray]], percentile: 
 def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
              keep_float: tuple[str, ...] = KEEP_FLOAT, prefixes: tuple[str, ...] = QUANTISE) -> Path:
     """Write ``float_path`` with the nodes under ``prefixes`` quantised (per-channel int8 weights, uint8 activations in
-    ``ranges``) to ``dst``, atomically."""
+    ``ranges``) to ``dst``, atomically; the quantiser quiet (:func:`quiet_quantiser`)."""
     import onnx
     from onnxruntime.quantization import QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.calibrate import (
@@ -150,9 +210,10 @@ def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
         cache = Path(tmp) / "ranges.json"
         save_tensors_data(data, cache)
         out = Path(tmp) / "q.onnx"
-        quantize_static(str(float_path), str(out), None, quant_format=QuantFormat.QDQ, per_channel=True,
-                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=nodes,
-                        calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=str(cache))
+        with quiet_quantiser():
+            quantize_static(str(float_path), str(out), None, quant_format=QuantFormat.QDQ, per_channel=True,
+                            activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=nodes,
+                            calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=str(cache))
         dst.parent.mkdir(parents=True, exist_ok=True)
         tmp_dst = dst.with_suffix(".tmp")
         onnx.save(onnx.load(str(out)), str(tmp_dst))
