@@ -68,13 +68,12 @@ def test_the_model_line_says_the_fast_model_is_being_prepared(qtbot, tmp_path, m
 
 def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, capfd, caplog):
     """The real first live session with an empty cache (export and 8-bit quantisation, ~10 s): with the app's
-    logging (INFO to stderr) and ui.first_start.quiet_library_logs, nothing from ONNX Runtime's quantiser
-    reaches stderr or the log."""
+    logging (INFO to stderr), nothing from ONNX Runtime's quantiser reaches stderr or the log (the library
+    quietens it: posetracker.model.int8.quiet_quantiser, tests/test_int8_quiet.py)."""
     import sys
 
     from posetracker.model.runtime import cache_dir
     from posetracker.session import SessionConfig, TrackingSession
-    from ui.first_start import quiet_library_logs
 
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
     root = logging.getLogger()
@@ -83,16 +82,13 @@ def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, 
     level = root.level
     root.addHandler(console)
     root.setLevel(logging.INFO)
-    quiet = quiet_library_logs()
     try:
         capfd.readouterr()
         with caplog.at_level(logging.DEBUG):
             session = TrackingSession.open(config=SessionConfig(mode="live", threads=1))
     finally:
-        root.removeFilter(quiet)
         root.removeHandler(console)
         root.setLevel(level)
-        logging.getLogger("onnxruntime").setLevel(logging.NOTSET)
     assert getattr(session.stream, "int8", False)
     assert list(cache_dir().glob("live-int8-*.onnx")), "the 8-bit graph was prepared (and cached)"
     err = capfd.readouterr().err

@@ -91,10 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (problem := check_platform()) is not None:  # before Qt, which aborts the process instead
         print(problem, file=sys.stderr)
         return 2
+    # (ONNX Runtime's quantiser, the first start's model preparation, stays quiet: posetracker.model.int8)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    from .first_start import quiet_library_logs
-
-    quiet_library_logs()  # the first start's model preparation (ONNX Runtime quantisation) prints nothing
     import torch
 
     torch.set_num_threads(1)  # inference gets one core; the GUI and decoding keep the other
