@@ -183,6 +183,7 @@ class TrackingSession(FramePeople):
         self.depth.reset()
         self.refiners.reset()
         self._bottom_up: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # frame index -> joints before the crop stage
+        self._sure_tracks: set[int] = set()  # live: tracks read as a likely person at least once (_shown)
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
         """Ids, then (trained depth head) far people's depth blended with their body scale. Where the
@@ -244,10 +245,21 @@ class TrackingSession(FramePeople):
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         return people
 
+    def _shown(self, pose: PoseFrame) -> PoseFrame:
+        """Live: the people of tracks read as a likely person (probability >= ``min_person_probability``) in some
+        frame so far, and untracked ones that are now; the others stay in the tracker, unseen (offline, whole
+        tracks are judged at the end: ``tracking.offline.drop_unsure_tracks``)."""
+        if self.spec.score_calibration is None or pose.num_people == 0:
+            return pose
+        sure = pose.scores >= self.config.min_person_probability
+        self._sure_tracks.update(int(t) for t in pose.track_ids[sure & (pose.track_ids >= 0)])
+        keep = sure | np.isin(pose.track_ids, list(self._sure_tracks))
+        return pose if keep.all() else pose.select(keep)
+
     def _post_live(self, pose: PoseFrame, network_ms: float) -> PoseFrame:
         t0 = time.perf_counter()
         if self.config.track:
-            pose = self._track(pose)
+            pose = self._shown(self._track(pose))
             if self.config.smoothing:
                 pose = self.smoother.update(pose)
             pose = self.bones.update(pose)

@@ -124,3 +124,20 @@ def test_the_score_comes_from_the_final_pose(shipped_net, frame):
 def test_two_readings_the_refiners_put_on_one_body_are_one_person(shipped_net, frame):
     one = _session(shipped_net, _FrameStage(shipped_net.spec, 0.9, pull=True)).process_image(frame)
     assert one.num_people == 1
+
+
+def test_live_shows_a_track_once_it_was_read_as_a_likely_person(shipped_net):
+    from posetracker.types import PoseFrame
+
+    session = TrackingSession(shipped_net, SessionConfig(mode="live", refiners=()))
+
+    def pose(scores, ids):
+        n = len(ids)
+        return PoseFrame(0, 0.0, np.zeros((n, 18, 3), np.float32), np.ones((n, 18), np.float32),
+                         np.asarray(scores, np.float32), np.asarray(ids, np.int64))
+
+    assert session._shown(pose([0.9, 0.01, 0.01], [0, 1, -1])).track_ids.tolist() == [0]  # 1 never sure yet
+    assert session._shown(pose([0.5, 0.3], [0, 1])).track_ids.tolist() == [0, 1]
+    assert session._shown(pose([0.005, 0.005], [0, 1])).track_ids.tolist() == [0, 1]  # sure once: kept
+    session.reset()
+    assert session._shown(pose([0.005], [1])).num_people == 0
