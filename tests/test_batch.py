@@ -192,9 +192,12 @@ def test_the_camera_is_chosen_as_process_chooses_it(tmp_path):
 def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
     """SIGKILL the ``posetracker batch`` process once the first of four videos is recorded: the manifest holds
     whole records only, every output on disk belongs to a recorded video, none is half-written, and the re-run
-    skips what was done and does the rest."""
+    skips what was done and does the rest. No process of its local Ray cluster outlives it (issue #50 item 3:
+    the raylet's DashboardAgent and RuntimeEnvAgent used to; ``batch.reaper``)."""
     import signal
     import time
+
+    from posetracker.batch.reaper import _processes, descendants
 
     for k in range(4):
         short_clip(tmp_path / "in" / f"v{k}.mp4", frames=12, start=10 * k)
@@ -207,9 +210,15 @@ def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
         while time.time() < end and not read_manifest(out):
             time.sleep(0.05)
         assert read_manifest(out), "no video finished in time"
+        below = descendants(driver.pid)
+        assert any("ray" in _cmdline(p) for p in below), "a local Ray cluster below the batch"
     finally:
         driver.send_signal(signal.SIGKILL)
         driver.wait()
+    end = time.time() + 15
+    while time.time() < end and (left := [p for p, start in below.items() if _processes().get(p, (0, -1))[1] == start]):
+        time.sleep(0.2)
+    assert not left, f"left running after the batch was killed: {[_cmdline(p) for p in left]}"
     lines = (out / MANIFEST).read_text().splitlines()
     records = [json.loads(line) for line in lines]  # a torn line would fail here
     assert 1 <= len(records) < 4 and all(r["status"] == "done" for r in records)
@@ -220,6 +229,13 @@ def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
     again = run_batch([str(tmp_path / "in")], out, BatchSettings(formats=("json",)), workers=2)
     assert again.skipped == len(records) and again.done == 4 - len(records) and not again.failed
     assert sorted(p.name for p in out.glob("*.json")) == [f"v{k}.poses.json" for k in range(4)]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
 
 
 def _free_port() -> int:

@@ -144,11 +144,17 @@ def _run_on_ray(todo: list[_Work], out: Path, settings: BatchSettings, model: st
     except ImportError:
         raise BatchError('posetracker batch runs on Ray: pip install "posetracker[batch]" (or ray)') from None
     started = False
+    reaper = None
     if not ray.is_initialized():
         kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": workers or os.cpu_count() or 1}
+        if not address:  # a local cluster ends with this process, even a killed one (batch.reaper)
+            from posetracker.batch.reaper import start_reaper
+
+            reaper = start_reaper()
         try:
             ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
         except Exception as exc:
+            _stop(reaper)
             raise BatchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
         started = True
     try:
@@ -193,6 +199,13 @@ def _run_on_ray(todo: list[_Work], out: Path, settings: BatchSettings, model: st
     finally:
         if started:
             ray.shutdown()
+        _stop(reaper)
+
+
+def _stop(reaper) -> None:
+    from posetracker.batch.reaper import stop_reaper
+
+    stop_reaper(reaper)
 
 
 def _lost_worker_error(ray: Any, work: _Work, refs: list[Any], exc: Exception) -> str:
