@@ -48,3 +48,18 @@ def test_session_outputs_calibrated_scores_and_the_same_people():
     np.testing.assert_allclose(out.scores, calibrated(raw.scores, load_skeleton("human18").score_calibration),
                                rtol=1e-6)
     assert (out.scores > raw.scores).all()  # the dancer is clearly visible
+
+
+def test_the_calibration_is_remade_by_one_command(capsys):
+    """``posetracker train score-calibration`` (issue #51: recipes are CLI verbs): each set left out of its own fit,
+    then the fit on every set in the form human18.yaml takes."""
+    from conftest import shared_path
+
+    from posetracker.cli import main
+
+    sets = [str(shared_path("data", "human", n, "normalized.json")) for n in ("mmpose_mpii", "mmpose_aic")]
+    assert main(["train", "score-calibration", "--data", *sets]) == 0
+    out = capsys.readouterr().out
+    assert "mmpose_mpii | 5 / " in out and "each set left out of its own fit" in out
+    assert "fit on every set: score_calibration: [" in out
+    assert main(["train", "score-calibration", "--data", sets[0]]) == 2  # one set cannot be left out

@@ -154,6 +154,19 @@ def cmd_pose_prior(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score_calibration(args) -> int:
+    from posetracker.cli.evaluate import find_sets
+    from posetracker.train.score_calibration import calibrate
+
+    try:
+        lines, _ = calibrate(find_sets(args.data), args.threads)
+    except (FileNotFoundError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
+
+
 def add_train_parser(subparsers) -> None:
     """Add ``train`` (``distill``, ``clip-eval``, ``pose-prior`` and the detector commands) to the top-level sub-parsers."""
     t = subparsers.add_parser("train", help="train parts of the model (distillation from teachers)")
@@ -208,6 +221,12 @@ def add_train_parser(subparsers) -> None:
     p.add_argument("--out", required=True, help="weights to write (e.g. models/pose-prior-human18.safetensors)")
     p.add_argument("--threads", type=int, default=2, help="torch threads (default 2: nothing else runs while training)")
     p.set_defaults(func=cmd_pose_prior)
+
+    c = tsub.add_parser("score-calibration", help="fit the map from raw person scores to probabilities on labelled "
+                        "sets (human18.yaml's score_calibration)")
+    c.add_argument("--data", nargs="+", required=True, help="labelled sets (normalized.json files or folders)")
+    c.add_argument("--threads", type=int, default=1)
+    c.set_defaults(func=cmd_score_calibration)
 
     from posetracker.cli.train_detector import add_detector_parsers
     from posetracker.cli.train_heads import add_heads_parsers

@@ -5,7 +5,7 @@ peak) x the mean confidence of the other joints, computed again on the *final* j
 so a precision stage that finds a person's joints raises the person's score and one that finds nothing lowers
 it (the decoder's own score of a first reading is only used to rank centre peaks). It ranks people well but
 reads 0.1-0.4 for clearly visible ones, being a product of two probabilities. A skeleton may name
-``score_calibration: [slope, offset]``, fitted by ``tools/score_calibration.py`` on labelled sets; the output
+``score_calibration: [slope, offset]``, fitted by ``posetracker train score-calibration`` on labelled sets; the output
 score is then ``1 / (1 + exp(-(slope * ln(max(raw, 1e-4)) + offset)))``, the probability that the reading
 is a real person. The map is monotone (slope > 0), so the ranking and OKS AP stay as they are; the decoder's
 and the refiners' thresholds keep working on the raw score, before the map.

@@ -93,7 +93,7 @@ def evaluate_set(
     ``predictions`` (list of :func:`prediction_record`, empty unless
     ``keep_predictions``) is what ``--predictions-out`` writes; with ``keep_images``
     also ``"image_evals"``: the :class:`ImageEval` of each item, with ``"sigmas"`` (K,)
-    of the evaluated joints (``tools/score_calibration.py`` labels each prediction with them).
+    of the evaluated joints (``posetracker train score-calibration`` labels each prediction with them).
     Raises ValueError when an image's size differs from the json's or the
     predictor does not return an 18-joint PoseFrame.
     """

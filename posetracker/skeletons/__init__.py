@@ -27,7 +27,7 @@ YAML layout (see human18.yaml)::
                                   # joins the readings that agree (head and tail read consistently)
     orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
     score_calibration: [3.05, 4.14]  # optional [slope > 0, offset]: output person scores as probabilities
-                                  # (posetracker.decoding.person_scores; fitted by tools/score_calibration.py)
+                                  # (posetracker.decoding.person_scores; fitted by posetracker train score-calibration)
 """
 
 from __future__ import annotations

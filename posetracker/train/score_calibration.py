@@ -1,9 +1,9 @@
-"""Person-score calibration: fit and check the map from the decoder's raw person score to P(a real person).
+"""Person-score calibration: fit and check the map from the raw person score to P(a real person).
 
-    python tools/score_calibration.py --data ../shared/data/human ../shared/data/video/sleap_dance_human/normalized.json
+    posetracker train score-calibration --data ../shared/data/human ../shared/data/video/sleap_dance_human
 
-The raw score (centre peak x mean joint confidence of the final pose, a product of two probabilities) ranks people well but
-reads 0.1-0.4 for clearly visible people. The shipped model runs as ``posetracker eval`` runs it (offline
+The raw score (centre peak x mean joint confidence of the final pose, a product of two probabilities) ranks
+people well but reads 0.1-0.4 for clearly visible people. The shipped model runs as ``posetracker eval`` runs it (offline
 defaults: tiles and precision stage), with the skeleton's calibration switched off so the scores are raw.
 Each predicted person of each labelled set is labelled as COCO's AP counts it at OKS 0.5
 (``evaluation.metrics.detection_outcomes``): 1 = matched a labelled person, 0 = not; a match to an ignored
@@ -19,9 +19,10 @@ one, as OKS AP does; so the fitted probabilities are, if anything, low.
 
 from __future__ import annotations
 
-import argparse
 import sys
+from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 
@@ -67,19 +68,16 @@ def describe(name: str, p: np.ndarray, y: np.ndarray) -> str:
             f"{np.mean(f >= 0.5) if len(f) else float('nan'):.0%} at 0.5 or more")
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", nargs="+", required=True, help="labelled sets (normalized.json files or folders)")
-    ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args(argv)
-    from posetracker.cli.evaluate import find_sets
+def calibrate(paths: Sequence[str | Path], threads: int = 1) -> tuple[list[str], tuple[float, float]]:
+    """The shipped human18 model run as ``posetracker eval`` runs it (offline defaults) on the labelled sets
+    ``paths`` (normalized.json files), raw scores -> (the report's lines, (slope, offset) fitted on every set)."""
     from posetracker.evaluation import evaluate_set, load_labelled_set
     from posetracker.session import SessionConfig, TrackingSession
 
-    session = TrackingSession.open(config=SessionConfig(mode="offline", threads=args.threads))
+    session = TrackingSession.open(config=SessionConfig(mode="offline", threads=threads))
     session.spec = replace(session.spec, score_calibration=None)  # raw scores
     per_set: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for path in find_sets(args.data):
+    for path in paths:
         ls = load_labelled_set(path)
         try:
             r = evaluate_set(ls, session.process_image, keep_predictions=False, keep_images=True)
@@ -87,21 +85,19 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{ls.name}: skipped ({exc})", file=sys.stderr)
             continue
         per_set[ls.name] = detection_outcomes(r["image_evals"], r["sigmas"])
-    print("set | people (real / false) | slope, offset fitted without it")
+    if len(per_set) < 2:
+        raise ValueError("score calibration needs at least two labelled sets (each is left out of its own fit)")
+    lines = ["set | people (real / false) | slope, offset fitted without it"]
     raw, cal, ys = [], [], []
     for name, (s, y) in per_set.items():
         rest_s = np.concatenate([v[0] for k, v in per_set.items() if k != name])
         rest_y = np.concatenate([v[1] for k, v in per_set.items() if k != name])
         slope, offset = fit(rest_s, rest_y.astype(np.float64))
         raw.append(s), cal.append(calibrated(s, (slope, offset))), ys.append(y)
-        print(f"{name} | {int(y.sum())} / {int((~y).sum())} | {slope:.3f}, {offset:.3f}")
+        lines.append(f"{name} | {int(y.sum())} / {int((~y).sum())} | {slope:.3f}, {offset:.3f}")
     raw_all, cal_all, y_all = np.concatenate(raw), np.concatenate(cal), np.concatenate(ys)
-    print(describe("raw score", raw_all, y_all))
-    print(describe("calibrated, each set left out of its own fit", cal_all, y_all))
+    lines.append(describe("raw score", raw_all, y_all))
+    lines.append(describe("calibrated, each set left out of its own fit", cal_all, y_all))
     slope, offset = fit(raw_all, y_all.astype(np.float64))
-    print(f"fit on every set: score_calibration: [{slope:.4f}, {offset:.4f}]")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    lines.append(f"fit on every set: score_calibration: [{slope:.4f}, {offset:.4f}]")
+    return lines, (slope, offset)
