@@ -40,3 +40,22 @@ def test_mouse_held_out_scores():
     assert scores[()]["pck@0.1"] == pytest.approx(0.783, abs=0.03)
     assert scores[("heatmap",)]["pck@0.1"] == pytest.approx(0.935, abs=0.03)
     assert scores[()]["oriented"] == 23 and 0 <= scores[()]["reversed"] <= 2  # snout / tailbase (mouse4.yaml)
+
+
+def test_mouse4_runs_its_refiners_by_default_and_the_human_model_its_precision_stage(monkeypatch):
+    """Methods B and C on by default where they help (issue #49): mouse4's YAML names its heatmap and graph
+    refiners (held-out PCK@0.1 0.783 -> 0.935); the human model keeps the product's default; a session built
+    without naming refiners loads them; --refiners alone still turns them off."""
+    from posetracker import cpu_threads
+    from posetracker.refiners.base import default_refiners
+    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.skeletons import load_skeleton
+
+    assert load_skeleton("mouse4").refiners == {"offline": ("heatmap", "graph"), "live": ("heatmap", "graph")}
+    assert default_refiners("mouse4", "offline") == ("heatmap", "graph")
+    assert default_refiners("human18", "offline") == ("crop",)
+    monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 1)
+    assert default_refiners("mouse4", "live") == ()  # one CPU: the network alone
+    session = TrackingSession.open("mouse4", config=SessionConfig(mode="offline"))
+    assert sorted(session.refiners.names) == ["graph", "heatmap"]
+    assert TrackingSession.open("mouse4", config=SessionConfig(mode="offline", refiners=())).refiners.names == []

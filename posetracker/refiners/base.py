@@ -167,14 +167,20 @@ DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ("
 
 
 def default_refiners(skeleton: str, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
-    """The kinds of ``DEFAULT_REFINERS[mode]`` with weights for ``skeleton`` in ``models_dir`` (None: shipped);
-    live mode's only where more than one CPU is usable (``cpu_threads.usable_cpus``)."""
+    """The kinds a ``skeleton`` session runs by default in ``mode``: the skeleton's own (``refiners`` in its YAML,
+    e.g. mouse4's heatmap and graph refiners), else ``DEFAULT_REFINERS[mode]``; of those, the ones with weights
+    for it in ``models_dir`` (None: shipped); live mode's only where more than one CPU is usable
+    (``cpu_threads.usable_cpus``: they run on the live pipeline's second thread)."""
     from posetracker.cpu_threads import usable_cpus
 
     if mode == "live" and usable_cpus() < 2:
         return ()
+    try:
+        own = load_skeleton(skeleton).refiners
+    except Exception:  # noqa: BLE001 - a skeleton not found by name (a user's file given by path): the product's
+        own = {}
     have = available_refiners(skeleton, Path(models_dir) if models_dir is not None else MODELS_DIR)
-    return tuple(k for k in DEFAULT_REFINERS.get(mode, ()) if k in have)
+    return tuple(k for k in own.get(mode, DEFAULT_REFINERS.get(mode, ())) if k in have)
 
 
 def save_refiner(refiner: Refiner, path: str | Path, params: dict, detector: str = "", half: bool = False) -> None:

@@ -90,6 +90,9 @@ class SkeletonSpec:
     top_down: dict[str, Any] = field(default_factory=dict)
     orientation: tuple[int, int] | None = None  # (front, back) joints: head / tail, for orientation checks
     score_calibration: tuple[float, float] | None = None  # (slope, offset) of decoding.person_scores; None: raw
+    # the refiner kinds a session runs by default, by mode ("offline", "live"), where this skeleton names its own
+    # (refiners.default_refiners; else the product's: the precision stage where trained)
+    refiners: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def num_joints(self) -> int:
@@ -244,7 +247,18 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
         top_down=_top_down_options(data.get("top_down"), source),
         orientation=_orientation(data.get("orientation"), index, source),
         score_calibration=_score_calibration(data.get("score_calibration"), source),
+        refiners=_default_refiners(data.get("refiners"), source),
     )
+
+
+def _default_refiners(raw, source: str) -> dict[str, tuple[str, ...]]:
+    """The optional ``refiners: {offline: [kind, ...], live: [kind, ...]}``: the kinds run by default per mode."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or set(raw) - {"offline", "live"} or not all(
+            isinstance(v, list) and all(isinstance(k, str) for k in v) for v in raw.values()):
+        raise _fail(source, f"refiners: expected {{offline: [kind, ...], live: [kind, ...]}}, got {raw!r}")
+    return {mode: tuple(kinds) for mode, kinds in raw.items()}
 
 
 def _score_calibration(raw, source: str) -> tuple[float, float] | None:
