@@ -319,3 +319,17 @@ def test_an_unregistered_refiner_is_refused_with_the_choices(capsys):
         build_parser().parse_args(["process", "in.mp4", "--refiners", "dummy"])
     assert exit_.value.code == 2
     assert "invalid choice: 'dummy' (choose from 'crop', 'crop-fast', 'graph', 'heatmap')" in capsys.readouterr().err
+
+
+def test_choosing_mouse4_ticks_the_refiners_it_runs_by_default(qtbot, monkeypatch):
+    """mouse4 names its heatmap and graph refiners as its defaults (issue #49): picking it in the app ticks them
+    (live, where two CPUs are usable), as posetracker process runs them."""
+    from posetracker import cpu_threads
+
+    monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 2)
+    window = make_window(qtbot)  # the real lister: the refiners shipped in models/
+    assert window.state.refiners == () or "crop-fast" in window.state.refiners
+    choose_skeleton(window, "mouse4")
+    assert sorted(window.model_panel.checked_refiners()) == ["graph", "heatmap"]
+    assert sorted(window.live_factory().args[0].refiners) == ["graph", "heatmap"]
+    window.close()
