@@ -170,3 +170,21 @@ def test_a_live_still_is_read_after_the_look_ahead_and_the_tracker(shipped_net):
     assert pose.index == 5 and pose.num_people >= 1 and (pose.track_ids >= 0).all()
     with pytest.raises(ValueError, match="live-mode"):
         live_still_predictor(TrackingSession(shipped_net, SessionConfig(mode="offline", refiners=())))
+
+
+def test_thunder_given_the_true_boxes_is_scored_beside_ours(tmp_path, capsys):
+    """``posetracker eval --versus thunder-boxes``: the precision stage's network read from each labelled person's
+    box (one skeleton per labelled person), compared set by set with the product (issue #47's teacher row)."""
+    import json
+
+    from posetracker.cli import main
+
+    sets = [str(shared_path("data", "human", n, "normalized.json")) for n in ("mmpose_mpii", "mmpose_crowdpose")]
+    out = tmp_path / "versus.json"
+    assert main(["eval", "--data", *sets, "--versus", "thunder-boxes", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "MoveNet Thunder given the true person boxes" in text and "ours / thunder-boxes" in text
+    assert "pck_first@0.1" in text
+    theirs = json.loads(out.read_text())["versus"]["results"]
+    assert theirs["mmpose_mpii"]["predicted_people"] == 5 and theirs["mmpose_mpii"]["recall"] == 1.0
+    assert theirs["mmpose_crowdpose"]["predicted_people"] == theirs["mmpose_crowdpose"]["people"] == 4

@@ -33,6 +33,10 @@ def find_sets(paths: list[str]) -> list[Path]:
 def _predictor(args: argparse.Namespace, baseline: str | None):
     from posetracker.session import SessionConfig, TrackingSession
 
+    if baseline == "thunder-boxes":
+        from posetracker.evaluation.thunder_boxes import ThunderOnBoxes
+
+        return ThunderOnBoxes(), "MoveNet Thunder given the true person boxes (a teacher with help)"
     if baseline == "movenet":
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
         from posetracker.model.weights import load_posenet
@@ -88,7 +92,7 @@ def format_versus(ours: dict[str, dict], theirs: dict[str, dict], their_name: st
 
     names = [n for n in ours if n in theirs]
     rows = [f"mean over {len(names)} sets: ours / {their_name} (difference, 95% bootstrap interval over sets)"]
-    for m in ("pck@0.1", "pck@0.2", "ap", "recall"):
+    for m in ("pck@0.1", "pck_first@0.1", "pck@0.2", "ap", "recall"):
         a, b = [ours[n][m] for n in names], [theirs[n][m] for n in names]
         d, lo, hi = paired_bootstrap(a, b)
         rows.append(f"  {m:<12}{sum(a) / len(a):.3f} / {sum(b) / len(b):.3f}  ({d:+.3f} [{lo:+.3f}, {hi:+.3f}])")
@@ -185,9 +189,10 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--mode", choices=["offline", "live"], default="offline",
                    help="the pipeline scored: offline (whole-file processing, the default) or live (the app's "
                    "live tracking: each photo shown as a still clip, posetracker.evaluation.live_stills)")
-    e.add_argument("--baseline", choices=["movenet"], default=None,
-                   help="score the original MoveNet MultiPose decode instead of ours")
-    e.add_argument("--versus", choices=["movenet"], default=None,
+    e.add_argument("--baseline", choices=["movenet", "thunder-boxes"], default=None,
+                   help="score the original MoveNet MultiPose decode instead of ours, or MoveNet Thunder read from "
+                   "each labelled person's true box (the precision stage's network given help it does not have)")
+    e.add_argument("--versus", choices=["movenet", "thunder-boxes"], default=None,
                    help="also score MoveNet MultiPose's own decode and print the paired differences")
     add_tiles_argument(e)
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")

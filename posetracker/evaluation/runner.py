@@ -112,7 +112,9 @@ def evaluate_set(
             if rgb.shape[:2] != (item.height, item.width):
                 raise ValueError(f"{labelled_set.name}: {item.key}: image is {rgb.shape[1]}x{rgb.shape[0]} but the "
                                  f"labels are for {item.width}x{item.height}")
-            frame = predict(rgb)
+            boxes = np.array([inst.box() if inst.box() is not None else (0, 0, 0, 0) for inst in item.instances],
+                             np.float64).reshape(-1, 4)
+            frame = predict(rgb, boxes) if getattr(predict, "wants_boxes", False) else predict(rgb)  # a teacher
             if not isinstance(frame, PoseFrame) or frame.num_joints != len(HUMAN18_JOINTS):
                 got = frame.num_joints if isinstance(frame, PoseFrame) else type(frame).__name__
                 raise ValueError(f"predict must return a human18 PoseFrame (18 joints), got {got}")
