@@ -91,3 +91,25 @@ def test_process_four_calibrated_views_end_to_end(tmp_path):
     assert 1.4 < meta["people"]["1"]["stature_m"] < 2.0
     assert main(["export", str(out), "--format", "bvh", "--out", str(tmp_path / "trial.bvh")]) == 0
     assert main(["process", views[0], views[1], "--out", str(tmp_path / "x.json")]) == 2  # no calibration
+
+
+def test_one_calibrated_view_tracks_with_its_focal_length(tmp_path):
+    """``process clip.mp4 --calibration calib.yml``: one camera's focal length sets the field of view."""
+    import cv2
+
+    from posetracker.cli import main
+    from sample_clips import short_clip
+
+    clip = short_clip(tmp_path / "clip.mp4", 8)
+    fs = cv2.FileStorage(str(tmp_path / "clip.yml"), cv2.FILE_STORAGE_WRITE)
+    fs.write("image_width", 576), fs.write("image_height", 576)
+    fs.write("camera_matrix", np.array([[400.0, 0, 288], [0, 400.0, 288], [0, 0, 1]]))
+    fs.release()
+    out = tmp_path / "one.json"
+    assert main(["process", str(clip), "--calibration", str(tmp_path / "clip.yml"), "--out", str(out)]) == 0
+    camera = json.loads(out.read_text())["metadata"]["camera"]
+    assert camera["fov_deg"] == pytest.approx(np.degrees(2 * np.arctan(576 / 800)), abs=0.01)
+    assert camera["detail"] == "calibration clip.yml, camera clip"
+    (tmp_path / "bad.yml").write_text("%YAML:1.0\n---\nnothing: 1\n")
+    assert main(["process", str(clip), "--calibration", str(tmp_path / "bad.yml"), "--out", str(out),
+                 "--force"]) == 2

@@ -73,7 +73,7 @@ def fov_argument(text: str) -> float | str:
 
 
 def _cmd_process(args: argparse.Namespace) -> int:
-    if len(args.input) > 1 or args.calibration:  # several synchronised calibrated cameras
+    if len(args.input) > 1:  # several synchronised calibrated cameras
         from posetracker.cli.process_views import process_views
 
         return process_views(args)
@@ -97,6 +97,12 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
     camera = camera_before(args.input, args.fov)  # given, or the file's tag; None: from the people, after tracking
+    if args.calibration:  # one calibrated camera: its focal length
+        from posetracker.cli.process_views import calibrated_camera
+
+        camera = calibrated_camera(args.calibration, args.input)
+        if camera is None:
+            return 2
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2

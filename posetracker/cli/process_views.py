@@ -90,6 +90,22 @@ def process_views(args: argparse.Namespace) -> int:
     return 0
 
 
+def calibrated_camera(calibration: list[str], video: str):
+    """One video's camera from its calibration file(s) as a ``CameraFov`` (its focal length across the long side;
+    the camera named after the video, or the only one), or None after printing why it cannot be read."""
+    from posetracker.depth.camera_meta import CameraFov
+    from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
+    from posetracker.multiview.fuse import calibrated_fov
+
+    try:
+        cameras = read_calibrations(calibration)
+        camera = cameras[0] if len(cameras) == 1 else camera_named(cameras, Path(video).stem)
+    except (CalibrationError, OSError, ValueError) as exc:
+        print(f"error: {', '.join(calibration)}: {exc}", file=sys.stderr)
+        return None
+    return CameraFov(calibrated_fov(camera), "user", f"calibration {Path(calibration[0]).name}, camera {camera.name}")
+
+
 def describe(report: dict) -> list[str]:
     """Lines for the console: per person, the median reprojection error per view and the joints triangulated."""
     lines = []
