@@ -113,3 +113,33 @@ def test_one_calibrated_view_tracks_with_its_focal_length(tmp_path):
     (tmp_path / "bad.yml").write_text("%YAML:1.0\n---\nnothing: 1\n")
     assert main(["process", str(clip), "--calibration", str(tmp_path / "bad.yml"), "--out", str(out),
                  "--force"]) == 2
+
+
+def _walking(frames: int, seed: int = 0) -> np.ndarray:
+    """(T, 17, 3) the body walking on an uneven path (speed and direction change), world m."""
+    from test_multiview import BODY
+
+    rng = np.random.default_rng(seed)
+    step = np.cumsum(rng.normal(0, 0.01, (frames, 3)) * [1, 1, 0], axis=0)
+    return BODY[None] + np.cumsum(step, axis=0)[:, None, :] * 0.5
+
+
+def test_views_started_at_different_frames_are_aligned_by_the_motion():
+    import dataclasses
+
+    from posetracker.multiview.sync import align, frame_offsets
+
+    seqs = _view_sequences([_walking(80)])
+    late = [seqs[0], dataclasses.replace(seqs[1], frames=seqs[1].frames[6:]), seqs[2],
+            dataclasses.replace(seqs[3], frames=seqs[3].frames[:-9])]
+    offsets = frame_offsets(CAMERAS, late)
+    assert offsets == [0, -6, 0, 0]
+    aligned = align(late, offsets)
+    assert {len(s) for s in aligned} == {65} and aligned[1].frames[0].index == aligned[0].frames[0].index == 6
+    fused = fuse_views(CAMERAS, aligned, solve=False)
+    truth = _walking(80)
+    f = fused.frames[10]
+    np.testing.assert_allclose(f.world[0, :17], CAMERAS[0].to_camera(truth[f.index]), atol=2e-3)
+    assert frame_offsets(CAMERAS, seqs) == [0, 0, 0, 0]  # started together
+    still = _view_sequences([moving_body(40) * 0 + moving_body(40)[:1]])  # nobody moves: no evidence, 0
+    assert frame_offsets(CAMERAS, [still[0], dataclasses.replace(still[1], frames=still[1].frames[5:])])[1] == 0

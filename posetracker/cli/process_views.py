@@ -1,7 +1,8 @@
 """``posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE``: several synchronised calibrated cameras.
 
 Each view is tracked as ``process`` tracks one video (the same options, with the field of view of its camera's
-calibration), the people are matched across the views and triangulated (``posetracker.multiview.fuse``), and
+calibration), views not started together are aligned by the people's motion (``posetracker.multiview.sync``),
+the people are matched across the views and triangulated (``posetracker.multiview.fuse``), and
 the fused sequence is finished (``motion.finish``: bones, heights, encounters) and written like a single view's.
 Each view's file is named after its camera in the calibration (its stem contains the camera's name).
 """
@@ -23,6 +24,7 @@ def process_views(args: argparse.Namespace) -> int:
     from posetracker.motion.finish import finish_sequence, source_metadata
     from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
     from posetracker.multiview.fuse import calibrated_fov, fuse_views
+    from posetracker.multiview.sync import align, frame_offsets
     from posetracker.refiners import RefinerError
     from posetracker.session import TrackingSession
 
@@ -63,12 +65,18 @@ def process_views(args: argparse.Namespace) -> int:
             print(f"error: {view}: {seq.metadata['incomplete']}", file=sys.stderr)
             return 1
         sequences.append(seq)
-    lengths = {len(s) for s in sequences}
-    if len(lengths) > 1:
-        print(f"error: the views have different numbers of frames ({', '.join(str(len(s)) for s in sequences)}): "
-              "they must be synchronised and cut to the same frames", file=sys.stderr)
+    offsets = frame_offsets(cameras, sequences)  # views not started together: aligned by the people's motion
+    try:
+        aligned = align(sequences, offsets)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    fused = fuse_views(cameras, sequences, solve=not args.raw)
+    if any(offsets) or len({len(s) for s in sequences}) > 1:
+        print(f"views aligned: frame offsets against {cameras[0].name} "
+              + ", ".join(f"{c.name} {o:+d}" for c, o in zip(cameras[1:], offsets[1:]))
+              + f"; {len(aligned[0])} frames every view saw", file=sys.stderr)
+    fused = fuse_views(cameras, aligned, solve=not args.raw)
+    fused.metadata["multiview"]["frame_offsets"] = dict(zip([c.name for c in cameras], offsets))
     fov = calibrated_fov(cameras[0])
     seq, warnings = finish_sequence(fused, CameraFov(fov, "user", f"calibration {Path(args.calibration[0]).name}, "
                                                      f"camera {cameras[0].name}"),

@@ -5,6 +5,8 @@
 - :mod:`.triangulate`: robust confidence-weighted DLT over views, views that disagree dropped
 - :mod:`.match`: which track of each view is which person (epipolar consistency over the clip)
 - :mod:`.reference`: tracking results of V views -> people in world metres, and how good that is
+- :mod:`.sync`: views not started together, aligned by the people's motion (epipolar cost over frame lags)
+- :mod:`.fuse`: the views' results -> one tracked sequence in the first camera's metres (``process --calibration``)
 """
 
 from __future__ import annotations
