@@ -93,3 +93,26 @@ def test_process_export_and_batch_take_the_height(tmp_path):
     with pytest.raises(ValueError, match="not a person.s stature"):
         BatchSettings(height="190")
     assert BatchSettings().key() == BatchSettings(height=None).key()
+
+
+def test_an_animal_result_is_finished_without_statures():
+    """fly13 / mouse4 have no ankle-to-ear chain: the finishing step leaves them as they are (a regression of
+    the heights step stopped every animal mode's process with "no joint 'left_ankle'")."""
+    from posetracker.motion.finish import finish_sequence
+    from posetracker.skeletons import load_skeleton
+    from posetracker.types import PoseFrame, PoseSequence
+
+    spec = load_skeleton("mouse4")
+    k = spec.num_joints
+    frames = [PoseFrame(t, t / 30, np.full((1, k, 3), 1.0, np.float32), np.ones((1, k), np.float32),
+                        np.ones(1, np.float32), np.zeros(1, np.int64), (640, 480), np.ones((1, k, 3), np.float32))
+              for t in range(5)]
+    seq = PoseSequence(frames, 30.0, spec, {"mode": "offline"})
+    out, _ = apply_heights(seq)
+    assert out is seq
+    _, warnings = apply_heights(seq, Heights(1.7))
+    assert any("apply to people" in w for w in warnings)
+    from posetracker.depth.camera_meta import CameraFov
+
+    finished, _ = finish_sequence(seq, CameraFov(60.0, "user"), rigid_bones=True)
+    assert "camera" in finished.metadata and "people" not in finished.metadata

@@ -28,6 +28,9 @@ import numpy as np
 from posetracker.types import PoseSequence
 
 MIN_HEIGHT_M, MAX_HEIGHT_M = 0.4, 2.6  # a given stature outside this is a typo (cm, feet), refused
+# the joints analysis.stature measures a stature with (one ear is enough there; both names must exist)
+STATURE_JOINTS = ("left_ankle", "right_ankle", "left_knee", "right_knee", "left_hip", "right_hip", "left_shoulder",
+                  "right_shoulder", "left_ear", "right_ear")
 
 
 class HeightError(ValueError):
@@ -91,6 +94,9 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
     ids = seq.track_ids()
     if not ids or all(f.world is None for f in seq.frames):
         return seq, []
+    if not set(STATURE_JOINTS) <= set(seq.skeleton.joint_names):  # an animal: no stature to measure or give
+        return seq, ([f"heights apply to people: the {seq.skeleton.name} skeleton has no ankle-to-ear chain"]
+                     if heights else [])
     tracks = person_tracks(seq)
     scale: dict[int, float] = {}
     people: dict[str, dict] = {}
