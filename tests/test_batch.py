@@ -56,6 +56,48 @@ def archive(tmp_path_factory) -> Path:
     return root
 
 
+class SharedRay:
+    """One local Ray cluster for the batch runs of this module whose subject is not Ray's own start (issue #50
+    item 6 / #51): ``run_batch`` joins a cluster that is already up (``ray.is_initialized``) and leaves it
+    running, so each such run skips a cluster start and stop and its workers' model load (~8 s each on two busy
+    cores). Started on first use, with a reaper as ``run_batch`` starts one; stopped at the end of the module
+    or before a test that needs no Ray in this process. The runs that check the batch's own start (the CLI run of
+    ``test_local_ray_batch_...``, the killed worker, the killed driver) still start their own."""
+
+    def __init__(self) -> None:
+        self.reaper = None
+
+    def __call__(self) -> None:
+        os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # as run_batch: read when Ray is imported
+        import ray
+
+        if not ray.is_initialized():
+            from posetracker.batch.reaper import start_reaper
+
+            self.reaper = start_reaper()
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+
+    def stop(self) -> None:
+        if "ray" in sys.modules:
+            import ray
+
+            if ray.is_initialized():
+                ray.shutdown()
+        if self.reaper is not None:
+            from posetracker.batch.reaper import stop_reaper
+
+            stop_reaper(self.reaper)
+            self.reaper = None
+
+
+@pytest.fixture(scope="module")
+def shared_ray():
+    """Call it to have the module's Ray cluster up (see SharedRay)."""
+    cluster = SharedRay()
+    yield cluster
+    cluster.stop()
+
+
 def test_inputs_from_folders_files_and_globs(archive):
     got = [(str(i.rel)) for i in collect_inputs([str(archive / "clinic")])]
     assert got == ["a/walk.mp4", "b/broken.mp4", "b/turn.mp4"]
@@ -67,45 +109,13 @@ def test_inputs_from_folders_files_and_globs(archive):
         collect_inputs([str(archive / "*.mkv")])
 
 
-def test_local_ray_batch_matches_process_reports_the_bad_file_and_resumes(archive, tmp_path, capsys):
-    out = tmp_path / "out"
-    code = main(["batch", str(archive / "clinic"), "--out", str(out), "--format", "csv", "json", "--workers", "2"])
-    assert code == 1  # one input failed
-    err = capsys.readouterr().err
-    assert "2 processed, 0 already done, 1 failed" in err and "broken.mp4" in err
-    records = read_manifest(out)
-    assert {Path(k).name: v["status"] for k, v in records.items()} == {"walk.mp4": "done", "turn.mp4": "done",
-                                                                      "broken.mp4": "failed"}
-    bad = records[str((archive / "clinic" / "b" / "broken.mp4").resolve())]
-    assert "not a video" in bad["error"] and bad["outputs"] == []
-    for rec in records.values():
-        assert {"input", "size", "sha256", "model", "settings", "status", "frames", "seconds", "error"} <= set(rec)
-    # the same as posetracker process, byte for byte
-    for rel in ("a/walk", "b/turn"):
-        ref = tmp_path / f"{Path(rel).name}.csv"
-        assert main(["process", str(archive / "clinic" / f"{rel}.mp4"), "--out", str(ref)]) == 0
-        assert (out / f"{rel}.poses.csv").read_bytes() == ref.read_bytes()
-        assert json.loads((out / f"{rel}.poses.json").read_text())["frames"]
-    lines = (out / MANIFEST).read_text().splitlines()
-    # a re-run skips what is done, redoes the failed file; a changed video and a lost output are redone
-    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
-    assert (summary.done, summary.skipped, len(summary.failed)) == (0, 2, 1)
-    short_clip(archive / "clinic" / "b" / "turn.mp4", start=40)
-    (out / "a" / "walk.poses.json").unlink()
-    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
-    assert (summary.done, summary.skipped, len(summary.failed)) == (2, 0, 1)
-    assert len((out / MANIFEST).read_text().splitlines()) == len(lines) + 1 + 3
-    # other settings are other work
-    summary = run_batch([str(archive / "clinic" / "a")], out, BatchSettings(formats=("csv", "json"), mode="live"), workers=1)
-    assert summary.done == 1 and summary.skipped == 0
-
-
-def test_a_killed_worker_s_video_is_redone(tmp_path):
+def test_a_killed_worker_s_video_is_redone(tmp_path, shared_ray):
     """Ray retries a task whose worker dies: kill the worker mid-video, the video still comes out done."""
     import signal
     import threading
     import time
 
+    shared_ray.stop()  # a cold worker of a cluster of its own (the kill lands while it loads the model or tracks)
     short_clip(tmp_path / "in" / "long.mp4", frames=60)
     killed: list[int] = []
 
@@ -128,7 +138,45 @@ def test_a_killed_worker_s_video_is_redone(tmp_path):
     assert [r["status"] for r in read_manifest(tmp_path / "out").values()] == ["done"]
 
 
-def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_path):
+def test_local_ray_batch_matches_process_reports_the_bad_file_and_resumes(archive, tmp_path, capsys, shared_ray):
+    out = tmp_path / "out"
+    shared_ray.stop()  # the CLI run starts and stops a local cluster of its own
+    code = main(["batch", str(archive / "clinic"), "--out", str(out), "--format", "csv", "json", "--workers", "2"])
+    import ray  # after the batch's first import of it (posetracker.batch sets Ray's environment before)
+
+    assert not ray.is_initialized()  # the CLI run stopped its cluster
+    assert code == 1  # one input failed
+    err = capsys.readouterr().err
+    assert "2 processed, 0 already done, 1 failed" in err and "broken.mp4" in err
+    records = read_manifest(out)
+    assert {Path(k).name: v["status"] for k, v in records.items()} == {"walk.mp4": "done", "turn.mp4": "done",
+                                                                      "broken.mp4": "failed"}
+    bad = records[str((archive / "clinic" / "b" / "broken.mp4").resolve())]
+    assert "not a video" in bad["error"] and bad["outputs"] == []
+    for rec in records.values():
+        assert {"input", "size", "sha256", "model", "settings", "status", "frames", "seconds", "error"} <= set(rec)
+    # the same as posetracker process, byte for byte
+    for rel in ("a/walk", "b/turn"):
+        ref = tmp_path / f"{Path(rel).name}.csv"
+        assert main(["process", str(archive / "clinic" / f"{rel}.mp4"), "--out", str(ref)]) == 0
+        assert (out / f"{rel}.poses.csv").read_bytes() == ref.read_bytes()
+        assert json.loads((out / f"{rel}.poses.json").read_text())["frames"]
+    lines = (out / MANIFEST).read_text().splitlines()
+    shared_ray()  # the re-runs below: on the module's cluster
+    # a re-run skips what is done, redoes the failed file; a changed video and a lost output are redone
+    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
+    assert (summary.done, summary.skipped, len(summary.failed)) == (0, 2, 1)
+    short_clip(archive / "clinic" / "b" / "turn.mp4", start=40)
+    (out / "a" / "walk.poses.json").unlink()
+    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
+    assert (summary.done, summary.skipped, len(summary.failed)) == (2, 0, 1)
+    assert len((out / MANIFEST).read_text().splitlines()) == len(lines) + 1 + 3
+    # other settings are other work
+    summary = run_batch([str(archive / "clinic" / "a")], out, BatchSettings(formats=("csv", "json"), mode="live"), workers=1)
+    assert summary.done == 1 and summary.skipped == 0
+
+
+def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_path, shared_ray):
     """A chunk task killed with no retries left: its video is recorded failed (naming the chunk, nothing of
     it written), the other video of the batch is done, and a re-run redoes the failed one only."""
     import signal
@@ -155,6 +203,7 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
                     pass
             time.sleep(0.02)
 
+    shared_ray()  # the failure below proves the kill landed in a running chunk, warm worker or not
     killer = threading.Thread(target=kill_a_chunk_worker)
     killer.start()
     summary = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=2, max_retries=0)
@@ -189,7 +238,7 @@ def test_the_camera_is_chosen_as_process_chooses_it(tmp_path):
             BatchSettings(fov_deg=bad)
 
 
-def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
+def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path, shared_ray):
     """SIGKILL the ``posetracker batch`` process once the first of four videos is recorded: the manifest holds
     whole records only, every output on disk belongs to a recorded video, none is half-written, and the re-run
     skips what was done and does the rest. No process of its local Ray cluster outlives it (issue #50 item 3:
@@ -226,6 +275,7 @@ def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path):
     for path in out.glob("*.json"):
         assert path.name in done, f"{path.name} is on disk but not recorded"
         json.loads(path.read_text())  # whole
+    shared_ray()  # the re-run: on the module's cluster
     again = run_batch([str(tmp_path / "in")], out, BatchSettings(formats=("json",)), workers=2)
     assert again.skipped == len(records) and again.done == 4 - len(records) and not again.failed
     assert sorted(p.name for p in out.glob("*.json")) == [f"v{k}.poses.json" for k in range(4)]
@@ -242,24 +292,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-@pytest.mark.skipif(shutil.which("ray") is None, reason="the ray command is not installed")
-def test_batch_on_a_ray_address(archive, tmp_path):
-    """A separate multi-process Ray cluster (head started here, on the loopback interface), joined by address."""
-    port = _free_port()
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
-    subprocess.run(["ray", "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                    "--disable-usage-stats"], env=env, check=True, capture_output=True, timeout=120)
-    try:  # the batch in its own process: Ray reads these settings when it is first imported
-        done = subprocess.run([sys.executable, "-m", "posetracker", "batch", str(archive / "clinic" / "a"),
-                               "--out", str(tmp_path / "out"), "--address", f"127.0.0.1:{port}"],
-                              env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert "1 processed, 0 already done, 0 failed" in done.stderr
-        assert (tmp_path / "out" / "walk.poses.csv").stat().st_size > 0
-    finally:
-        subprocess.run(["ray", "stop", "--force"], env=env, capture_output=True, timeout=120)
 
 
 def test_unusable_requests_fail_before_any_work(tmp_path, capsys):
@@ -301,7 +333,7 @@ def test_a_failed_chunk_fails_its_input_with_the_chunk_s_error(tmp_path):
     assert rec["seconds"] >= 2.5 and not (tmp_path / "out").exists()
 
 
-def test_a_chunked_video_matches_the_one_piece_run(tmp_path):
+def test_a_chunked_video_matches_the_one_piece_run(tmp_path, shared_ray):
     """Three chunks on a local Ray cluster, joined: the same frames, the same people with the same ids as the
     video tracked in one piece (the second dancer arrives in the middle chunk; the third chunk tracks both from
     its start and reads the mirrored dancer's shoulders the other way round, swapped back by the join); the poses
@@ -317,6 +349,7 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path):
     assert whole["status"] == "done" and whole["chunks"] == 1, whole["error"]
     settings = BatchSettings(formats=("json",), chunk_s=1.0, chunk_overlap_s=0.3)  # chunks [0, 30) [30, 60) [60, 90)
     frames_seen: list[tuple[int, int]] = []
+    shared_ray()
     summary = run_batch([str(clip)], tmp_path / "out", settings, workers=2,
                         frame_progress=lambda done, total: frames_seen.append((done, total)))
     assert summary.done == 1 and not summary.failed and summary.frames == 90
@@ -386,3 +419,22 @@ def test_every_format_gets_its_own_output_name():
     assert len(set(paths.values())) == len(paths)
     assert paths["csv"] == Path("out/a/walk.poses.csv") and paths["json"] == Path("out/a/walk.poses.json")
     assert paths["gait"] == Path("out/a/walk.poses.gait.csv") and paths["angles"] == Path("out/a/walk.poses.angles.csv")
+
+
+@pytest.mark.skipif(shutil.which("ray") is None, reason="the ray command is not installed")
+def test_batch_on_a_ray_address(archive, tmp_path, shared_ray):
+    """A separate multi-process Ray cluster (head started here, on the loopback interface), joined by address."""
+    shared_ray.stop()  # `ray stop --force` below ends every Ray process of this user, the module's cluster too
+    port = _free_port()
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
+    subprocess.run(["ray", "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
+                    "--disable-usage-stats"], env=env, check=True, capture_output=True, timeout=120)
+    try:  # the batch in its own process: Ray reads these settings when it is first imported
+        done = subprocess.run([sys.executable, "-m", "posetracker", "batch", str(archive / "clinic" / "a"),
+                               "--out", str(tmp_path / "out"), "--address", f"127.0.0.1:{port}"],
+                              env=env, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "1 processed, 0 already done, 0 failed" in done.stderr
+        assert (tmp_path / "out" / "walk.poses.csv").stat().st_size > 0
+    finally:
+        subprocess.run(["ray", "stop", "--force"], env=env, capture_output=True, timeout=120)
