@@ -46,8 +46,19 @@ class FramePeople:
             people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
                                      self.config.max_people)
         if meta.frame is not None and self.spec.top_down:
-            people = read_crops(people, meta.frame, self.spec.root, self.spec.top_down["crop_px"], self._crop_people,
+            crop_px = self.spec.top_down["crop_px"]
+            read = people
+            people = read_crops(read, meta.frame, self.spec.root, crop_px, self._crop_people,
                                 keep=self.config.known_count, turns=self.crop_turns)
+            if tracked:  # a known number of animals, one not read: searched where the last frame had it
+                missing = with_missing(people, getattr(self, "_last_roots", None), self.config.known_count,
+                                       self.spec.root, crop_px)
+                if missing.num_people > people.num_people:
+                    people = read_crops(DecodedPeople.concat([read, missing.take(np.arange(people.num_people,
+                                                                                           missing.num_people))]),
+                                        meta.frame, self.spec.root, crop_px, self._crop_people,
+                                        keep=self.config.known_count, turns=self.crop_turns)
+                    people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
         xy = people_xy = people.keypoints.astype(np.float64)
         confidence = before = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
@@ -63,6 +74,8 @@ class FramePeople:
             keep, probability = keep[probability >= self.config.min_person_probability], \
                 probability[probability >= self.config.min_person_probability]
         people, xy, confidence = final.take(keep), xy[keep], confidence[keep]
+        if self.spec.top_down and tracked:
+            self._last_roots = people.keypoints[:, self.spec.root].astype(np.float64)  # (P, 2) px: with_missing
         if meta.frame is not None and self.refiners.needs_frame and tracked and self.config.track:
             # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
             self._bottom_up[meta.index] = (people_xy[keep], before[keep])
@@ -98,3 +111,24 @@ class FramePeople:
     def _read_tile(self, rgb: np.ndarray) -> tuple[DecodedPeople, float]:
         img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
         return self._still_people(img[None])[0], box.scale
+
+
+def with_missing(people: DecodedPeople, last_roots: np.ndarray | None, known_count: int | None, root: int,
+                 crop_px: float) -> DecodedPeople:
+    """``people`` (P, K) of a top-down frame plus, where a known number of animals has fewer readings, a place
+    holder for each of the last frame's animals (``last_roots`` (Q, 2) px) with no reading within a quarter crop
+    of it: all joints at its last root, confidence 0, so ``read_crops`` reads a crop there (an animal the
+    whole-frame decoder missed, e.g. a fly walking fast); a place holder no crop finds an animal in keeps
+    confidence 0 and is dropped by the caller."""
+    if not known_count or last_roots is None or people.num_people >= known_count or not len(last_roots):
+        return people
+    now = people.keypoints[:, root].astype(np.float64)  # (P, 2)
+    far = [r for r in last_roots if np.isfinite(r).all()
+           and (not len(now) or np.nanmin(np.linalg.norm(now - r, axis=1)) > crop_px / 4)]
+    if not far:
+        return people
+    k = people.confidence.shape[1]
+    spots = np.repeat(np.asarray(far, np.float32)[:, None, :], k, axis=1)  # (M, K, 2)
+    zero = np.zeros((len(far), k), np.float32)
+    return DecodedPeople.concat([people, DecodedPeople(spots, zero, zero[:, 0], np.full((len(far), k), np.nan),
+                                                       spots.copy())])

@@ -184,6 +184,7 @@ class TrackingSession(FramePeople):
         self.refiners.reset()
         self._bottom_up: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # frame index -> joints before the crop stage
         self._sure_tracks: set[int] = set()  # live: tracks read as a likely person at least once (_shown)
+        self._last_roots: np.ndarray | None = None  # top-down: the last frame's animals' roots (P, 2) px (with_missing)
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
         """Ids, then (trained depth head) far people's depth blended with their body scale. Where the

@@ -148,3 +148,20 @@ def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres()
     assert two.decoder.max_people == 4
     plain = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch", max_people=2))
     assert plain.decoder.max_people == 2
+
+
+def test_an_animal_not_found_is_searched_where_the_last_frame_had_it():
+    """A known number of animals, one missing from the whole-frame reading (issue #49): a place holder at its
+    last root (confidence 0) is added for the crops to read; none when all are found or none is known."""
+    from posetracker.frame_people import with_missing
+
+    k = FLY.num_joints
+    one = DecodedPeople(np.full((1, k, 2), 300, np.float32), np.full((1, k), 0.5, np.float32),
+                        np.array([0.9], np.float32), np.zeros((1, k)), np.full((1, k, 2), 300, np.float32))
+    last = np.array([[302.0, 298.0], [700.0, 650.0]])
+    out = with_missing(one, last, 2, FLY.root, FLY.top_down["crop_px"])
+    assert out.num_people == 2 and out.confidence[1].max() == 0
+    np.testing.assert_array_equal(out.keypoints[1, FLY.root], [700, 650])
+    assert with_missing(one, last, 1, FLY.root, 160).num_people == 1  # the count is met
+    assert with_missing(one, None, 2, FLY.root, 160).num_people == 1  # nothing known yet
+    assert with_missing(one, last[:1], 2, FLY.root, 160).num_people == 1  # the one known is the one found
