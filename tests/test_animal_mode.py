@@ -59,3 +59,32 @@ def test_mouse4_runs_its_refiners_by_default_and_the_human_model_its_precision_s
     session = TrackingSession.open("mouse4", config=SessionConfig(mode="offline"))
     assert sorted(session.refiners.names) == ["graph", "heatmap"]
     assert TrackingSession.open("mouse4", config=SessionConfig(mode="offline", refiners=())).refiners.names == []
+
+
+def test_process_finishes_a_real_mouse_clip(tmp_path):
+    """``posetracker process --skeleton mouse4`` end to end on frames of the open-field video: the finishing
+    step (bones, camera, heights' report, encounters) runs on an animal skeleton (a human-only step once stopped
+    every animal mode here)."""
+    import json
+
+    import av
+    from conftest import shared_path
+
+    from posetracker.cli import main
+
+    video = shared_path("data", "animal", "dlc_openfield_mouse", "videos", "m3v1mp4.mp4")
+    clip = tmp_path / "mouse.mp4"
+    with av.open(str(video)) as src, av.open(str(clip), "w") as out:
+        st = None
+        for _, frame in zip(range(15), src.decode(video=0)):
+            image = frame.to_ndarray(format="rgb24")
+            if st is None:
+                st = out.add_stream("mpeg4", rate=30)
+                st.height, st.width = image.shape[:2]
+                st.pix_fmt = "yuv420p"
+            out.mux(st.encode(av.VideoFrame.from_ndarray(image, format="rgb24")))
+        out.mux(st.encode())
+    target = tmp_path / "mouse.json"
+    assert main(["process", str(clip), "--skeleton", "mouse4", "--max-people", "1", "--out", str(target)]) == 0
+    doc = json.loads(target.read_text())
+    assert sum(len(f["people"]) for f in doc["frames"]) >= 10 and "camera" in doc["metadata"]
