@@ -8,6 +8,7 @@ from conftest import REPO
 from posetracker.cli import main
 from posetracker.defaults import DEFAULT_LOOKAHEAD
 from posetracker.refiners import default_refiners
+from sample_clips import short_clip
 
 SAMPLE = str(REPO / "assets" / "sample_dance.mp4")
 
@@ -185,9 +186,10 @@ def test_bench_paced_json(capsys):
 
 def test_process_with_refiners(tmp_path, capsys):
     """A shipped refiner runs; one that is not trained for the skeleton is a clear error, no output."""
+    clip = str(short_clip(tmp_path / "walk.mp4", frames=20))  # 20 of the sample's frames (issue #50 item 6 / #51)
     out = tmp_path / "r.csv"
-    assert main(["process", SAMPLE, "--out", str(out), "--refiners", "graph"]) == 0 and out.exists()
-    assert main(["process", SAMPLE, "--out", str(tmp_path / "h.csv"), "--refiners", "heatmap"]) == 2
+    assert main(["process", clip, "--out", str(out), "--refiners", "graph"]) == 0 and out.exists()
+    assert main(["process", clip, "--out", str(tmp_path / "h.csv"), "--refiners", "heatmap"]) == 2
     assert "refiner weights not found" in capsys.readouterr().err and not (tmp_path / "h.csv").exists()
 
 
@@ -198,8 +200,9 @@ def test_process_warns_when_the_pose_prior_is_unreadable(tmp_path, capsys, monke
     bad = tmp_path / "prior.safetensors"
     bad.write_bytes(b"not a weights file")
     monkeypatch.setattr(posetracker.session, "default_prior_path", lambda skeleton: bad)
+    clip = str(short_clip(tmp_path / "walk.mp4", frames=20))  # 20 of the sample's frames (issue #50 item 6 / #51)
     out = tmp_path / "p.csv"
-    assert main(["process", SAMPLE, "--out", str(out)]) == 0 and out.exists()
+    assert main(["process", clip, "--out", str(out)]) == 0 and out.exists()
     assert "warning: Pose prior not used" in capsys.readouterr().err
 
 
