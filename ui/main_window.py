@@ -14,17 +14,15 @@ from PySide6.QtCore import QSettings, Qt, QThreadPool, QTimer
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QDockWidget, QDoubleSpinBox, QMainWindow, QScrollArea, QToolBar, QVBoxLayout, QWidget
 
-from posetracker.export import exporter_for_path, get_exporter, with_suffix
-from posetracker.motion.finish import is_finished
 from posetracker.motion.heights import Heights
-from posetracker.recording import PoseSpill, ReplaySession, SessionRecorder
+from posetracker.recording import PoseSpill
 from posetracker.skeletons import SkeletonError, SkeletonSpec, load_skeleton
 from posetracker.types import PoseSequence
 from .menus import MenuActions, build_menus
-from .jobs import ExportJob, new_recording_folder, recording_session, recording_video
+from .jobs import ExportJob, recording_session, recording_video
 from .packets import PoseResult, RecordingSummary, SourceInfo
 from .gait_plots import GaitPlot
-from .heights import HeightsPanel, people_of, with_heights
+from .heights import HeightsPanel
 from .panels import ModelPanel, SourcePanel
 from .pipeline import PipelineController
 from .plots import AnglePlot
@@ -34,12 +32,14 @@ from .state import AppState, load_layout, load_state, open_settings
 from .video_view import VideoView
 from .widgets import MessageBanner, PipelineStatusBar
 from .window_events import WindowEvents
+from .window_results import WindowResults
 
 DISPLAY_HZ = 30
 
 
-class MainWindow(WindowEvents, QMainWindow):
-    """The application window; event handlers and slots live in :class:`ui.window_events.WindowEvents`."""
+class MainWindow(WindowEvents, WindowResults, QMainWindow):
+    """The application window; event handlers and slots live in :class:`ui.window_events.WindowEvents`, the
+    heights, recording and export of results in :class:`ui.window_results.WindowResults`."""
 
     def __init__(self, services: Services | None = None, settings: QSettings | None = None):
         super().__init__()
@@ -392,117 +392,6 @@ class MainWindow(WindowEvents, QMainWindow):
                              max_people=self.state.max_people, exact_count=self.state.exact_count)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
                                      partial(with_camera, self.services.make_session, choice))
-
-    # ------------------------------------------------------------------ heights (issue #48)
-
-    def set_result(self, seq: PoseSequence) -> None:
-        """A whole-file result (or a replayed recording) arrived: listed in the Heights panel and scaled to the
-        heights given (``self.sequence``: what the 3-D view plays and Export writes)."""
-        self.processed = seq
-        self.heights_panel.set_people(people_of(seq))
-        self.sequence, warnings = with_heights(seq, self.heights)
-        self.heights_panel.show_result(self.sequence)
-        for warning in warnings:
-            self.show_error(warning[:1].upper() + warning[1:])
-
-    def forget_result(self) -> None:
-        """Back to live poses (or no source): the panel lists the ids seen live."""
-        self.processed = None
-        self.heights_panel.set_people([])
-
-    def set_heights(self, heights: Heights) -> None:
-        """Heights given from outside the panel (``--height``): shown in its fields and applied."""
-        self.heights_panel.set_heights(heights)
-        self.heights_dock.raise_()  # in front of the joint angles: the heights given are seen
-        self.on_heights_changed(heights)
-
-    def on_heights_changed(self, heights: Heights) -> None:
-        """The Heights panel changed: re-scale the finished result (3-D view, exports) from the one processed and
-        replay it where it was; live poses keep their size (their exports are finished with the heights)."""
-        self.heights = heights
-        base = self.processed
-        if base is None or not is_finished(base):  # live poses, or a live recording replayed: finished on export
-            if heights:
-                self.statusBar().showMessage("Heights apply to exports; process the whole file to see them in the "
-                                             "3-D view", 8000)
-            return
-        seq, warnings = with_heights(base, heights)
-        self.heights_panel.show_result(seq)
-        for warning in warnings:
-            self.show_error(warning[:1].upper() + warning[1:])
-        self.sequence = seq
-        stats = self.controller.snapshot()
-        self.controller.start_inference(partial(ReplaySession, seq))  # the 3-D view plays the scaled result
-        self.controller.seek(max(stats.position, 0))
-        given = ", ".join(f"#{t} {e['stature_m']:.2f} m" for t, e in (seq.metadata.get("people") or {}).items()
-                          if e.get("stature_source") == "given")
-        self.statusBar().showMessage(f"Scaled to the heights given ({given}): the 3-D view and Export use them"
-                                     if given else "Every person as estimated from the video", 8000)
-
-    # ------------------------------------------------------------------ recording, export
-
-    def start_recording(self, folder: str | Path | None = None) -> Path | None:
-        info = self.source_info
-        if info is None:
-            self.show_error("Open a source before recording.")
-            self.uncheck_record()
-            return None
-        folder = Path(folder) if folder else new_recording_folder(Path(self.state.recordings_dir))
-        meta = {"source": self.state.source, "mode": self.state.mode, "source_fps": info.fps}
-        self.controller.start_recording(partial(SessionRecorder, folder, info.fps, info.size, self.spec, meta))
-        self.status.set_recording(f"● REC {folder.name}")
-        self.record_action.blockSignals(True)
-        self.record_action.setChecked(True)
-        self.record_action.blockSignals(False)
-        return folder
-
-    def stop_recording(self) -> None:
-        self.controller.stop_recording()
-        self.uncheck_record()
-
-    def uncheck_record(self) -> None:
-        self.record_action.blockSignals(True)
-        self.record_action.setChecked(False)
-        self.record_action.blockSignals(False)
-        self.status.set_recording("")
-
-    def current_sequence(self) -> PoseSequence | None:
-        """What Export writes: the offline result or replayed recording, else every pose received."""
-        if self.sequence is not None:
-            return self.sequence
-        if not self.history:
-            return None
-        frames = self.history.frames()
-        fps = self.source_info.fps if self.source_info and self.source_info.fps > 0 else 30.0
-        return PoseSequence(frames, fps, self.spec, {"source": self.state.source, "mode": self.state.mode})
-
-    def export_to(self, path: str | Path, name: str | None = None, options: dict | None = None) -> ExportJob | None:
-        """Write what :meth:`current_sequence` holds with the exporter ``name`` (default: by the suffix) and its
-        write() keywords ``options`` (the Export dialog's choices) off the GUI thread."""
-        seq = self.current_sequence()
-        if seq is None or len(seq) == 0:
-            self.show_error("Nothing to export yet: no poses have been tracked.")
-            return None
-        try:
-            exporter = get_exporter(name) if name else exporter_for_path(path)
-        except KeyError as exc:
-            self.show_error(str(exc.args[0]))
-            return None
-        job = ExportJob(exporter, seq, with_suffix(path, exporter), options, heights=self.heights)
-        job.setAutoDelete(False)
-        job.signals.done.connect(lambda files: self._on_export_done(job, files))
-        job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))
-        self._jobs.add(job)
-        self.pool.start(job)
-        return job
-
-    def _on_export_done(self, job: ExportJob, files: list) -> None:
-        self._jobs.discard(job)
-        self.statusBar().showMessage("Exported " + ", ".join(str(f) for f in files), 8000)
-
-    def _on_export_failed(self, job: ExportJob, message: str) -> None:
-        self._jobs.discard(job)
-        self.show_error(message)
 
     def show_error(self, message: str) -> None:
         """Non-modal: a dismissable banner above the video; the app stays usable."""
