@@ -1,10 +1,12 @@
 """Application entry: argument parsing and the QApplication (``python main.py``, ``posetracker-gui``).
 
     python main.py [--source PATH|camera:N] [--mode live|offline]
+                   [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE]
                    [--screenshot OUT.png --quit-after SECONDS]
 
 Without --source the bundled sample clip opens (no camera needed). --screenshot saves
-OUT.png (window), OUT-3d.png (3-D scene) and OUT-plots.png after --quit-after seconds, then quits.
+OUT.png (window), OUT-3d.png (3-D scene) and OUT-plots.png after --quit-after seconds (and OUT-setup.png, the
+several-camera dialog, when it is open), then quits. --views fills File > Open several cameras and processes them.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--source", help="video file, recording folder or camera:N (default: the bundled sample clip)")
     parser.add_argument("--mode", choices=("live", "offline"), default="live",
                         help="live: causal tracking while playing; offline: process the whole file first (bidirectional)")
+    parser.add_argument("--views", nargs="+", metavar="VIDEO",
+                        help="several synchronised videos of calibrated cameras (needs --calibration): File > Open "
+                             "several cameras, filled and processed")
+    parser.add_argument("--calibration", metavar="FILE",
+                        help="the cameras' calibration for --views (.qca.txt, .toml, .yml, .xml)")
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
                         help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")
@@ -42,6 +49,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.height = parse_heights(args.height)
     except HeightError as exc:
         parser.error(f"--height: {exc}")
+    if (args.views is None) != (args.calibration is None) or (args.views and args.source):
+        parser.error("--views needs --calibration (and no --source), and --calibration goes with --views")
     if args.screenshot is not None and args.quit_after is None:
         parser.error("--screenshot needs --quit-after SECONDS")
     return args
@@ -74,6 +83,9 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
     def finish() -> None:
         if screenshot is not None:
             saved = window.save_screenshots(screenshot)
+            dialog, setup = window.views_dialog, screenshot.with_name(f"{screenshot.stem}-setup.png")
+            if dialog is not None and dialog.isVisible() and dialog.grab().save(str(setup)):
+                saved.append(setup)
             stats = window.controller.snapshot()
             print(f"saved {', '.join(map(str, saved))}")
             print(f"source {stats.source_fps:.1f} fps, inference {stats.inference_fps:.1f} fps, "
@@ -116,7 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.person is not None:
         window.plots.select_person(args.person)
         window.on_person_changed(args.person)
-    window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
+    if args.views:
+        window.ask_open_views(args.views, args.calibration, start=True)
+    else:
+        window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
     if args.height:
         window.set_heights(args.height)  # after opening: a new source starts with no heights
     if args.quit_after is not None:

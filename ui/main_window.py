@@ -33,13 +33,15 @@ from .video_view import VideoView
 from .widgets import MessageBanner, PipelineStatusBar
 from .window_events import WindowEvents
 from .window_results import WindowResults
+from .window_views import WindowViews
 
 DISPLAY_HZ = 30
 
 
-class MainWindow(WindowEvents, WindowResults, QMainWindow):
+class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
     """The application window; event handlers and slots live in :class:`ui.window_events.WindowEvents`, the
-    heights, recording and export of results in :class:`ui.window_results.WindowResults`."""
+    heights, recording and export of results in :class:`ui.window_results.WindowResults`, several calibrated
+    cameras in :class:`ui.window_views.WindowViews`."""
 
     def __init__(self, services: Services | None = None, settings: QSettings | None = None):
         super().__init__()
@@ -111,7 +113,8 @@ class MainWindow(WindowEvents, WindowResults, QMainWindow):
         self.export_menu = build_menus(self, MenuActions(self.ask_open_file, self.ask_open_folder, self.ask_open_recording,
                                                          self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks,
-                                                         train_mode=self.ask_train_mode, batch=self.ask_batch))
+                                                         train_mode=self.ask_train_mode, batch=self.ask_batch,
+                                                         open_views=self.ask_open_views))
         self.source_panel.set_cameras(self.services.list_cameras())
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
@@ -332,9 +335,7 @@ class MainWindow(WindowEvents, WindowResults, QMainWindow):
         self.video.clear()
         self.source_panel.set_source(None)
         self.source_panel.set_processing(False)
-        self.record_action.blockSignals(True)
-        self.record_action.setChecked(False)
-        self.record_action.blockSignals(False)
+        self.uncheck_record()
         self.banner.withdraw("source")
         self.banner.withdraw_unkeyed()  # the previous source's errors
         self.setWindowTitle("PoseTracker")  # until the new source opens

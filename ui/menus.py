@@ -1,5 +1,5 @@
-"""The window's menu bar: File (open, recent, export by registered suffix, quit), Playback, Record, View,
-Tools (train an animal mode from the user's labels, batch-process videos)."""
+"""The window's menu bar: File (open, several calibrated cameras, recent, export by registered suffix, quit),
+Playback, Record, View, Tools (train an animal mode from the user's labels, batch-process videos)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,7 @@ class MenuActions:
     docks: Sequence[QDockWidget]  # shown / hidden from the View menu, in this order
     train_mode: Callable[[], None] | None = None  # open the Train animal mode dialog (None: the entry is disabled)
     batch: Callable[[], None] | None = None  # open the Batch process videos dialog (None: the entry is disabled)
+    open_views: Callable[[], None] | None = None  # File > Open several cameras (None: the entry is disabled)
 
 
 def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
@@ -40,6 +41,9 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     open_rec = QAction("Open recording…", win)
     open_rec.triggered.connect(actions.open_recording)
     file_menu.addActions([open_video, open_folder, open_rec])
+    _tool(file_menu, win, "Open several cameras…", "open_views_action", actions.open_views,
+          "Synchronised videos from calibrated cameras, triangulated into one result in metres "
+          "(as posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE)")
     export_menu = file_menu.addMenu("Export poses")
     for name, exporter in sorted(exporters().items()):
         suffixes = ", ".join(exporter.suffixes)
@@ -72,7 +76,7 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
 
 
 def _tool(menu: QMenu, win: QMainWindow, text: str, name: str, slot: Callable[[], None] | None, tip: str) -> None:
-    """A Tools entry calling ``slot`` (disabled when there is none)."""
+    """A menu entry calling ``slot`` (disabled when there is none)."""
     action = QAction(text, win)
     action.setObjectName(name)
     action.setToolTip(tip)

@@ -32,6 +32,7 @@ class WindowResults:
     def forget_result(self) -> None:
         """Back to live poses (or no source): the panel lists the ids seen live."""
         self.processed = None
+        self.views_result = None  # a several-camera result (ui.window_views) is gone with it
         self.heights_panel.set_people([])
 
     def set_heights(self, heights: Heights) -> None:

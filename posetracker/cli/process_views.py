@@ -5,6 +5,8 @@ calibration), views not started together are aligned by the people's motion (``p
 the people are matched across the views and triangulated (``posetracker.multiview.fuse``), and
 the fused sequence is finished (``motion.finish``: bones, heights, encounters) and written like a single view's.
 Each view's file is named after its camera in the calibration (its stem contains the camera's name).
+The work is ``posetracker.multiview.process.process_views``, which the app's File > Open several cameras runs too;
+here: the options, the console's progress bars and lines, and the output file.
 """
 
 from __future__ import annotations
@@ -16,17 +18,13 @@ from pathlib import Path
 
 
 def process_views(args: argparse.Namespace) -> int:
-    from posetracker.capture import CaptureError, open_source
-    from posetracker.cli.options import progress_bar, session_config
-    from posetracker.depth.camera_meta import CameraFov
+    from functools import partial
+
+    from posetracker.cli.options import progress_bar
     from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
     from posetracker.export.registry import check_target
-    from posetracker.motion.finish import finish_sequence, source_metadata
-    from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
-    from posetracker.multiview.fuse import calibrated_fov, fuse_views
-    from posetracker.multiview.sync import align, frame_offsets
-    from posetracker.refiners import RefinerError
-    from posetracker.session import TrackingSession
+    from posetracker.multiview.calibration import CalibrationError, read_calibrations
+    from posetracker.multiview.process import ViewsError, cameras_for_views, process_views as run_views
 
     views = list(args.input)
     if len(views) < 2 or not args.calibration:
@@ -36,7 +34,7 @@ def process_views(args: argparse.Namespace) -> int:
         print("error: several cameras are tracked offline, people only (no --mode live, no --animals)", file=sys.stderr)
         return 2
     try:
-        cameras = [camera_named(read_calibrations(args.calibration), Path(v).stem) for v in views]
+        cameras = cameras_for_views(read_calibrations(args.calibration), views)
     except (CalibrationError, OSError, ValueError) as exc:
         print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
         return 2
@@ -44,48 +42,32 @@ def process_views(args: argparse.Namespace) -> int:
     exporter = get_exporter(args.format) if args.format else exporter_for_path(args.out or f"{stem}.poses.csv")
     out = with_suffix(args.out, exporter) if args.out else Path(f"{stem}.multiview.poses.csv")
     check_target(out, args.force)
-    sequences = []
+    bars: dict[int, tuple] = {}  # view -> its tqdm bar and update
+
+    def progress(view: int, done: int, total: int | None) -> None:
+        if view not in bars:
+            for bar, _ in bars.values():
+                bar.close()
+            bars[view] = progress_bar(total, cameras[view].name)
+        bars[view][1](done, total)
+
     t0 = time.perf_counter()
-    for view, camera in zip(views, cameras):
-        config = session_config(args, calibrated_fov(camera))
-        try:
-            session = TrackingSession.open(args.skeleton, args.weights, config)
-            source = open_source(view)
-        except (RefinerError, CaptureError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        bar, update = progress_bar(source.frame_count, f"{camera.name}")
-        try:
-            with source:
-                seq = session.run(source, fps=source.fps, total=source.frame_count, progress=update,
-                                  metadata=source_metadata(view, source.size, session))
-        finally:
-            bar.close()
-        if "incomplete" in seq.metadata:
-            print(f"error: {view}: {seq.metadata['incomplete']}", file=sys.stderr)
-            return 1
-        sequences.append(seq)
-    offsets = frame_offsets(cameras, sequences)  # views not started together: aligned by the people's motion
     try:
-        aligned = align(sequences, offsets)
-    except ValueError as exc:
+        result = run_views(views, cameras, partial(_session, args), calibration_name=Path(args.calibration[0]).name,
+                           solve=not args.raw, rigid_bones=not (args.raw or args.raw_bones), heights=args.height,
+                           repair_swaps=args.repair_swaps, progress=progress,
+                           say=lambda line: print(line, file=sys.stderr))
+    except ViewsError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if any(offsets) or len({len(s) for s in sequences}) > 1:
-        print(f"views aligned: frame offsets against {cameras[0].name} "
-              + ", ".join(f"{c.name} {o:+d}" for c, o in zip(cameras[1:], offsets[1:]))
-              + f"; {len(aligned[0])} frames every view saw", file=sys.stderr)
-    fused = fuse_views(cameras, aligned, solve=not args.raw)
-    fused.metadata["multiview"]["frame_offsets"] = dict(zip([c.name for c in cameras], offsets))
-    fov = calibrated_fov(cameras[0])
-    seq, warnings = finish_sequence(fused, CameraFov(fov, "user", f"calibration {Path(args.calibration[0]).name}, "
-                                                     f"camera {cameras[0].name}"),
-                                    rigid_bones=not (args.raw or args.raw_bones), heights=args.height,
-                                    repair_swaps=args.repair_swaps)
+        return exc.code
+    finally:
+        for bar, _ in bars.values():
+            bar.close()
+    seq = result.sequence
     seq.metadata["multiview"]["seconds"] = round(time.perf_counter() - t0, 2)
-    for line in describe(seq.metadata["multiview"]):
+    for line in result.lines:
         print(line, file=sys.stderr)
-    for warning in warnings:
+    for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
         files = exporter.write(seq, out, force=args.force)
@@ -96,6 +78,14 @@ def process_views(args: argparse.Namespace) -> int:
     print(f"{len(seq)} frames, {len(views)} views, {people} {'person' if people == 1 else 'people'} in 3-D -> "
           f"{', '.join(map(str, files))}")
     return 0
+
+
+def _session(args: argparse.Namespace, fov_deg: float):
+    """A TrackingSession of ``process``'s options for a camera of ``fov_deg`` degrees across the long side."""
+    from posetracker.cli.options import session_config
+    from posetracker.session import TrackingSession
+
+    return TrackingSession.open(args.skeleton, args.weights, session_config(args, fov_deg))
 
 
 def calibrated_camera(calibration: list[str], video: str):
@@ -112,13 +102,3 @@ def calibrated_camera(calibration: list[str], video: str):
         print(f"error: {', '.join(calibration)}: {exc}", file=sys.stderr)
         return None
     return CameraFov(calibrated_fov(camera), "user", f"calibration {Path(calibration[0]).name}, camera {camera.name}")
-
-
-def describe(report: dict) -> list[str]:
-    """Lines for the console: per person, the median reprojection error per view and the joints triangulated."""
-    lines = []
-    for n, person in enumerate(report["people"]):
-        errors = ", ".join(f"{v} {e:.1f}" for v, e in person["reprojection_px"].items() if e == e)
-        lines.append(f"person {n}: {person['triangulated']:.0%} of joints triangulated; median reprojection px: "
-                     f"{errors}")
-    return lines

@@ -7,6 +7,8 @@
 - :mod:`.reference`: tracking results of V views -> people in world metres, and how good that is
 - :mod:`.sync`: views not started together, aligned by the people's motion (epipolar cost over frame lags)
 - :mod:`.fuse`: the views' results -> one tracked sequence in the first camera's metres (``process --calibration``)
+- :mod:`.process`: videos + calibration end to end (check the set-up, track, align, fuse, finish): what
+  ``posetracker process cam1.mp4 cam2.mp4 ... --calibration`` and the app's File > Open several cameras run
 """
 
 from __future__ import annotations

@@ -1,0 +1,315 @@
+"""File > Open several cameras: synchronised videos of the same people from calibrated cameras, triangulated into
+one result in the calibration's metres, as ``posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE`` does.
+
+The dialog lists the videos (each one's camera in the calibration, frames, rate, size, and what is wrong with it),
+says in words what stops the set-up (``posetracker.multiview.process.check_views``), and runs
+``posetracker.multiview.process.process_views`` (the CLI's library call) in a worker thread with a progress bar and
+Cancel. The result goes out as ``result_ready(ViewsResult)``; the window shows it (``ui.window_views``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QBrush, QColor
+from PySide6.QtWidgets import (
+    QAbstractItemView, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QProgressBar, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+)
+
+from posetracker.multiview.process import ViewsCheck, check_views
+from .packets import describe_error
+from .worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
+
+COLUMNS = ("Video", "Camera", "Frames", "FPS", "Size", "Check")
+NOTE_COLOR = "#8a6d00"
+VIDEO_FILTER = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v *.mpg *.ts);;All files (*)"
+CALIBRATION_FILTER = ("Calibrations (*.qca.txt *.qca *.toml *.yml *.yaml *.xml);;Qualisys (*.qca.txt *.qca);;"
+                      "Pose2Sim / anipose / FreeMoCap (*.toml);;OpenCV (*.yml *.yaml *.xml);;All files (*)")
+SessionMaker = Callable[[float], Any]  # fov_deg -> a tracking session (ui.services.with_camera)
+
+
+class ViewsWorker(StoppableWorker):
+    """Runs ``process_views`` on the set-up; ``progress(done, total)`` counts frames over every view."""
+
+    progress = Signal(int, int)
+    status = Signal(str)
+    done = Signal(object)  # posetracker.multiview.process.ViewsResult
+    failed = Signal(str)
+
+    def __init__(self, views: list[str], calibration: list[str], make_session: SessionMaker,
+                 frames: list[int | None]):
+        super().__init__()
+        self.views, self.calibration, self.make_session = views, calibration, make_session
+        self.frames = [max(int(f or 0), 0) for f in frames]
+        self._view = -1
+        self._last = 0.0
+
+    @Slot()
+    def run(self) -> None:
+        from posetracker.multiview.calibration import CalibrationError, read_calibrations
+        from posetracker.multiview.process import ViewsError, cameras_for_views, process_views
+
+        try:
+            cameras = cameras_for_views(read_calibrations(self.calibration), self.views)
+            self.cameras = [c.name for c in cameras]
+            result = process_views(self.views, cameras, self.make_session,
+                                   calibration_name=Path(self.calibration[0]).name, progress=self._report,
+                                   cancel=self.stopping, say=self.status.emit)
+            if result is None or self.stopping():
+                self.failed.emit("Cancelled: nothing was processed.")
+            else:
+                self.done.emit(result)
+        except (CalibrationError, ViewsError) as exc:
+            self.failed.emit(describe_error(exc)[:1].upper() + describe_error(exc)[1:])
+        except Exception as exc:  # noqa: BLE001 - shown in the dialog, the app stays usable
+            self.failed.emit(f"Processing the cameras failed: {describe_error(exc)}")
+        finally:
+            self.finished.emit()
+
+    def _report(self, view: int, done: int, total: int | None) -> None:
+        if view != self._view:
+            self._view = view
+            self.status.emit(f"Tracking {self.cameras[view]} (view {view + 1} of {len(self.views)})…")
+        before = sum(self.frames[:view])
+        t = time.monotonic()
+        last = view == len(self.views) - 1 and total and done >= total
+        if t - self._last >= 0.1 or last:
+            self._last = t
+            self.progress.emit(before + done, sum(self.frames))
+        if last:
+            self.status.emit("Matching the people across the views, triangulating, solving their motion…")
+
+
+class MultiCameraDialog(WorkerDialog):
+    """Videos (add, remove, move up: the first is shown), calibration file, a check per video and for the set-up,
+    Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process, the session maker of the model
+    settings of the moment (fov_deg -> session)."""
+
+    result_ready = Signal(object)  # ViewsResult
+    cancelling = "Cancelling: the view being tracked stops…"
+
+    def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None):
+        super().__init__(parent)
+        self.sessions = sessions
+        self.setWindowTitle("Open several cameras")
+        self.setObjectName("multiCameraDialog")
+        self.check: ViewsCheck = check_views([], [])
+        self.result = None  # the last run's ViewsResult
+        self._build()
+        self._set_running(False)
+        self.refresh()
+
+    # ------------------------------------------------------------------ construction
+
+    def _build(self) -> None:
+        intro = QLabel("Synchronised videos of the same people, each from a calibrated camera, are tracked, "
+                       "matched and triangulated into one result in the calibration's metres, as "
+                       "<tt>posetracker process cam1.mp4 cam2.mp4 … --calibration FILE</tt> does. Each video's "
+                       "file name names its camera (cam01.mp4: camera cam01). The first video is shown in the "
+                       "window with the people reprojected into it.")
+        intro.setWordWrap(True)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels(COLUMNS)
+        self.table.verticalHeader().setVisible(False)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setWordWrap(False)
+        self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.table.setMinimumHeight(150)
+        header = self.table.horizontalHeader()
+        for col in range(1, 5):
+            header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
+        self.table.setColumnWidth(0, 200)
+        self.add_videos = QPushButton("Add videos…")
+        self.remove = QPushButton("Remove")
+        self.move_up = QPushButton("Move up")
+        self.move_up.setToolTip("The first video is the reference: the result is in its camera's frame and shown "
+                                "over its video")
+        side = QVBoxLayout()
+        side.setContentsMargins(0, 0, 0, 0)
+        for b in (self.add_videos, self.remove, self.move_up):
+            side.addWidget(b)
+        side.addStretch(1)
+        videos_box = QGroupBox("Videos (one per camera)")
+        videos_row = QHBoxLayout(videos_box)
+        videos_row.addWidget(self.table, 1)
+        videos_row.addLayout(side)
+        self.calibration = QLineEdit()
+        self.calibration.setPlaceholderText("Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, OpenCV .yml / .xml")
+        self.browse = QPushButton("Browse…")
+        calib_row = QHBoxLayout()
+        calib_row.setContentsMargins(0, 0, 0, 0)
+        calib_row.addWidget(self.calibration, 1)
+        calib_row.addWidget(self.browse)
+        form = QFormLayout()
+        form.addRow("Calibration", calib_row)
+        self.message = QLabel("")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.progress = QProgressBar()
+        self.progress.setRange(0, 1)
+        self.progress.setValue(0)
+        self.progress.setFormat("not started")
+        self.status = QLabel("")
+        self.status.setWordWrap(True)
+        self.button_row()
+        self.start.setText("Process")
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(videos_box, 1)
+        layout.addLayout(form)
+        layout.addWidget(self.message)
+        layout.addWidget(self.progress)
+        layout.addWidget(self.status)
+        layout.addWidget(self.buttons)
+        self.resize(760, 520)
+        self.add_videos.clicked.connect(self.ask_videos)
+        self.remove.clicked.connect(self.remove_selected)
+        self.move_up.clicked.connect(self.move_selected_up)
+        self.browse.clicked.connect(self.ask_calibration)
+        self.calibration.editingFinished.connect(self.refresh)
+        self.start.clicked.connect(self.start_run)
+
+    # ------------------------------------------------------------------ inputs
+
+    def views(self) -> list[str]:
+        return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.table.rowCount())]
+
+    def calibration_files(self) -> list[str]:
+        text = self.calibration.text().strip()
+        return [text] if text else []
+
+    def set_inputs(self, views: list[str] | None = None, calibration: str | None = None) -> None:
+        """Replace the videos and / or the calibration (None: kept) and check them again."""
+        if calibration is not None:
+            self.calibration.setText(str(calibration))
+        if views is not None:
+            self.table.setRowCount(0)
+            self._append(views)
+        self.refresh()
+
+    def _append(self, paths: list[str]) -> None:
+        have = set(self.views())
+        for path in (str(p) for p in paths):
+            if path in have:
+                continue
+            have.add(path)
+            row = self.table.rowCount()
+            self.table.insertRow(row)
+            item = QTableWidgetItem(Path(path).name)
+            item.setData(Qt.ItemDataRole.UserRole, path)
+            item.setToolTip(path)
+            self.table.setItem(row, 0, item)
+
+    def ask_videos(self) -> None:
+        paths, _ = QFileDialog.getOpenFileNames(self, "Add the cameras' videos", "", VIDEO_FILTER)
+        if paths:
+            self._append(paths)
+            self.refresh()
+
+    def ask_calibration(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Calibration of the cameras", "", CALIBRATION_FILTER)
+        if path:
+            self.set_inputs(calibration=path)
+
+    def remove_selected(self) -> None:
+        for row in sorted({i.row() for i in self.table.selectedIndexes()}, reverse=True):
+            self.table.removeRow(row)
+        self.refresh()
+
+    def move_selected_up(self) -> None:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        if not rows or rows[0] == 0:
+            return
+        views = self.views()
+        r = rows[0]
+        views[r - 1], views[r] = views[r], views[r - 1]
+        self.set_inputs(views)
+        self.table.selectRow(r - 1)
+
+    # ------------------------------------------------------------------ checks
+
+    def refresh(self) -> None:
+        """Check the set-up again (``check_views``): fill the table, say what stops it, enable Process."""
+        self.check = check_views(self.views(), self.calibration_files())
+        for row, info in enumerate(self.check.views):
+            fps = f"{info.fps:g}" if info.fps else "?"
+            size = f"{info.size[0]}x{info.size[1]}" if info.size else "?"
+            frames = str(info.frames) if info.frames else "?"
+            verdict = info.problem or info.note or ("ok" if info.camera else "")
+            cells = (info.camera or "—", frames, fps, size, verdict)
+            for col, text in enumerate(cells, start=1):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                if col == 5 and (info.problem or info.note):
+                    item.setForeground(QBrush(QColor(ERROR_COLOR if info.problem else NOTE_COLOR)))
+                self.table.setItem(row, col, item)
+        if self.check.problem:
+            self.show_message(self.check.problem, error=True)
+        else:
+            frames = [i.frames for i in self.check.views]
+            cams = ", ".join(i.camera for i in self.check.views if i.camera)
+            self.show_message(f"Ready: {len(frames)} videos, cameras {cams} of {len(self.check.cameras)} in the "
+                              f"calibration; {min((f or 0) for f in frames)} frames in the shortest.")
+        self._set_running(self.running())
+
+    def _set_running(self, busy: bool) -> None:
+        super()._set_running(busy)
+        self.start.setEnabled(not busy and self.check.ready)
+        for w in (self.add_videos, self.remove, self.move_up, self.calibration, self.browse):
+            w.setEnabled(not busy)
+
+    def _show_status(self, text: str) -> None:
+        self.status.setText(text)
+
+    # ------------------------------------------------------------------ run
+
+    def start_run(self) -> bool:
+        """Process the set-up in a worker thread (False, with the reason shown, when it cannot run)."""
+        self.refresh()
+        if self.running() or not self.check.ready:
+            return False
+        frames = [i.frames for i in self.check.views]
+        worker = ViewsWorker(self.views(), self.calibration_files(), self.sessions(), frames)
+        worker.progress.connect(self._on_progress)
+        worker.status.connect(self.status.setText)
+        worker.done.connect(self._on_done)
+        worker.failed.connect(self._on_failed)
+        self.result = None
+        self.progress.setRange(0, max(sum(f or 0 for f in frames), 1))
+        self.progress.setValue(0)
+        self.progress.setFormat("%v / %m frames")
+        self.status.setText("Loading the model…")
+        self.show_message(f"Processing {len(frames)} views…")
+        self.launch(worker, "multicamera")
+        return True
+
+    @Slot(int, int)
+    def _on_progress(self, done: int, total: int) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+        self.progress.setValue(min(done, self.progress.maximum()))
+
+    @Slot(object)
+    def _on_done(self, result) -> None:
+        self.result = result
+        seq = result.sequence
+        people = len(seq.track_ids())
+        self.progress.setValue(self.progress.maximum())
+        self.status.setText("\n".join(result.lines))
+        self.show_message(f"Done: {len(seq)} frames, {people} {'person' if people == 1 else 'people'} in 3-D, in "
+                          f"the calibration's metres; shown in the window over {Path(result.views[0]).name}."
+                          + "".join(f" Warning: {w}" for w in result.warnings))
+        self.result_ready.emit(result)
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self.show_message(message, error=True)
+        self.status.setText("")
+        self.progress.setFormat("stopped")
