@@ -212,6 +212,33 @@ def read_opencv(path: str | Path) -> list[CameraCalibration]:
         fs.release()
 
 
+def write_toml(cameras: list[CameraCalibration], path: str | Path, metadata: dict | None = None) -> Path:
+    """Write ``cameras`` as a Pose2Sim / anipose calibration TOML (what :func:`read_toml` reads): one table per
+    camera (name, size, matrix, distortions k1 k2 p1 p2 k3, rotation Rodrigues and translation world -> camera,
+    metres, fisheye false), then ``[metadata]`` (``adjusted``, ``error`` as Pose2Sim writes them, plus any
+    ``metadata`` given: strings, numbers and booleans). Returns the path."""
+    def value(v) -> str:
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, str):
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+        if isinstance(v, (list, tuple, np.ndarray)):
+            return "[ " + ", ".join(value(x) for x in v) + "]"
+        return repr(float(v)) if isinstance(v, (float, np.floating)) else str(int(v))
+
+    lines = []
+    for cam in cameras:
+        rvec = cv2.Rodrigues(cam.R)[0].ravel()
+        lines += [f"[{value(cam.name)}]", f"name = {value(cam.name)}", f"size = {value([float(v) for v in cam.image_size])}",
+                  f"matrix = {value(cam.K.tolist())}", f"distortions = {value(cam.dist.tolist())}",
+                  f"rotation = {value(rvec.tolist())}", f"translation = {value(cam.t.tolist())}", "fisheye = false", ""]
+    meta = {"adjusted": False, "error": 0.0, **(metadata or {})}
+    lines += ["[metadata]"] + [f"{k} = {value(v)}" for k, v in meta.items()]
+    path = Path(path)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 READERS: dict[str, Callable[[str | Path], list[CameraCalibration]]] = {
     "qca": read_qca, "toml": read_toml, "opencv": read_opencv}
 

@@ -1,0 +1,98 @@
+"""``posetracker calibrate --board charuco --squares 7x5 --square-mm 40 --marker-mm 30 cam1.mp4 [cam2.mp4 ...]
+--out calibration.toml``: cameras calibrated from clips of a printed board (``posetracker.calibration``), written
+as a Pose2Sim / anipose TOML that ``process --calibration`` reads; each camera is named after its clip."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+
+def squares_argument(text: str) -> tuple[int, int]:
+    """``7x5`` -> (7, 5): the board's squares across and down."""
+    try:
+        cols, rows = (int(v) for v in text.lower().replace("*", "x").split("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected COLUMNSxROWS of squares such as 7x5, got {text!r}") from None
+    return cols, rows
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from posetracker.calibration import Board, BoardCalibrationError, BoardError, calibrate_board
+    from posetracker.capture import CaptureError
+    from posetracker.cli.options import progress_bar
+    from posetracker.multiview.calibration import write_toml
+
+    out = Path(args.out)
+    if out.exists() and not args.force:
+        print(f"error: {out} exists (--force overwrites it)", file=sys.stderr)
+        return 2
+    try:
+        board = Board(args.board, args.squares, args.square_mm / 1000.0,
+                      None if args.marker_mm is None else args.marker_mm / 1000.0, args.dictionary)
+    except BoardError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    bars: dict[str, tuple] = {}
+
+    def progress(name: str, done: int, total: int | None) -> None:
+        if name not in bars:
+            for bar, _ in bars.values():
+                bar.close()
+            bars[name] = progress_bar(total, f"board in {name}")
+        bars[name][1](done, total)
+
+    try:
+        result = calibrate_board(args.videos, board, step=args.step, max_frames=args.max_frames,
+                                 floor_frame=args.floor_frame, progress=progress)
+    except (BoardCalibrationError, CaptureError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        for bar, _ in bars.values():
+            bar.close()
+    for cam in result.cameras:
+        info = result.report["cameras"][cam.name]
+        w, h = cam.image_size
+        fov = math.degrees(2 * math.atan(max(w, h) / (2 * (cam.K[0, 0] if w >= h else cam.K[1, 1]))))
+        poses = f", poses {info['poses_rms_px']:.2f} px" if "poses_rms_px" in info else ""
+        print(f"{cam.name}: board in {info['frames_with_board']} frames; focal {cam.K[0, 0]:.1f} px ({fov:.1f} deg "
+              f"across the long side); reprojection rms: intrinsics {info['intrinsics_rms_px']:.2f} px{poses}; "
+              f"centre {', '.join(f'{v:.3f}' for v in cam.center)} m", file=sys.stderr)
+    if result.floor is None:
+        print("warning: no frame of the board lying still: the world is the first camera's frame, with no floor "
+              "(lay the board on the floor for a second at the end, or give --floor-frame)", file=sys.stderr)
+    errors = [c.get("poses_rms_px", c["intrinsics_rms_px"]) for c in result.report["cameras"].values()]
+    meta = {"board": result.report["board"], "floor": result.report["floor"], "units": "m",
+            "up": "+z (the floor is z = 0)" if result.floor else "none", "error": max(errors),
+            "made_by": "posetracker calibrate"}
+    write_toml(result.cameras, out, meta)
+    print(f"{len(result.cameras)} camera(s) -> {out}")
+    return 0
+
+
+def add_calibrate_parser(sub) -> None:
+    from posetracker.calibration.board import DEFAULT_DICTIONARY, KINDS
+
+    p = sub.add_parser("calibrate", help="calibrate cameras from clips of a ChArUco board or a checkerboard")
+    p.add_argument("videos", nargs="+", help="one clip per camera, recorded together (frame i = the same instant), "
+                   "each named after its camera (cam1.mp4 -> camera cam1)")
+    p.add_argument("--board", choices=KINDS, required=True, help="the printed board's kind")
+    p.add_argument("--squares", type=squares_argument, required=True, metavar="CxR",
+                   help="squares across x down, e.g. 7x5 (several checkerboard cameras: one odd, one even)")
+    p.add_argument("--square-mm", type=float, required=True, help="side of a square as printed, mm")
+    p.add_argument("--marker-mm", type=float, default=None, help="ChArUco: side of a marker as printed, mm")
+    p.add_argument("--dictionary", default=DEFAULT_DICTIONARY, help=f"ChArUco: ArUco dictionary (default "
+                   f"{DEFAULT_DICTIONARY})")
+    p.add_argument("--floor-frame", type=int, default=None, metavar="N",
+                   help="the frame in which the board lies on the floor (default: the longest run of frames in which "
+                        "it lies still); the floor is then z = 0, z up, metres")
+    p.add_argument("--step", type=int, default=None, help="look for the board in every STEP-th frame (default: "
+                   "spread --max-frames over the clip)")
+    p.add_argument("--max-frames", type=int, default=200, help="frames searched per clip when --step is not given")
+    p.add_argument("--out", "-o", default="calibration.toml", help="calibration file to write (Pose2Sim / anipose "
+                   "TOML; default calibration.toml)")
+    p.add_argument("--force", action="store_true", help="overwrite an existing --out")
+    p.set_defaults(func=_cmd_calibrate)
