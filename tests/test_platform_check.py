@@ -24,7 +24,7 @@ def test_a_missing_xcb_cursor_is_named_with_its_package(monkeypatch):
 
 
 def test_ldd_reports_what_the_plugin_lacks(monkeypatch, tmp_path):
-    plugin = tmp_path / "plugins" / "platforms" / "libqxcb.so"
+    plugin = tmp_path / "Qt" / "plugins" / "platforms" / "libqxcb.so"
     plugin.parent.mkdir(parents=True)
     plugin.write_bytes(b"\x7fELF")
 
@@ -37,10 +37,49 @@ def test_ldd_reports_what_the_plugin_lacks(monkeypatch, tmp_path):
     assert missing_libraries(tmp_path) == ["libxcb-icccm.so.4"]
 
 
-def test_an_import_error_for_a_system_library_is_explained():
+def test_an_import_error_for_a_system_library_is_explained(monkeypatch):
+    monkeypatch.setattr(platform_check, "_ldd_missing", lambda path: [])
     exc = ImportError("libglib-2.0.so.0: cannot open shared object file: No such file or directory")
     assert "libglib2.0-0" in import_error_advice(exc)
     assert import_error_advice(ImportError("No module named 'PySide6'")) is None
+
+
+#: what ``ldd`` of PySide6 6.11.3's QtWidgets binding and xcb plugin reported missing on a minimal Debian 12
+#: (debootstrap --variant=minbase bookworm, python3-venv, git; docs/experiments/debian12-setup.md)
+BARE_DEBIAN12 = {
+    "QtWidgets.abi3.so": ["libEGL.so.1", "libGL.so.1", "libX11.so.6", "libdbus-1.so.3", "libfontconfig.so.1",
+                          "libfreetype.so.6", "libglib-2.0.so.0", "libgthread-2.0.so.0", "libxkbcommon.so.0"],
+    "libqxcb.so": ["libEGL.so.1", "libGL.so.1", "libX11-xcb.so.1", "libX11.so.6", "libdbus-1.so.3",
+                   "libfontconfig.so.1", "libfreetype.so.6", "libglib-2.0.so.0", "libgthread-2.0.so.0",
+                   "libxcb-cursor.so.0", "libxcb-icccm.so.4", "libxcb-image.so.0", "libxcb-keysyms.so.1",
+                   "libxcb-randr.so.0", "libxcb-render-util.so.0", "libxcb-render.so.0", "libxcb-shape.so.0",
+                   "libxcb-shm.so.0", "libxcb-sync.so.1", "libxcb-util.so.1", "libxcb-xfixes.so.0",
+                   "libxcb-xkb.so.1", "libxcb.so.1", "libxkbcommon-x11.so.0", "libxkbcommon.so.0"],
+}
+
+
+def test_a_bare_system_gets_one_line_that_installs_everything(monkeypatch):
+    """On a minimal Debian 12 importing PySide6.QtWidgets fails on libGL.so.1 alone; the message must still name
+    every missing library, and its apt line only real package names (no soname passed to apt-get)."""
+    monkeypatch.setenv("DISPLAY", ":0")
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("QT_QPA_PLATFORM", raising=False)
+    monkeypatch.setattr(platform_check.sys, "platform", "linux")
+    monkeypatch.setattr(platform_check, "_ldd_missing", lambda path: BARE_DEBIAN12.get(path.name, []))
+    monkeypatch.setattr(platform_check, "_loads", lambda soname: False)
+    text = import_error_advice(ImportError("libGL.so.1: cannot open shared object file: No such file or directory"))
+    every = sorted(set(BARE_DEBIAN12["libqxcb.so"]))
+    assert text.splitlines()[0] == f"PoseTracker cannot open its window: this system lacks {', '.join(every)}."
+    line = text.splitlines()[2].split()
+    assert line[:5] == ["sudo", "apt-get", "install", "-y", "--no-install-recommends"]
+    assert ".so" not in " ".join(line[5:])
+    assert set(line[5:]) == {platform_check.PACKAGES[lib] for lib in every} >= set(platform_check.APT_PACKAGES)
+
+
+def test_a_library_without_a_known_package_is_named_not_installed():
+    text = advice(["libGL.so.1", "libfoo.so.3"])
+    assert text.splitlines()[2].split()[5:] == ["libgl1"]
+    assert "libfoo.so.3" in text.splitlines()[3] and "libfoo" not in text.splitlines()[2]
 
 
 def test_no_display_is_explained(monkeypatch):

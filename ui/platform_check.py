@@ -2,9 +2,10 @@
 
 Qt aborts the whole process (exit 134) when its X11 platform plugin cannot load, and
 importing PySide6 without libglib or libEGL ends in a traceback. :func:`missing_libraries`
-finds what is missing first (``ldd`` of the xcb plugin, plus ``libxcb-cursor`` and ``libGL``, which Qt and
-PyOpenGL load at run time), so the app can print the ``apt-get install`` line of exactly the missing packages
-and exit cleanly.
+finds what is missing first (``ldd`` of PySide6's QtWidgets binding and of the xcb plugin, plus
+``libxcb-cursor`` and ``libGL``, which Qt and PyOpenGL load at run time), so the app can print the
+``apt-get install`` line of exactly the missing packages, all at once, and exit cleanly. Checked on a
+minimal Debian 12 by tools/debian12_check.sh (docs/experiments/debian12-setup.md).
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-# shared object -> Debian / Ubuntu package that ships it
+# shared object -> Debian / Ubuntu package that ships it: every library ``ldd`` of the QtWidgets binding and the
+# xcb plugin reports missing on a minimal Debian 12 (``dpkg -S`` there), and those Qt or PyOpenGL load at run time
 PACKAGES = {
+    "libxcb.so.1": "libxcb1",
+    "libxcb-render.so.0": "libxcb-render0",
+    "libxcb-shm.so.0": "libxcb-shm0",
+    "libxcb-sync.so.1": "libxcb-sync1",
+    "libxcb-util.so.1": "libxcb-util1",
+    "libxcb-xfixes.so.0": "libxcb-xfixes0",
+    "libX11.so.6": "libx11-6",
+    "libfreetype.so.6": "libfreetype6",
     "libxcb-cursor.so.0": "libxcb-cursor0",
     "libxcb-icccm.so.4": "libxcb-icccm4",
     "libxcb-keysyms.so.1": "libxcb-keysyms1",
@@ -81,30 +91,49 @@ def _loads(soname: str) -> bool:
     return True
 
 
-def missing_libraries(qt_dir: Path | None = None) -> list[str]:
-    """Shared objects the xcb platform plugin needs and this machine lacks (sorted, unique)."""
-    if qt_dir is None:
+def missing_libraries(pyside_dir: Path | None = None, xcb: bool = True) -> list[str]:
+    """Shared objects PySide6's widgets (and with ``xcb`` the X11 plugin) need and this machine lacks (sorted,
+    unique). ``pyside_dir``: PySide6's package folder (the one holding ``QtWidgets.abi3.so`` and ``Qt/``);
+    importing PySide6 itself loads no Qt library, so this works where ``PySide6.QtWidgets`` cannot import."""
+    if pyside_dir is None:
         import PySide6
 
-        qt_dir = Path(PySide6.__file__).parent / "Qt"
-    found = set(_ldd_missing(qt_dir / "plugins" / "platforms" / "libqxcb.so"))
-    found.update(_ldd_missing(qt_dir / "lib" / "libQt6XcbQpa.so.6"))
-    found.update(soname for soname in RUNTIME_LOADED if not _loads(soname))
+        pyside_dir = Path(PySide6.__file__).parent
+    found = set(_ldd_missing(pyside_dir / "QtWidgets.abi3.so"))
+    if xcb:
+        found.update(_ldd_missing(pyside_dir / "Qt" / "plugins" / "platforms" / "libqxcb.so"))
+        found.update(_ldd_missing(pyside_dir / "Qt" / "lib" / "libQt6XcbQpa.so.6"))
+        found.update(soname for soname in RUNTIME_LOADED if not _loads(soname))
     return sorted(found)
 
 
 def advice(libraries: list[str]) -> str:
-    """The message for missing ``libraries``: what is missing, which packages, the set-up line."""
-    packages = sorted({PACKAGES.get(lib, lib) for lib in libraries})
-    return (f"PoseTracker cannot open its window: this system lacks {', '.join(libraries)}.\n"
-            f"Install what is missing (Debian / Ubuntu):\n  {APT_INSTALL} {' '.join(packages)}\n"
-            "or run without a window: posetracker process VIDEO")
+    """The message for missing ``libraries``: what is missing, which packages, the set-up line.
+
+    A library outside :data:`PACKAGES` is named as such, never passed to ``apt-get`` as a package name."""
+    packages = sorted({PACKAGES[lib] for lib in libraries if lib in PACKAGES})
+    unknown = [lib for lib in libraries if lib not in PACKAGES]
+    lines = [f"PoseTracker cannot open its window: this system lacks {', '.join(libraries)}."]
+    if packages:
+        lines += ["Install what is missing (Debian / Ubuntu):", f"  {APT_INSTALL} {' '.join(packages)}"]
+    if unknown:
+        lines.append(f"{'and the' if packages else 'Install the'} packages that ship {', '.join(unknown)} "
+                     "(apt-file search finds them)")
+    lines.append("or run without a window: posetracker process VIDEO")
+    return "\n".join(lines)
 
 
 def import_error_advice(exc: ImportError) -> str | None:
-    """The message for an ImportError of PySide6 caused by a missing system library, else None."""
+    """The message for an ImportError of PySide6 caused by a missing system library, else None.
+
+    The loader stops at the first library it cannot open; ``ldd`` then names all the others too, so one
+    ``apt-get`` line installs everything at once."""
     match = _CANNOT_OPEN.search(str(exc))
-    return advice([match.group(1)]) if match else None
+    if match is None:
+        return None
+    found = set(missing_libraries(xcb=uses_xcb()))
+    found.add(match.group(1))
+    return advice(sorted(found))
 
 
 def check_platform() -> str | None:
