@@ -132,6 +132,45 @@ def test_a_failing_run_is_a_message_and_cancel_stops_it(qtbot, setup):
     assert dialog.add_videos.isEnabled() and dialog.start.isEnabled()
 
 
+@gui
+def test_the_window_plays_a_result_over_each_camera_it_picks(qtbot, tmp_path):
+    """A fused result of 4 synthetic cameras shown: the first view's video with the people where camera 1 sees
+    them; the Camera picker plays camera 3's video (frames 2 later there) with them where camera 3 sees them; the
+    result (3-D view, Export) stays the first camera's; another source hides the picker."""
+    from posetracker.multiview.fuse import fuse_views, seen_from
+    from posetracker.multiview.process import ViewsResult
+    from test_multiview import CAMERAS, moving_body
+    from test_multiview_fuse import _view_sequences
+    from ui.main_window import MainWindow
+
+    fused = fuse_views(CAMERAS, _view_sequences([moving_body(20), moving_body(20, shift=(0.0, 1.2, 0.0))]),
+                       solve=False)
+    views = [str(make_video(tmp_path / f"{c.name}.mp4", frames=24)) for c in CAMERAS]
+    result = ViewsResult(views, fused, [], list(CAMERAS), [0, 1, 2, 0], [])
+    window = MainWindow(services=fake_services())
+    qtbot.addWidget(window)
+    assert window.view_picker is None
+    window.show_views_result(result)
+    assert window.views_result is result and window.sequence is fused and window.state.source == views[0]
+    assert [window.view_picker.itemText(i) for i in range(4)] == [c.name for c in CAMERAS]
+    assert all(a.isVisible() for a in window._picker_actions)
+    wait_until(qtbot, lambda: window.latest is not None and len(window.latest.pose.track_ids) == 2, 10)
+    window.controller.pause()
+    window.view_picker.setCurrentIndex(2)
+    assert window.state.source == views[2] and window.sequence is fused
+    expected = {f.index: f for f in seen_from(fused, CAMERAS, 2, [0, 1, 2, 0]).frames}
+    window.latest = None
+    wait_until(qtbot, lambda: window.latest is not None and window.latest.pose.image_size == CAMERAS[2].image_size,
+               10)
+    pose = window.latest.pose
+    assert pose.index >= 2  # camera 3's video starts 2 frames before the first's
+    np.testing.assert_allclose(pose.keypoints, expected[pose.index].keypoints)
+    assert not np.allclose(pose.keypoints[..., :2], fused.frames[pose.index - 2].keypoints[..., :2], atol=20)
+    window.open_source(views[1])
+    assert window.views_result is None and not any(a.isVisible() for a in window._picker_actions)
+    window.close()
+
+
 @pytest.fixture
 def trial_clips(tmp_path):
     """The real trial's 4 views cut to their first 10 frames (cam01-04.mp4) and its calibration."""

@@ -60,6 +60,27 @@ def test_two_people_seen_by_four_cameras_come_out_in_the_first_cameras_metres():
     assert fused.metadata["multiview"]["cameras"] == [c.name for c in CAMERAS]
 
 
+def test_the_fused_people_seen_from_another_camera_lie_where_that_camera_saw_them():
+    """seen_from: the first camera's result drawn over camera 2's video (frames 3 later there)."""
+    from posetracker.multiview.fuse import seen_from
+
+    bodies = [moving_body(12), moving_body(12, shift=(0.0, 1.2, 0.0))]
+    views = _view_sequences(bodies)
+    fused = fuse_views(CAMERAS, views, solve=False)
+    shown = seen_from(fused, CAMERAS, 2, [0, 0, 3, 0])
+    cam = CAMERAS[2]
+    assert [f.index for f in shown.frames] == [f.index + 3 for f in fused.frames]
+    for f, g in zip(shown.frames, fused.frames):
+        assert f.image_size == cam.image_size and f.track_ids.tolist() == g.track_ids.tolist()
+        np.testing.assert_array_equal(f.world, g.world)
+        for p in range(2):
+            truth = min(bodies, key=lambda b: np.abs(cam.project(b[g.index]) - f.keypoints[p, :17, :2]).max())
+            np.testing.assert_allclose(f.keypoints[p, :17, :2], cam.project(truth[g.index]), atol=0.5)
+            np.testing.assert_allclose(f.keypoints[p, :17, 2], cam.to_camera(truth[g.index])[:, 2], atol=2e-3)
+    back = seen_from(fused, CAMERAS, 0)
+    np.testing.assert_allclose(back.frames[5].keypoints, fused.frames[5].keypoints, atol=1e-3)
+
+
 def test_a_person_seen_by_one_camera_only_is_not_invented():
     seqs = _view_sequences([moving_body(10)])
     for seq in seqs[1:]:  # only the first camera sees anyone

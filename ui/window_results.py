@@ -9,7 +9,7 @@ from pathlib import Path
 from posetracker.export import exporter_for_path, get_exporter, with_suffix
 from posetracker.motion.finish import is_finished
 from posetracker.motion.heights import Heights
-from posetracker.recording import ReplaySession, SessionRecorder
+from posetracker.recording import SessionRecorder
 from posetracker.types import PoseSequence
 from .heights import people_of, with_heights
 from .jobs import ExportJob, new_recording_folder
@@ -23,6 +23,7 @@ class WindowResults:
     def set_result(self, seq: PoseSequence) -> None:
         """A whole-file result (or a replayed recording) arrived: listed in the Heights panel and scaled to the
         heights given (``self.sequence``: what the 3-D view plays and Export writes)."""
+        self.forget_views()  # a several-camera result (ui.window_views) is replaced
         self.processed = seq
         self.heights_panel.set_people(people_of(seq))
         self.sequence, warnings = with_heights(seq, self.heights)
@@ -32,7 +33,7 @@ class WindowResults:
     def forget_result(self) -> None:
         """Back to live poses (or no source): the panel lists the ids seen live."""
         self.processed = None
-        self.views_result = None  # a several-camera result (ui.window_views) is gone with it
+        self.forget_views()  # a several-camera result (ui.window_views) is gone with it
         self.heights_panel.set_people([])
 
     def set_heights(self, heights: Heights) -> None:
@@ -56,7 +57,7 @@ class WindowResults:
         self._show_warnings(warnings)
         self.sequence = seq
         stats = self.controller.snapshot()
-        self.controller.start_inference(partial(ReplaySession, seq))  # the 3-D view plays the scaled result
+        self.controller.start_inference(self.replay_of(seq))  # the 3-D view plays the scaled result
         self.controller.seek(max(stats.position, 0))
         given = ", ".join(f"#{t} {e['stature_m']:.2f} m" for t, e in (seq.metadata.get("people") or {}).items()
                           if e.get("stature_source") == "given")

@@ -4,7 +4,9 @@
 File > Open several cameras opens :class:`ui.multicamera_dialog.MultiCameraDialog`; its result (a
 ``posetracker.multiview.process.ViewsResult``) is shown as a whole-file result is: the first view's video plays
 with the fused people reprojected into it, the 3-D view and the plots read the triangulated people (the first
-camera's frame, the calibration's metres), the Heights panel lists them and Export writes them.
+camera's frame, the calibration's metres), the Heights panel lists them and Export writes them. The toolbar's
+Camera picker shows another view's video with the same people reprojected into it
+(``posetracker.multiview.fuse.seen_from``); the result, the 3-D view and Export stay the first camera's.
 """
 
 from __future__ import annotations
@@ -12,8 +14,19 @@ from __future__ import annotations
 from functools import partial
 from pathlib import Path
 
+from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
+
+from posetracker.multiview.fuse import seen_from
 from posetracker.recording import ReplaySession
 from .services import ModelChoice, with_camera
+
+
+def view_replay(seq) -> ReplaySession:
+    """A replay of ``seq`` as another camera sees it: it plays the poses, but is not the window's result (its
+    ``seq`` is None, so the model-ready slot keeps the first camera's result for the 3-D view and Export)."""
+    session = ReplaySession(seq)
+    session.seq = None
+    return session
 
 
 class WindowViews:
@@ -21,6 +34,9 @@ class WindowViews:
 
     views_dialog = None  # File > Open several cameras (ui.multicamera_dialog.MultiCameraDialog), made when first opened
     views_result = None  # the several-camera result shown (ViewsResult), None for any other source
+    view_picker: QComboBox | None = None  # the toolbar's Camera picker, made with the first result
+    _picker_actions: tuple = ()  # its label's and its own toolbar actions (hidden without a result)
+    _view_shown = 0  # the camera whose video plays (an index into views_result.views)
 
     def ask_open_views(self, views: list[str] | None = None, calibration: str | None = None,
                        start: bool = False) -> None:
@@ -47,22 +63,75 @@ class WindowViews:
 
     def show_views_result(self, result) -> None:
         """Open the first view's video and play the fused result over it (module docstring)."""
-        first = result.views[0]
         self._reset_source()
-        self.views_result = result
         self.pending_offline = False
-        self.state.source = first
         self.show_mode("offline")
         self.model_panel.show_replay(False)
         self.set_result(result.sequence)  # scaled to the heights given (Heights panel)
-        self.controller.start(partial(self.services.open_file, first), partial(ReplaySession, self.sequence))
+        self.views_result = result
+        picker = self._picker()
+        picker.blockSignals(True)
+        picker.clear()
+        picker.addItems([c.name for c in result.cameras])
+        picker.blockSignals(False)
+        for action in self._picker_actions:
+            action.setVisible(True)
+        self._play_view(0, 0)
         names = ", ".join(c.name for c in result.cameras)
         people = len(result.sequence.track_ids())
         self.banner.show_message(
             f"{len(result.views)} calibrated cameras ({names}): {people} {'person' if people == 1 else 'people'} "
-            f"triangulated. The video is {Path(first).name} with the people reprojected into it; the 3-D view, "
-            f"plots and Export are in the calibration's metres ({result.cameras[0].name}'s frame).",
-            key="source", error=False)
+            f"triangulated. The video is {Path(result.views[0]).name} with the people reprojected into it (Camera "
+            f"picks another); the 3-D view, plots and Export are in the calibration's metres "
+            f"({result.cameras[0].name}'s frame).", key="source", error=False)
         self._show_warnings(result.warnings)
         self.statusBar().showMessage(f"Processed {len(result.sequence)} frames from {len(result.views)} cameras; "
                                      "playing the result", 8000)
+
+    def show_view(self, view: int) -> None:
+        """The Camera picker: play camera ``view``'s video with the result's people reprojected into it, from the
+        instant shown."""
+        result = self.views_result
+        if result is None or not 0 <= view < len(result.views):
+            return
+        shown = self.controller.snapshot().position  # -1: nothing open
+        self._play_view(view, shown - result.offsets[self._view_shown] if shown >= 0 else 0)
+
+    def _play_view(self, view: int, at: int) -> None:
+        """Open camera ``view``'s video and play the result over it from the first view's frame ``at``."""
+        result = self.views_result
+        self.view_picker.blockSignals(True)
+        self.view_picker.setCurrentIndex(view)
+        self.view_picker.blockSignals(False)
+        self._view_shown = view
+        self.state.source = result.views[view]
+        self.controller.start(partial(self.services.open_file, result.views[view]), self.replay_of(self.sequence))
+        if at + result.offsets[view] > 0:
+            self.controller.seek(at + result.offsets[view])
+
+    def replay_of(self, seq):
+        """The session factory playing ``seq`` (the result, scaled to the heights given) over the video shown:
+        as the camera picked sees it where a several-camera result is shown."""
+        result = self.views_result
+        if result is None or self._view_shown == 0:
+            return partial(ReplaySession, seq)
+        return partial(view_replay, seen_from(seq, result.cameras, self._view_shown, result.offsets))
+
+    def forget_views(self) -> None:
+        """Another source or result: no several-camera result, the Camera picker hidden."""
+        self.views_result = None
+        self._view_shown = 0
+        for action in self._picker_actions:
+            action.setVisible(False)
+
+    def _picker(self) -> QComboBox:
+        if self.view_picker is None:
+            bar = self.findChild(QToolBar, "main_toolbar")
+            bar.addSeparator()
+            label = QLabel(" Camera ")
+            self.view_picker = QComboBox()
+            self.view_picker.setObjectName("viewPicker")
+            self.view_picker.setToolTip("The camera whose video is shown, with the people reprojected into it")
+            self._picker_actions = (bar.addWidget(label), bar.addWidget(self.view_picker))
+            self.view_picker.currentIndexChanged.connect(self.show_view)
+        return self.view_picker

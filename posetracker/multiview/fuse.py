@@ -22,6 +22,7 @@ Shapes: V views, T frames (the same instants in every view), P people, K joints.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from collections.abc import Sequence
@@ -85,6 +86,32 @@ def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSeq
     return PoseSequence(frames, ref_seq.fps, spec, meta)
 
 
+def seen_from(seq: PoseSequence, cameras: Sequence[CameraCalibration], view: int,
+              offsets: Sequence[int] | None = None) -> PoseSequence:
+    """The fused ``seq`` (:func:`fuse_views`'s, the first camera's frame) as camera ``view`` sees it, to draw over
+    that camera's video: each person's keypoints the projection of their ``world`` joints into it (x, y px; depth
+    their z in that camera, m; a joint with no world point keeps its keypoint), frame indices that video's
+    (``offsets[view]`` added: ``sync.frame_offsets``), ``image_size`` that camera's; world, confidence, scores
+    and ids unchanged. ``view`` 0 gives ``seq``'s frames re-projected into the first camera."""
+    ref, cam = cameras[0], cameras[view]
+    shift = int(offsets[view]) if offsets is not None else 0
+    frames = []
+    for f in seq.frames:
+        if f.world is None or not len(f.track_ids):
+            frames.append(dataclasses.replace(f, index=f.index + shift, image_size=cam.image_size))
+            continue
+        xyz = (np.asarray(f.world, np.float64) - ref.t) @ ref.R  # (P, K, 3) the first camera's metres -> world
+        xy, z = cam.project(xyz), cam.to_camera(xyz)[..., 2]  # (P, K, 2) px, (P, K) m
+        ok = np.isfinite(xy).all(-1) & np.isfinite(z)
+        ok[:, list(seq.skeleton.virtual)] = False  # virtual joints by their 2-D rule, as the decoder makes them
+        xy, z = fill_virtual_joints(np.where(ok[..., None], xy, np.nan), seq.skeleton, ok, np.where(ok, z, np.nan))
+        ok = np.isfinite(xy).all(-1) & np.isfinite(z)
+        keypoints = np.array(f.keypoints, np.float32, copy=True)  # (P, K, 3) x, y px, depth m
+        keypoints[ok] = np.concatenate([xy, z[..., None]], -1)[ok]
+        frames.append(dataclasses.replace(f, index=f.index + shift, keypoints=keypoints, image_size=cam.image_size))
+    return dataclasses.replace(seq, frames=frames)
+
+
 def _virtual_world(world: np.ndarray, spec, known: np.ndarray) -> np.ndarray:
     """world (P, K, 3) with each virtual joint made by its rule from the known real joints, per axis."""
     out = world.copy()
@@ -99,4 +126,4 @@ def _virtual_world(world: np.ndarray, spec, known: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["calibrated_fov", "fuse_views"]
+__all__ = ["calibrated_fov", "fuse_views", "seen_from"]
