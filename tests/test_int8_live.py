@@ -111,7 +111,7 @@ def test_the_shipped_model_runs_live_with_the_8_bit_body():
     live = TrackingSession.open(config=SessionConfig(mode="live"))
     assert isinstance(live.stream, FusedStream) and live.stream.int8
     tensors, meta = int8.read_companion(int8.companion_for(live.net))
-    assert int8.companion_parts(tensors)[1] is not None  # the body fine-tuned for 8 bits (tools/int8_qat.py)
+    assert int8.companion_parts(tensors)[1] is not None  # the body fine-tuned for 8 bits (posetracker train int8-qat)
     assert len(json.loads(meta["ranges"])) > 50 and json.loads(meta["keep_float"]) == list(int8.KEEP_FLOAT)
     assert tuple(json.loads(meta["quantise"])) == int8.QUANTISE  # body and temporal recurrences
     assert not TrackingSession.open(config=SessionConfig(mode="live", int8=False)).stream.int8
@@ -134,7 +134,7 @@ def test_the_shipped_model_at_another_look_ahead_runs_the_8_bit_body(lookahead, 
 
 
 def test_a_companion_with_a_tuned_body_builds_the_graph_on_it(human18, tmp_path, monkeypatch):
-    """``body.*`` in the companion (tools/int8_qat.py): stored in float16, read back in float32, and the 8-bit
+    """``body.*`` in the companion (posetracker train int8-qat): stored in float16, read back in float32, and the 8-bit
     graph is built on that body (another graph than the float body's, the same body hash check)."""
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
     net = busy_net(human18, seed=11)

@@ -3,7 +3,7 @@
     python tools/int8_fidelity.py CLIP[,CLIP...] COMPANION [COMPANION ...]
 
 For each clip (its first 150 frames; live, look-ahead 1, no smoothing) and each companion file
-(``models/posenet-human18.int8.safetensors`` or one made by ``tools/int8_backbone.py``): the error of the
+(``models/posenet-human18.int8.safetensors`` or one made by ``posetracker train int8-calibrate`` / ``int8-qat``): the error of the
 highest-scoring person's keypoints (the 8-bit run's nearest person), median and mean over frames of the mean
 over joints both runs see at confidence > 0.3, as a share of that person's height in the float run; and the lag
 of the 8-bit track behind the float one in frames (``train.metrics.lag_frames``).

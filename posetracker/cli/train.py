@@ -6,6 +6,7 @@
     posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
     posetracker train walk-head --config configs/walk_head.yaml --out PATH   (posetracker.cli.train_heads)
     posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out PATH
+    posetracker train int8-calibrate | int8-qat ...   (the 8-bit companion: posetracker.cli.train_int8)
 
 Labels and features are cached under ~/.cache/posetracker (POSETRACKER_CACHE);
 a run's checkpoint and losses.csv under <cache>/train/<run>/.
@@ -230,6 +231,8 @@ def add_train_parser(subparsers) -> None:
 
     from posetracker.cli.train_detector import add_detector_parsers
     from posetracker.cli.train_heads import add_heads_parsers
+    from posetracker.cli.train_int8 import add_int8_parsers
 
     add_detector_parsers(tsub)
     add_heads_parsers(tsub)
+    add_int8_parsers(tsub)

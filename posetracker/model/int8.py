@@ -2,16 +2,16 @@
 
 The fused live graph (``model/fused.py``) is exported in float, then the convolutions under the
 companion's prefixes are quantised: per-channel int8 weights, uint8 activations whose ranges were
-calibrated once on frames of the training clips (``tools/int8_backbone.py``). By default (``QUANTISE``)
+calibrated once on frames of the training clips (``posetracker train int8-calibrate``). By default (``QUANTISE``)
 these are the backbone's MobileNetV2 body but its stem and first block (``KEEP_FLOAT``), and the
 convolutions of both temporal directions (ConvGRUs, memory gates). The FPN, the fusion and the heads stay float: quantising the heads measured 3 % faster and twice the offsets' error.
 
 What ships, beside the weights (``posenet-<skeleton>.int8.safetensors``, the *companion*):
 
 - tensors ``fpn.*``: the FPN the graph uses (shapes as ``MoveNetBackbone.fpn``; the shipped file holds
-  the float model's own FPN, ``tools/int8_backbone.py --epochs N`` can fine-tune it on the 8-bit taps);
+  the float model's own FPN);
 - tensors ``body.*`` (optional, float16): the MobileNetV2 body the graph quantises, fine-tuned for 8 bits
-  (``tools/int8_qat.py``: simulated 8-bit arithmetic, distilled towards the float network's features);
+  (``posetracker train int8-qat``: simulated 8-bit arithmetic, distilled towards the float network's features);
   without them the graph quantises the float body;
 - metadata ``ranges``: JSON {tensor name: [lowest, highest]} of the quantised nodes' activations;
   ``body`` / ``fpn_from``: hashes of the float body and FPN it was made for (other weights: not used);
@@ -237,7 +237,7 @@ def write_companion(path: Path, fpn: torch.nn.Module, net: PoseNet, ranges: dict
                     prefixes: tuple[str, ...] = QUANTISE, lookahead: int = CALIBRATED_LOOKAHEAD,
                     body: dict[str, torch.Tensor] | None = None) -> None:
     """Write the companion at ``path``: ``ranges`` were calibrated on the live graph of ``lookahead``. ``body``:
-    a state dict of the MobileNetV2 body fine-tuned for 8 bits (``tools/int8_qat.py``), stored in float16
+    a state dict of the MobileNetV2 body fine-tuned for 8 bits (``posetracker train int8-qat``), stored in float16
     (the graph quantises it to 8 bits per channel anyway); None: the graph quantises the float body."""
     from safetensors.torch import save_file
 
