@@ -16,6 +16,10 @@ random clips tried, the 20-s ones, at 4.6-5.0 cm): the level camera
 (``X = x, Y = -y, Z = -z``) and the floor at the ``percentile``-th percentile of the
 lowest joint, the method the BVH export used before; there is then no foot lock.
 
+A calibrated camera's floor (``metadata["floor"]``, the calibration's z = 0) replaces the fit: the frame is the
+calibration's world turned Y up, and the people stand on it (several views) or each on their own floor along
+its normal (one view), as their stance feet say.
+
 Floor frame (:class:`FloorFrame`): ``p_floor = rotation @ p_camera + translation``;
 Y up along ``n``, X the camera's right projected onto the floor, ``Z = X x Y`` (towards
 the camera, right-handed, as BVH), origin on the floor below the camera (so the camera
@@ -56,7 +60,7 @@ class FloorFrame:
 
     rotation:     (3, 3) camera -> floor rotation (rows: floor X, Y, Z in camera space)
     translation:  (3,) metres; ``p_floor = rotation @ p_camera + translation``
-    fitted:       the floor was fitted to stance feet (False: the level-camera fallback)
+    fitted:       the floor was fitted to stance feet or given by a calibration (False: the level-camera fallback)
     person_floor: {track id: Y (m) of that person's floor in the floor frame}
     ankle_height: {track id: the person's ankle height above the sole (m)}
     report:       what was fitted, from how much, the camera's pitch and roll (JSON-ready)
@@ -186,8 +190,11 @@ def _r(v: float, digits: int = 4) -> float | None:
 
 def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image_size: tuple[int, int] = (0, 0),
                        fps: float = 30.0, settings: GroundSettings | None = None,
-                       contact_settings: ContactSettings | None = None) -> Ground:
-    """The floor of a clip from the stance ankles of every track (see the module docstring).
+                       contact_settings: ContactSettings | None = None, floor: dict[str, Any] | None = None
+                       ) -> Ground:
+    """The floor of a clip from the stance ankles of every track (see the module docstring), or the
+    calibration's ``floor`` where one is given (``metadata["floor"]``:
+    :func:`posetracker.multiview.calibration.calibration_floor`; the stance phases are found as without it).
 
     tracks: {track id: PersonTrack} (:func:`posetracker.tracks.person_tracks`); image_size: (width, height) px
     of the frames ((0, 0) = unknown); fps: used only where the timestamps cannot give the frame time.
@@ -229,6 +236,8 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
         ids.append(tid)
         ups.append(body_up(tr, spec, ph, settings.min_confidence, settings.max_prior_tilt_deg))
         people[str(tid)]["contact_points"] = len(pts)
+    if floor:
+        return _calibrated(floor, tracks, ids, groups, ankle, people, contacts, phases)
     up = np.concatenate(ups) if ups else np.zeros((0, 3))
     prior = unit(np.median(up, axis=0)) if len(up) >= 5 else np.array([0.0, -1.0, 0.0])
     info: dict[str, Any] = {"prior": f"body axis of {len(up)} stance frames" if len(up) >= 5 else "level camera",
@@ -285,9 +294,34 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
     return Ground(frame, contacts, phases, fit)
 
 
+def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list[int], groups: list[np.ndarray],
+                ankle: dict[int, float], people: dict[str, dict[str, Any]], contacts: dict[int, FootContacts],
+                phases: dict[int, list[ContactPhase]]) -> Ground:
+    """The Ground of a calibration's floor: its frame, each person's stance ankles' median height above it
+    (``stance_ankle_height_m``) and the floor their feet give (``floor_m``: that less their ankle height), which
+    is their own floor unless ``floor["people_on_it"]`` (then 0: the calibration's floor is everyone's)."""
+    rot = np.asarray(floor["rotation"], np.float64).reshape(3, 3)
+    trans = np.asarray(floor["translation"], np.float64).reshape(3)
+    on_it = bool(floor.get("people_on_it", True))
+    person_floor = {tid: 0.0 for tid in tracks}
+    for tid, pts in zip(ids, groups):
+        if len(pts):
+            h = float(np.median((pts @ rot.T + trans)[:, 1]))
+            people[str(tid)].update(stance_ankle_height_m=round(h, 4), floor_m=round(h - ankle[tid], 4))
+            person_floor[tid] = 0.0 if on_it else h - ankle[tid]
+    pitch, roll = camera_angles(rot[1])
+    report = {"fitted": True, "reason": "", "method": f"the calibration's floor ({floor.get('source', '')}); "
+              + ("everyone on it" if on_it else "each person's own floor along its normal, from their stance feet"),
+              "pitch_deg": round(pitch, 2), "roll_deg": round(roll, 2),
+              "camera_height_m": _r(float(trans[1]), 4), "contact_points": int(sum(len(g) for g in groups)),
+              "people": people}
+    return Ground(FloorFrame(rot, trans, True, person_floor, ankle, report), contacts, phases, None)
+
+
 def ground_from_sequence(seq: PoseSequence, person: int | None = None, settings: GroundSettings | None = None,
                          contact_settings: ContactSettings | None = None) -> Ground:
-    """:func:`ground_from_tracks` over every tracked person of ``seq`` (or only ``person``).
-    Raises TrackError when there is no such person."""
+    """:func:`ground_from_tracks` over every tracked person of ``seq`` (or only ``person``), on the calibration's
+    floor where ``seq.metadata["floor"]`` holds one. Raises TrackError when there is no such person."""
     size = seq.frames[0].image_size if seq.frames else (0, 0)
-    return ground_from_tracks(person_tracks(seq, person), seq.skeleton, size, seq.fps, settings, contact_settings)
+    return ground_from_tracks(person_tracks(seq, person), seq.skeleton, size, seq.fps, settings, contact_settings,
+                              (seq.metadata or {}).get("floor"))

@@ -97,12 +97,14 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
     camera = camera_before(args.input, args.fov)  # given, or the file's tag; None: from the people, after tracking
-    if args.calibration:  # one calibrated camera: its focal length
+    floor = None
+    if args.calibration:  # one calibrated camera: its focal length and its floor
         from posetracker.cli.process_views import calibrated_camera
 
-        camera = calibrated_camera(args.calibration, args.input)
-        if camera is None:
+        calibrated = calibrated_camera(args.calibration, args.input)
+        if calibrated is None:
             return 2
+        camera, floor = calibrated
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2
@@ -131,6 +133,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
         bar.close()
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
+    if floor is not None:  # the exports and the feet stand people on the calibration's floor
+        seq.metadata["floor"] = floor
     seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps,
                                     fix_legs=config.fix_legs, heights=args.height)
     used = seq.metadata["camera"]

@@ -89,10 +89,13 @@ def _session(args: argparse.Namespace, fov_deg: float):
 
 
 def calibrated_camera(calibration: list[str], video: str):
-    """One video's camera from its calibration file(s) as a ``CameraFov`` (its focal length across the long side;
-    the camera named after the video, or the only one), or None after printing why it cannot be read."""
+    """One video's camera from its calibration file(s) -> (``CameraFov``: its focal length across the long side,
+    its floor as ``metadata["floor"]`` or None: ``multiview.calibration.calibration_floor``, each person on their
+    own floor along its normal); the camera named after the video, or the only one. None after printing why it
+    cannot be read."""
     from posetracker.depth.camera_meta import CameraFov
-    from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
+    from posetracker.multiview.calibration import (CalibrationError, calibration_floor, camera_named,
+                                                   read_calibrations)
     from posetracker.multiview.fuse import calibrated_fov
 
     try:
@@ -101,4 +104,5 @@ def calibrated_camera(calibration: list[str], video: str):
     except (CalibrationError, OSError, ValueError) as exc:
         print(f"error: {', '.join(calibration)}: {exc}", file=sys.stderr)
         return None
-    return CameraFov(calibrated_fov(camera), "user", f"calibration {Path(calibration[0]).name}, camera {camera.name}")
+    detail = f"calibration {Path(calibration[0]).name}, camera {camera.name}"
+    return CameraFov(calibrated_fov(camera), "user", detail), calibration_floor([camera], detail, people_on_it=False)

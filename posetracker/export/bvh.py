@@ -271,7 +271,8 @@ class BvhExporter:
         motions: dict[int, BvhMotion] = {}
         ground = None
         if opts.origin == "floor" and opts.floor == "fit":  # one floor for everyone, from all their stance feet
-            ground = ground_from_tracks(tracks, seq.skeleton, seq.frames[0].image_size, seq.fps)
+            ground = ground_from_tracks(tracks, seq.skeleton, seq.frames[0].image_size, seq.fps,
+                                        floor=(seq.metadata or {}).get("floor"))
         for tid, track in tracks.items():
             try:
                 motions[tid] = solve_person(track, seq.skeleton, seq.fps, opts, ground)

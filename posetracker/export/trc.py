@@ -14,7 +14,9 @@ Markers: the skeleton's labelled joints (virtual ones, e.g. human18's box
 centre, are left out), named as in the skeleton. Coordinates in millimetres,
 Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space
 (``origin="camera"``, the default), or with ``origin="floor"`` in the floor
-frame fitted to everyone's stance feet (:mod:`posetracker.analysis.ground`):
+frame: a calibration's world turned Y up (``X = x, Y = z, Z = -y``) where the
+sequence has one (``metadata["floor"]``), else the floor fitted to everyone's
+stance feet (:mod:`posetracker.analysis.ground`):
 Y up along the floor's normal from each person's own floor, so OpenSim's
 gravity (-Y) is the clip's whatever the camera's pitch and roll; X the
 camera's right along the floor, origin on the floor below the camera. When the
@@ -80,7 +82,8 @@ class TrcExporter:
         everyone = person_tracks(seq) if origin == "floor" else tracks
         frame = None
         if origin == "floor":  # the floor of everyone's stance feet, whoever is written
-            frame = ground_from_tracks(everyone, seq.skeleton, size, seq.fps).frame
+            frame = ground_from_tracks(everyone, seq.skeleton, size, seq.fps,
+                                       floor=(seq.metadata or {}).get("floor")).frame
             if not frame.fitted:
                 warnings.warn(ExportWarning(f"TRC: no floor fitted ({frame.report['reason']}): level camera, floor at "
                                             "the 2nd percentile of the lowest joint"), stacklevel=2)

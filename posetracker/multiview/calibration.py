@@ -212,6 +212,34 @@ def read_opencv(path: str | Path) -> list[CameraCalibration]:
         fs.release()
 
 
+MIN_CAMERA_HEIGHT_M = 0.1  # a calibration whose z = 0 plane passes closer to a camera has no floor there
+#: a z-up world (x, y, z) -> Y up (X = x, Y = z, Z = -y), as Pose2Sim turns its world for OpenSim
+Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
+
+
+def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_it: bool) -> dict | None:
+    """The calibration's floor, its world's z = 0 plane, as a sequence in ``cameras[0]``'s frame carries it
+    (``metadata["floor"]``, read by ``analysis.ground``), or None where the calibration has none (a camera
+    within MIN_CAMERA_HEIGHT_M of z = 0, e.g. a world that is the first camera's frame; cameras on both sides).
+
+    Up is the side the cameras are on (+z for Qualisys, Pose2Sim's board on the floor and ``posetracker
+    calibrate``). ``rotation`` (3, 3) and ``translation`` (3,) m map the first camera's coordinates to the
+    calibration's world turned Y up (X = x, Y = z, Z = -y: what a TRC with ``origin="floor"`` is written in);
+    ``people_on_it``: the people are in the calibration's metres (triangulated), so their floor is this one;
+    False (one view: a monocular depth moves a person along the camera's rays) keeps each person's own floor
+    along its normal, measured from their stance feet."""
+    heights = np.array([c.center[2] for c in cameras])
+    if (np.abs(heights) < MIN_CAMERA_HEIGHT_M).any() or len(set(np.sign(heights))) > 1:
+        return None
+    up = 1.0 if heights[0] > 0 else -1.0
+    cam = cameras[0]
+    R = Z_UP_TO_Y_UP @ np.diag([1.0, up, up]) @ cam.R.T  # camera -> world (z up the cameras' side) -> Y up
+    return {"source": source, "up": "+z" if up > 0 else "-z", "camera_height_m": round(float(abs(heights[0])), 4),
+            "rotation": R.round(9).tolist(), "translation": (-R @ cam.t).round(9).tolist(),
+            "people_on_it": bool(people_on_it),
+            "axes": "X = x, Y = z (up), Z = -y of the calibration's world, metres"}
+
+
 def write_toml(cameras: list[CameraCalibration], path: str | Path, metadata: dict | None = None) -> Path:
     """Write ``cameras`` as a Pose2Sim / anipose calibration TOML (what :func:`read_toml` reads): one table per
     camera (name, size, matrix, distortions k1 k2 p1 p2 k3, rotation Rodrigues and translation world -> camera,

@@ -7,7 +7,8 @@
 - :func:`process_views`: each view tracked as a single view is (a session made by the caller for the view's
   calibrated field of view), views not started together aligned by the people's motion (:mod:`.sync`), the
   people matched and triangulated (:mod:`.fuse`), and the fused sequence finished (``motion.finish``: bones,
-  heights, encounters) in the first camera's frame, like a single view's result.
+  heights, encounters) in the first camera's frame, like a single view's result; the calibration's floor
+  (``calibration.calibration_floor``) in ``metadata["floor"]``, where the exports and the feet stand people.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, read_calibrations
+from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
+                                               read_calibrations)
 from posetracker.types import PoseSequence
 
 # progress(view index, frames done in that view, its frame count or None)
@@ -197,6 +199,9 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
             + f"; {len(aligned[0])} frames every view saw")
     fused = fuse_views(cameras, aligned, solve=solve)
     fused.metadata["multiview"]["frame_offsets"] = dict(zip([c.name for c in cameras], offsets))
+    floor = calibration_floor(list(cameras), f"calibration {calibration_name}", people_on_it=True)
+    if floor is not None:  # the people are in the calibration's metres: its floor is theirs
+        fused.metadata["floor"] = floor
     camera = CameraFov(calibrated_fov(cameras[0]), "user", f"calibration {calibration_name}, camera {cameras[0].name}")
     seq, warnings = finish_sequence(fused, camera, rigid_bones=rigid_bones, heights=heights,
                                     repair_swaps=repair_swaps)

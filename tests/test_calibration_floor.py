@@ -1,0 +1,106 @@
+"""A calibrated camera's floor (issue #48): the calibration's z = 0 plane, not one fitted to the feet, for the
+floor frame every export and the feet step read (``metadata["floor"]``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from floor_synthetic import ANKLE, FOCAL, IMAGE, scene
+from posetracker.analysis.ground import ground_from_sequence
+from posetracker.export import get_exporter
+from posetracker.multiview.calibration import Z_UP_TO_Y_UP, CameraCalibration, calibration_floor
+
+YAW = np.radians(30.0)
+SHIFT = np.array([2.0, 0.0, -1.0])  # the calibration's origin is not below the camera
+RY = np.array([[np.cos(YAW), 0, np.sin(YAW)], [0, 1, 0], [-np.sin(YAW), 0, np.cos(YAW)]])
+
+
+def _calibrated_scene(depth_scales=(1.0,), people_on_it=True):
+    """The synthetic walkers (floor_synthetic.scene; its floor frame Y up, camera 1.4 m up, pitched and rolled)
+    and the camera's calibration in a z-up world turned 30 degrees about the vertical and shifted (2, 0, -1) m
+    from the scene's floor frame; the sequence carries that calibration's floor."""
+    walkers = tuple((35.0 + 20 * i, (-1.6 + 1.4 * i, -5.0), s) for i, s in enumerate(depth_scales))
+    sc = scene(walkers=walkers)
+    # scene: p_cam = axes @ (p_floor - cam); calibration floor frame q = RY @ p_floor + SHIFT = Z_UP_TO_Y_UP @ p_world
+    R = sc.camera_axes @ RY.T @ Z_UP_TO_Y_UP
+    t = -sc.camera_axes @ (RY.T @ SHIFT + sc.camera_position)
+    K = np.array([[FOCAL, 0, IMAGE[0] / 2], [0, FOCAL, IMAGE[1] / 2], [0, 0, 1]])
+    cam = CameraCalibration("cam", IMAGE, K, np.zeros(5), R, t)
+    floor = calibration_floor([cam], "calibration test.toml", people_on_it=people_on_it)
+    return sc, cam, dataclasses.replace(sc.seq, metadata={**sc.seq.metadata, "floor": floor})
+
+
+def test_the_calibration_floor_is_z_0_up_the_cameras_side():
+    sc, cam, seq = _calibrated_scene()
+    floor = seq.metadata["floor"]
+    assert floor["up"] == "+z" and floor["camera_height_m"] == pytest.approx(1.4, abs=1e-9)
+    below = dataclasses.replace(cam, R=cam.R @ np.diag([1.0, -1.0, -1.0]), t=cam.t)  # the world turned over
+    assert calibration_floor([below], "x", True)["up"] == "-z"
+    at_origin = CameraCalibration("c0", IMAGE, cam.K, np.zeros(5), np.eye(3), np.zeros(3))  # anipose: camera 1's frame
+    assert calibration_floor([at_origin], "x", True) is None
+    assert calibration_floor([cam, below], "x", True) is None  # cameras on both sides: no floor
+
+
+def test_ground_uses_the_calibration_floor_not_the_feet():
+    """The floor frame is the calibration's world turned Y up (its axes and origin, which no fit to the feet can
+    find), everyone on it; the report gives the stance ankles' height above it."""
+    sc, _, seq = _calibrated_scene()
+    ground = ground_from_sequence(seq)
+    cam_pts = np.stack([f.world[0] for f in seq.frames]).astype(np.float64)
+    np.testing.assert_allclose(ground.frame.to_floor(cam_pts), sc.truth_floor[0] @ RY.T + SHIFT, atol=1e-4)
+    assert ground.frame.fitted and ground.frame.person_floor == {0: 0.0}
+    assert "calibration test.toml" in ground.frame.report["method"]
+    assert ground.frame.report["people"]["0"]["stance_ankle_height_m"] == pytest.approx(ANKLE, abs=0.005)
+    assert ground_from_sequence(sc.seq).frame.report["method"].startswith("robust plane fit")  # no floor: fitted
+
+
+def test_one_view_keeps_each_persons_floor_along_the_calibrated_normal():
+    """One view: a person read 15 % too far stands on a floor below the true one (scaled about the camera);
+    their own floor is measured from their feet along the calibration's normal, the other stays at 0."""
+    _, _, seq = _calibrated_scene(depth_scales=(1.0, 1.15), people_on_it=False)
+    ground = ground_from_sequence(seq)
+    pf = ground.frame.person_floor
+    assert abs(pf[0]) < 0.005 and pf[1] < -0.15  # 15 % of the camera's 1.4 m height below, roughly
+    assert pf[1] == pytest.approx(-0.15 * 1.4, abs=0.03)
+
+
+def test_trc_on_the_floor_is_in_the_calibration_world(tmp_path):
+    sc, _, seq = _calibrated_scene()
+    path = get_exporter("trc").write(seq, tmp_path / "p.trc", origin="floor")[0]
+    rows = [line.split("\t") for line in path.read_text().splitlines()[6:]]
+    names = [n for n in path.read_text().splitlines()[3].split("\t")[2:] if n]
+    j = names.index("left_ankle")
+    got = np.array([[float(v) for v in r[2 + 3 * j:5 + 3 * j]] for r in rows])  # (T, 3) mm
+    want = (sc.truth_floor[0][:, seq.skeleton.index("left_ankle")] @ RY.T + SHIFT) * 1000.0
+    np.testing.assert_allclose(got, want, atol=0.2)
+
+
+def test_process_one_calibrated_view_carries_its_floor(tmp_path):
+    """``process clip.mp4 --calibration clip.yml`` with the camera's pose: the result carries the calibration's
+    floor (each person on their own, along its normal); a calibration without a pose has none."""
+    import json
+
+    import cv2
+
+    from posetracker.cli import main
+    from posetracker.cli.process_views import calibrated_camera
+    from sample_clips import short_clip
+
+    R = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # level, looking along world +y, z up
+    for name, pose in (("posed", True), ("bare", False)):
+        fs = cv2.FileStorage(str(tmp_path / f"{name}.yml"), cv2.FILE_STORAGE_WRITE)
+        fs.write("image_width", 576), fs.write("image_height", 576)
+        fs.write("camera_matrix", np.array([[500.0, 0, 288], [0, 500.0, 288], [0, 0, 1]]))
+        if pose:
+            fs.write("R", R), fs.write("T", -R @ np.array([0.0, -3.0, 1.5]))  # 1.5 m above the floor
+        fs.release()
+    assert calibrated_camera([str(tmp_path / "bare.yml")], "clip.mp4")[1] is None
+    clip = short_clip(tmp_path / "clip.mp4", 4)
+    out = tmp_path / "posed.json"
+    assert main(["process", str(clip), "--calibration", str(tmp_path / "posed.yml"), "--out", str(out)]) == 0
+    floor = json.loads(out.read_text())["metadata"]["floor"]
+    assert floor["people_on_it"] is False and floor["camera_height_m"] == pytest.approx(1.5)
+    np.testing.assert_allclose(floor["rotation"], [[1, 0, 0], [0, -1, 0], [0, 0, -1]], atol=1e-9)
