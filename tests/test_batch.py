@@ -27,6 +27,19 @@ if importlib.util.find_spec("ray") is None:
     pytest.skip("ray is not installed (the batch extra)", allow_module_level=True)
 
 
+def pids_running(task: str) -> list[int]:
+    """Processes whose command line names ``task`` (Ray workers title themselves ``ray::TASK``), from /proc:
+    a minimal Debian has no ``ps``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and task.encode() in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:  # it ended meanwhile
+            pass
+    return pids
+
+
 def two_dancers(path: Path, frames: int = 90, enters: int = 45) -> Path:
     """Two dancers side by side at the sample's scale (its middle 288 columns, where the dancer is): the
     sample's frames on the left, its frames 30 on and mirrored on the right from frame ``enters`` (a plain
@@ -122,8 +135,7 @@ def test_a_killed_worker_s_video_is_redone(tmp_path, shared_ray):
     def kill_the_worker() -> None:
         end = time.time() + 60
         while time.time() < end and not killed:
-            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-            pids = [int(line.split()[0]) for line in ps.splitlines() if "ray::process_file" in line]
+            pids = pids_running("ray::process_file")
             if pids:
                 time.sleep(0.5)  # it is loading the model or tracking
                 os.kill(pids[0], signal.SIGKILL)
@@ -191,8 +203,7 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
     def kill_a_chunk_worker() -> None:
         end = time.time() + 120
         while time.time() < end and not killed:
-            ps = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-            pids = [int(line.split()[0]) for line in ps.splitlines() if "ray::track_chunk" in line]
+            pids = pids_running("ray::track_chunk")
             for pid in pids[:1]:  # a worker moves on to the next task: make sure it still runs a chunk, then kill
                 try:
                     still = "track_chunk" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
