@@ -22,7 +22,8 @@ def processed(tmp_path_factory):
 
 def test_process_writes_tidy_csv(processed):
     rows = list(csv.DictReader(open(processed)))
-    assert list(rows[0]) == ["frame", "time_s", "person_id", "joint", "x_px", "y_px", "x_m", "y_m", "z_m", "confidence"]
+    assert list(rows[0]) == ["frame", "time_s", "person_id", "joint", "x_px", "y_px", "x_m", "y_m", "z_m", "confidence",
+                            "stature_m", "stature_source", "bone_m"]
     frames = {int(r["frame"]) for r in rows}
     assert frames == set(range(120))
     assert {r["joint"] for r in rows} >= {"nose", "left_ankle", "centre"}

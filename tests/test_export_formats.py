@@ -64,7 +64,7 @@ def test_wide_csv(tmp_path):
     rows = list(csv.reader(out.open()))
     head = rows[0]
     assert head[:5] == ["frame", "time_s", "person_id", "nose_x_px", "nose_y_px"]
-    assert len(head) == 3 + 6 * 18 and "centre_conf" in head
+    assert len(head) == 3 + 6 * 18 + 2 + 18 and "centre_conf" in head  # + stature_m, stature_source, J_bone_m
     assert len(rows) == 1 + 5 * 2
     r = dict(zip(head, rows[2]))
     assert r["person_id"] == "1" and float(r["left_wrist_x_m"]) == pytest.approx(seq.frames[0].world[1, 9, 0], abs=1e-4)

@@ -2,7 +2,7 @@
 
 Layout (tab-separated, per the TRC format OpenSim reads)::
 
-    PathFileType  4  (X/Y/Z)  NAME.trc
+    PathFileType  4  (X/Y/Z)  NAME.trc  person=0  stature_m=1.720  stature_source=given  bones_m=...
     DataRate  CameraRate  NumFrames  NumMarkers  Units  OrigDataRate  OrigDataStartFrame  OrigNumFrames
     30.00  30.00  120  17  mm  30.00  1  120
     Frame#  Time  nose  <tab>  <tab>  left_eye ...          (each name spans its X, Y, Z columns)
@@ -10,6 +10,8 @@ Layout (tab-separated, per the TRC format OpenSim reads)::
     <blank line>
     1  0.000000  x  y  z ...
 
+The first line's fields after the name: the person's stature, where it came from and their bone lengths
+(:mod:`.people_header`; OpenSim keeps the line as the table's ``header`` metadata).
 Markers: the skeleton's labelled joints (virtual ones, e.g. human18's box
 centre, are left out), named as in the skeleton. Coordinates in millimetres,
 Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space
@@ -38,17 +40,20 @@ import numpy as np
 from posetracker.analysis.ground import ground_from_tracks
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
 from posetracker.export.files import person_path, write_files
+from posetracker.export.people_header import trc_fields
 from posetracker.export.registry import ExportError, ExportWarning
 from posetracker.tracks import TrackError, frame_time, person_tracks
 from posetracker.types import PoseSequence
 
 
-def trc_text(name: str, times: np.ndarray, markers: list[str], xyz_mm: np.ndarray, rate: float) -> str:
+def trc_text(name: str, times: np.ndarray, markers: list[str], xyz_mm: np.ndarray, rate: float,
+             fields: list[str] | None = None) -> str:
     """TRC text; times (T,) seconds, xyz_mm (T, M, 3) with nan = missing, written as ``NaN`` (empty
-    cells end a row early, and OpenSim's TimeSeriesTableVec3 rejects the file)."""
+    cells end a row early, and OpenSim's TimeSeriesTableVec3 rejects the file); ``fields``: ``key=value``
+    fields after the name on the first line (:func:`.people_header.trc_fields`)."""
     t, m = xyz_mm.shape[:2]
     lines = [
-        f"PathFileType\t4\t(X/Y/Z)\t{name}",
+        "\t".join([f"PathFileType\t4\t(X/Y/Z)\t{name}", *(fields or [])]),
         "DataRate\tCameraRate\tNumFrames\tNumMarkers\tUnits\tOrigDataRate\tOrigDataStartFrame\tOrigNumFrames",
         f"{rate:.6f}\t{rate:.6f}\t{t}\t{m}\tmm\t{rate:.6f}\t1\t{t}",
         "\t".join(["Frame#", "Time"] + [f"{n}\t\t" for n in markers]),
@@ -100,5 +105,5 @@ class TrcExporter:
             xyz[~ok] = np.nan
             out = person_path(path, tid, len(tracks) > 1)
             rate = 1.0 / frame_time(tr.times, seq.fps)
-            texts[out] = trc_text(out.name, tr.times - tr.times[0], markers, xyz, rate)
+            texts[out] = trc_text(out.name, tr.times - tr.times[0], markers, xyz, rate, trc_fields(seq, tid))
         return write_files(texts, force)

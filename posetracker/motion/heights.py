@@ -10,7 +10,8 @@ and bones, world coordinates, BVH, TRC and gait are in the given person's metres
 :func:`apply_heights` runs in the finishing step (``motion.finish.finish_sequence``) after the camera, so every
 front end (``process``, ``batch``, the app) writes the same; ``posetracker export --height`` applies it to a
 finished result. ``metadata["people"]`` then holds, per track id, ``stature_m``, ``stature_source`` ("given",
-"estimated" from the person's own 3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
+"multi-view" measured on the people triangulated from several calibrated cameras, "estimated" from one view's
+3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
 ``scale`` (given / measured; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
 "parent-child").
 
@@ -98,6 +99,7 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
         return seq, ([f"heights apply to people: the {seq.skeleton.name} skeleton has no ankle-to-ear chain"]
                      if heights else [])
     tracks = person_tracks(seq)
+    measured_by = "multi-view" if "multiview" in (seq.metadata or {}) else "estimated"  # triangulated, or one view
     scale: dict[int, float] = {}
     people: dict[str, dict] = {}
     warnings: list[str] = []
@@ -117,7 +119,7 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
             entry = {"stature_m": None, "stature_source": "unknown", "scale": 1.0}
         else:
             entry = {"stature_m": round(measured, 3) if math.isfinite(measured) else None,
-                     "stature_source": "estimated" if math.isfinite(measured) else "unknown", "scale": 1.0}
+                     "stature_source": measured_by if math.isfinite(measured) else "unknown", "scale": 1.0}
         entry["bones_m"] = _bones(track.world[track.present] * scale.get(tid, 1.0), seq)
         people[str(tid)] = entry
     missing = sorted(set(heights.per_track) - set(tracks))
