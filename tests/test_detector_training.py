@@ -126,32 +126,6 @@ def test_step6_one_loss_trains_detector_heads_and_gnn_together(mouse):
     assert first_losses[-1] < 0.8 * first_losses[0], first_losses
 
 
-def test_the_gnn_can_start_from_the_detectors_own_decode(mouse):
-    """gnn_start "decoded": the GNN's first points are what the product's decoder makes of the maps (its real misses),
-    matched to the labelled animal; an animal the decoder does not find keeps the soft points."""
-    from posetracker.decoding.synthetic import ideal_outputs
-    from posetracker.train.detector import decoded_points
-
-    rng = np.random.default_rng(3)
-    found = rng.uniform(70, 110, (mouse.num_joints, 2))
-    found[mouse.root] = np.nan
-    maps = ideal_outputs(found[None], mouse, out_size=(64, 64))  # the detector sees this animal only
-    p = np.clip(maps["heatmaps"], 1e-4, 1 - 1e-4)
-    logits = torch.from_numpy(np.log(p / (1 - p)))
-    out = {"heatmap_logits": logits[None, None].float(), "offsets": torch.from_numpy(maps["offsets"])[None, None],
-           "vectors": torch.from_numpy(maps["vectors"])[None, None]}
-    labels = np.full((1, 2, mouse.num_joints, 2), np.nan, np.float32)
-    labels[0, 0] = found + 6.0  # the labels 1.5 cells off what the detector finds
-    labels[0, 1] = rng.uniform(180, 220, (mouse.num_joints, 2))  # an animal the detector misses
-    labels[0, :, mouse.root] = np.nan
-    tgt = batch_targets(labels, mouse, 1.0, (64, 64))
-    soft = torch.full_like(tgt["joints"], -1.0)
-    start = decoded_points(out, tgt, mouse, soft)
-    named = [k for k in range(mouse.num_joints) if k != mouse.root]
-    np.testing.assert_allclose(start[0, 0, 0, named].numpy(), found[named] / 4.0, atol=0.05)  # its decode, not the label
-    assert (start[0, 0, 1] == -1.0).all()  # not found: the soft points
-
-
 def test_method_b_training_leaves_the_detector_frozen(mouse):
     net, ref = PoseNet(mouse), HeatmapRefiner(mouse)
     torch.nn.init.normal_(ref.net.out.weight, std=0.01)

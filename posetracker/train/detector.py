@@ -67,10 +67,6 @@ class DetectorConfig:
     second_weight: float = 1.0  # L1 of the GNN's second predicted points (cells)
     jitter: float = 1.5  # cells: the first points are soft-decoded around label + uniform jitter
     gnn_jitter: float = 1.5  # cells: the same for the GNN's input points when trained with the detector
-    # the GNN's input points when trained with the detector: "soft" (soft-decoded near label + gnn_jitter), or
-    # "decoded": the detector's own output through the product's decoder (its real misses), matched to the
-    # labelled animals; "soft" for a labelled joint of an animal the decoder did not find
-    gnn_start: str = "soft"
     plugin_jitter: float = 3.0  # cells: ... when trained alone on a frozen detector (``train refiner --kind graph``)
     graph: dict = field(default_factory=dict)  # GraphRefiner arguments (radius, hidden, layers)
     heatmap: dict = field(default_factory=dict)  # HeatmapRefiner arguments (width)
@@ -120,8 +116,6 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
         raw["augment"] = AugmentConfig(**aug)
     if raw.get("samples", "auto") not in SAMPLE_KINDS:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
-    if raw.get("gnn_start", "soft") not in ("soft", "decoded"):
-        raise ValueError(f"{path}: gnn_start must be soft or decoded, got {raw['gnn_start']!r}")
     for e in raw.get("extra_data") or []:
         if not isinstance(e, dict) or "data" not in e or set(e) - {"data", "names", "every"} \
                 or not isinstance(e.get("names", {}), dict) or int(e.get("every", 1)) < 1:
@@ -200,26 +194,6 @@ def _first_points(logits: torch.Tensor, offsets: torch.Tensor, tgt: dict, jitter
     return torch.where(tgt["joints_ok"][..., None] > 0, first, j[..., root : root + 1, :].expand_as(first))
 
 
-def decoded_points(out: dict[str, torch.Tensor], tgt: dict, spec: SkeletonSpec, soft: torch.Tensor) -> torch.Tensor:
-    """The detector's own first points: each sample's maps (detached) through :class:`TreeDecoder` (the product's
-    decoder, the skeleton's settings), each labelled animal matched to the nearest decoded one by mean labelled-joint
-    distance (greedy); ``soft`` (B, 1, P, K, 2) where no animal was matched. -> (B, 1, P, K, 2) cells."""
-    from posetracker.decoding.tree import TreeDecoder
-    from posetracker.evaluation.held_out import match_instances
-
-    decoder = TreeDecoder(spec, stride=1, max_people=soft.shape[2] + 2, **spec.decoder)
-    heat = torch.sigmoid(out["heatmap_logits"][:, 0]).detach().numpy()
-    offsets, vectors = out["offsets"][:, 0].detach().numpy(), out["vectors"][:, 0].detach().numpy()
-    joints, ok = tgt["joints"][:, 0].numpy(), tgt["joints_ok"][:, 0].numpy() > 0  # (B, P, K, 2), (B, P, K)
-    start = soft.detach().clone()
-    for b in range(len(heat)):
-        people = decoder.decode({"heatmaps": heat[b], "offsets": offsets[b], "vectors": vectors[b]})
-        gt = np.where(ok[b][..., None], joints[b], np.nan)
-        for g, p in match_instances(people.keypoints.astype(np.float64), gt):
-            start[b, 0, g] = torch.from_numpy(people.keypoints[p]).float()
-    return start
-
-
 def first_features(net: PoseNet, taps: dict[str, torch.Tensor], train: bool) -> torch.Tensor:
     """Cached body outputs -> the FPN's first features (B, C, h, w), with gradients when ``train``."""
     with torch.set_grad_enabled(train):
@@ -239,8 +213,6 @@ def detector_loss(net: PoseNet, graph: GraphRefiner, feats: torch.Tensor, tgt: d
     }
     first = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.jitter, gen)
     start = _first_points(out["heatmap_logits"], out["offsets"], tgt, cfg.gnn_jitter, gen)
-    if cfg.gnn_start == "decoded":
-        start = decoded_points(out, tgt, net.spec, start)
     second = graph.second_points(out["heatmap_logits"][:, 0], out["offsets"][:, 0], start[:, 0])
     parts["first"] = cfg.first_weight * _l1(first[:, 0], tgt["joints"][:, 0], tgt["joints_ok"][:, 0])
     parts["second"] = cfg.second_weight * _l1(second, tgt["joints"][:, 0], tgt["joints_ok"][:, 0])
