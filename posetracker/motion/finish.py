@@ -15,7 +15,10 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 3. ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
    then the heights the user gave (each such person scaled to theirs about the camera's centre) and everyone's
    stature and bone lengths with where they came from, ``metadata["people"]`` (``motion.heights``);
-4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``); with
+4. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
+   the body moved with them, in the world coordinates every output reads (``motion.feet``;
+   ``metadata["feet"]``);
+5. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``); with
    ``repair_swaps`` the suspected id swaps are swapped back and listed in ``metadata["swaps_repaired"]``.
 
 Sequences hold T frames of P people with K joints: keypoints (P, K, 3) x, y px and depth m, world (P, K, 3)
@@ -72,7 +75,7 @@ def is_finished(seq: PoseSequence) -> bool:
 def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones: bool, repair_swaps: bool = False,
                     tracked_fov: float | None = None, fix_legs: bool = True,
                     heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
-    """The tracked ``seq`` finished (module docstring, steps 1-4) -> (finished sequence, warnings to show).
+    """The tracked ``seq`` finished (module docstring, steps 1-5) -> (finished sequence, warnings to show).
 
     camera: :func:`camera_before`'s answer (None: estimate it from the people); rigid_bones: the session's
     (False: the user asked for the lengths as estimated; they stay so when re-lifted); repair_swaps: swap back
@@ -94,6 +97,7 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
     seq, camera = _with_camera(seq, camera, fov_used, rigid_bones)
     seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
     seq, height_warnings = apply_heights(seq, heights)
+    seq = _feet(seq)
     seq, warnings = _encounters(seq, repair_swaps)
     return seq, height_warnings + warnings
 
@@ -113,6 +117,17 @@ def _one_leg_each(seq: PoseSequence) -> PoseSequence:
         return seq
     return dataclasses.replace(seq, frames=frames,
                                metadata={**meta, "feet_swaps": {str(k): v for k, v in swaps.items()}})
+
+
+def _feet(seq: PoseSequence) -> PoseSequence:
+    """``seq`` with every person's stance feet held on the floor (``motion.feet.plant_feet``), the report in
+    ``metadata["feet"]``; a sequence without world coordinates is returned as it is."""
+    from posetracker.motion.feet import plant_feet
+
+    if not any(f.world is not None for f in seq.frames):
+        return seq
+    seq, report = plant_feet(seq)
+    return dataclasses.replace(seq, metadata={**(seq.metadata or {}), "feet": report})
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool

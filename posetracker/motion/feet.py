@@ -1,0 +1,334 @@
+"""Standing feet in the motion itself: each person's stance feet held still on the floor, for every output.
+
+The per-track solve (:mod:`posetracker.motion.solve`) fits each joint to its readings; a monocular depth that
+wanders moves the whole body along the camera's rays, and with it the standing foot (the older woman's walk:
+23 cm per stance phase, median). This step, once the camera and the people's heights are known
+(:func:`posetracker.motion.finish.finish_sequence`), fits one floor to everyone's stance feet
+(:func:`posetracker.analysis.ground.ground_from_sequence`: one normal, a floor per person, the stance phases of
+each ankle on still ground from the 2-D foot contact) and then, per person, in the floor frame (Y up from the
+person's own floor):
+
+1. **Body.** A translation of the whole body r_t (T, 3) and, per stance phase p, the point a_p where its ankle
+   stands (Y: the person's floor plus their ankle height; X, Z free) minimise
+
+       sum_t sum_f w_tf |A_tf + r_t - a_p(t, f)|^2  +  lam * sum_t |r_{t-1} - 2 r_t + r_{t+1}|^2  +  eps * sum_t |r_t|^2
+
+   with A_tf the solved ankle of foot f, w_tf 1 during a stance phase and easing in and out over ``blend_s``
+   either side (smoothstep, at most half the swing to the same foot's next phase), ``lam`` from ``cutoff_hz``
+   and ``eps`` small (only what the feet leave free: the mean position). Soft terms, one linear least squares
+   per axis; a translation changes no joint angle and no bone, and the 2-D readings are not touched.
+2. **Legs.** What the body leaves (two standing feet whose readings disagree, a foot that rolls): each ankle
+   moved by d_tf minimising ``sum w_tf |A'_tf + d_tf - a'_p|^2 + leg_weight * (1 - w_tf) |d_tf|^2`` plus the
+   same smoothness prior (a'_p: the phase's mean ankle after step 1, at standing height), so it is pulled onto
+   its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
+   then under standing height is lifted to it. The knee moves the least that keeps the thigh and shin their
+   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in).
+3. **Again.** The floor and the stance phases are fitted again to the result, as every export fits them
+   (``rounds`` at most, until they no longer change), each round's phases kept within the first round's
+   (eased): a foot held in the air that a round put at standing height is then no higher than the other, and
+   ``ground.drop_raised`` would read it as standing.
+
+On the 4-view trial (``docs/experiments/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
+at all; step 2 costs the knees 0.5-3 degrees in 6 of 8 view-person cells (a near-straight leg bends by 10-15
+degrees for 1 cm of length) and leaves PA-MPJPE within 1 mm.
+
+Stance phases come from :mod:`posetracker.analysis.stance` as the floor fit finds them (the raised foot of a
+person balancing on the other is not standing, ``ground.drop_raised``). Where no floor is fitted (too few stance
+frames, not one plane, an animal without ankles) nothing moves and the report says why.
+
+Shapes: T frames of a track (the sequence's frames), K joints, F = 2 feet (left, right), P stance phases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.linalg import solve_banded
+from scipy.sparse import csr_matrix, diags, vstack
+from scipy.sparse.linalg import spsolve
+
+from posetracker.analysis.stance import ContactPhase
+from posetracker.motion.solve import _prior_bands
+from posetracker.types import PoseSequence
+
+FEET = ("left", "right")
+
+
+@dataclass(frozen=True)
+class FeetSettings:
+    """blend_s: ease of a stance phase's weight in and out (s); cutoff_hz: the body translation's smoothness
+    (the frequency its prior halves at unit weight); eps: weight keeping the translation near 0 where the feet
+    leave it free; max_gap_s: a track unseen for longer is solved in separate runs; leg_weight: how strongly an
+    ankle out of stance goes back to as solved (step 2); rounds: the most times the floor is fitted (step 3)."""
+
+    blend_s: float = 0.1
+    cutoff_hz: float = 8.0
+    eps: float = 1e-4
+    max_gap_s: float = 0.5
+    leg_weight: float = 1.0
+    rounds: int = 4
+
+    def smoothness(self, frame_s: float) -> float:
+        w = 2.0 * math.sin(math.pi * min(self.cutoff_hz * frame_s, 0.5))
+        return 1.0 / w**4
+
+
+def _smoothstep(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 0.0, 1.0)
+    return x * x * (3 - 2 * x)
+
+
+def stance_weights(phases: list[ContactPhase], num_frames: int, blend: int) -> tuple[np.ndarray, np.ndarray]:
+    """(T, F) weights (1 in a phase, easing to 0 over ``blend`` frames either side, at most half the swing to the
+    same foot's neighbouring phase) and (T, F) int the phase each weight belongs to (-1: none)."""
+    w = np.zeros((num_frames, 2))
+    owner = np.full((num_frames, 2), -1, np.int64)
+    for f in range(2):
+        mine = sorted((p.start, p.stop, i) for i, p in enumerate(phases) if p.foot == f)
+        for j, (s, e, i) in enumerate(mine):
+            before = s if j == 0 else (s - mine[j - 1][1]) // 2
+            after = num_frames - e if j == len(mine) - 1 else (mine[j + 1][0] - e) // 2
+            w[s:e, f], owner[s:e, f] = 1.0, i
+            for k in range(1, min(blend, before) + 1):
+                w[s - k, f], owner[s - k, f] = _smoothstep(np.array(1 - k / (min(blend, before) + 1))), i
+            for k in range(1, min(blend, after) + 1):
+                w[e - 1 + k, f], owner[e - 1 + k, f] = _smoothstep(np.array(1 - k / (min(blend, after) + 1))), i
+    return w, owner
+
+
+def _second_difference(n: int) -> csr_matrix:
+    """(n-2, n) second-difference operator (empty for n < 3)."""
+    if n < 3:
+        return csr_matrix((0, n))
+    return diags([np.ones(n - 2), -2 * np.ones(n - 2), np.ones(n - 2)], [0, 1, 2], shape=(n - 2, n)).tocsr()
+
+
+def anchored_path(values: np.ndarray, weight: np.ndarray, owner: np.ndarray, num_phases: int, lam: float,
+                  eps: float, fixed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """One axis: the path r (T,) and phase points a (P,) minimising
+    ``sum w_tf (v_tf + r_t - a_owner)^2 + lam |D2 r|^2 + eps |r|^2``.
+
+    values: (T, F) the feet's coordinate (nan: unknown, no weight); weight, owner: (T, F) (:func:`stance_weights`);
+    fixed: (P,) phase points given (then only r is solved), or None (solved too). Returns (r, a)."""
+    t = len(values)
+    w = np.where(np.isfinite(values), weight, 0.0)
+    v = np.nan_to_num(values)
+    d2 = _second_difference(t)
+    if fixed is not None:  # r alone: a banded system
+        goal = np.where(owner >= 0, fixed[np.maximum(owner, 0)], 0.0) - v
+        lhs = (lam * (d2.T @ d2) + diags(w.sum(1) + eps)).tocsr()
+        r = spsolve(lhs.tocsc(), (w * goal).sum(1))
+        return np.asarray(r), np.asarray(fixed, np.float64)
+    rows_t, rows_p, rw, rv = [], [], [], []
+    for f in range(values.shape[1]):
+        use = (w[:, f] > 0) & (owner[:, f] >= 0)
+        idx = np.flatnonzero(use)
+        rows_t.append(idx)
+        rows_p.append(owner[idx, f])
+        rw.append(np.sqrt(w[idx, f]))
+        rv.append(v[idx, f])
+    it, ip, sw, vv = (np.concatenate(a) for a in (rows_t, rows_p, rw, rv))
+    m = len(it)
+    # residual rows: sqrt(w) (r_t - a_p) = -sqrt(w) v
+    data = np.concatenate([sw, -sw])
+    cols = np.concatenate([it, t + ip])
+    feet = csr_matrix((data, (np.concatenate([np.arange(m), np.arange(m)]), cols)), shape=(m, t + num_phases))
+    smooth = csr_matrix((math.sqrt(lam) * d2.data, d2.indices, d2.indptr), shape=(d2.shape[0], t))
+    smooth = csr_matrix((smooth.data, smooth.indices, smooth.indptr), shape=(d2.shape[0], t + num_phases))
+    small = diags(np.concatenate([np.full(t, math.sqrt(eps)), np.full(num_phases, math.sqrt(eps) * 1e-3)]))
+    a_mat = vstack([feet, smooth, small]).tocsc()
+    rhs = np.concatenate([-sw * vv, np.zeros(d2.shape[0] + t + num_phases)])
+    x = spsolve((a_mat.T @ a_mat).tocsc(), a_mat.T @ rhs)
+    return np.asarray(x[:t]), np.asarray(x[t:])
+
+
+def _runs(present: np.ndarray, max_gap: int) -> list[tuple[int, int]]:
+    """[(start, stop)) runs of the (T,) bool ``present`` joined across gaps of at most ``max_gap`` frames."""
+    idx = np.flatnonzero(present)
+    if not len(idx):
+        return []
+    cuts = np.flatnonzero(np.diff(idx) > max_gap + 1)
+    starts = np.concatenate([[idx[0]], idx[cuts + 1]])
+    stops = np.concatenate([idx[cuts] + 1, [idx[-1] + 1]])
+    return list(zip(starts.tolist(), stops.tolist()))
+
+
+def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple[PoseSequence, dict[str, Any]]:
+    """``seq`` with every person's stance feet held on the floor (module docstring) -> (sequence, report).
+
+    Done ``settings.rounds`` times, the floor and the stance phases fitted again each time to the motion the
+    round before gave (as the exports will fit them: a foot read higher than the standing one is no stance
+    there, ``ground.drop_raised``, and planted it may be). The report (``metadata["feet"]``): whether a floor
+    was fitted (or why not), and per person the stance phases and the largest body translation. The input is
+    not changed; 2-D keypoints and confidences are kept.
+    """
+    s = settings or FeetSettings()
+    out, report, phases = _plant_once(seq, s, None)
+    allowed = {tid: _near(ph, len(seq.frames), s.blend_s * seq.fps) for tid, ph in phases.items()}
+    rounds = 1
+    while report.get("planted") and rounds < s.rounds:
+        again, more, found = _plant_once(out, s, allowed)
+        if found == phases:  # the floor fitted again finds the feet it planted: done
+            break
+        out, phases, rounds = again, found, rounds + 1
+        for tid, person in more.get("people", {}).items():
+            first = report["people"].setdefault(tid, {"stance_phases": 0, "largest_shift_m": 0.0})
+            first["stance_phases"] = person["stance_phases"]
+            first["largest_shift_m"] = max(first["largest_shift_m"], person["largest_shift_m"])
+    if report.get("planted"):
+        report["rounds"] = rounds
+    return out, report
+
+
+def _near(phases: list[ContactPhase], num_frames: int, frames: float) -> np.ndarray:
+    """(T, F) bool: the frames of ``phases`` and the ``frames`` either side of each."""
+    out = np.zeros((num_frames, 2), bool)
+    pad = int(round(frames))
+    for p in phases:
+        out[max(0, p.start - pad):p.stop + pad, p.foot] = True
+    return out
+
+
+def _within(phases: list[ContactPhase], mask: np.ndarray) -> list[ContactPhase]:
+    """The parts of ``phases`` inside the (T, F) bool ``mask`` (at least 2 frames long)."""
+    out = []
+    for p in phases:
+        keep = np.concatenate([[False], mask[p.start:p.stop, p.foot], [False]])
+        edges = np.flatnonzero(np.diff(keep.astype(np.int8)))
+        out += [ContactPhase(p.foot, p.start + int(a), p.start + int(b)) for a, b in zip(edges[::2], edges[1::2])
+                if b - a >= 2]
+    return out
+
+
+def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarray] | None
+                ) -> tuple[PoseSequence, dict[str, Any], dict[int, list]]:
+    """One round of :func:`plant_feet` -> (sequence, report, {track id: the stance phases planted}). allowed:
+    {track id: (T, F) bool} the frames where a stance phase may lie (None: anywhere): a later round fits the
+    floor again, and a foot held in the air that the round before put at standing height would read as
+    standing (``ground.drop_raised`` finds it no higher than the other), so only the first round's stance
+    (eased) counts."""
+    from posetracker.analysis.foot_contact import GaitError
+    from posetracker.analysis.ground import ground_from_sequence
+    from posetracker.tracks import TrackError, frame_time, person_tracks
+
+    spec = seq.skeleton
+    try:
+        ankles = [spec.index(f"{side}_ankle") for side in FEET]
+        legs = [(spec.index(f"{side}_hip"), spec.index(f"{side}_knee"), spec.index(f"{side}_ankle")) for side in FEET]
+        tracks = person_tracks(seq)
+        ground = ground_from_sequence(seq)
+    except (KeyError, TrackError, GaitError) as exc:
+        return seq, {"planted": False, "reason": str(exc)}, {}
+    frame = ground.frame
+    if not frame.fitted:
+        return seq, {"planted": False, "reason": str(frame.report.get("reason", "no floor"))}, {}
+    dt = frame_time(next(iter(tracks.values())).times, seq.fps)
+    lam = s.smoothness(dt)
+    blend = int(round(s.blend_s / dt))
+    max_gap = int(round(s.max_gap_s / dt))
+    new_world: dict[int, np.ndarray] = {}
+    people: dict[str, Any] = {}
+    planted: dict[int, list[ContactPhase]] = {}
+    for tid, tr in tracks.items():
+        phases = ground.phases.get(tid, [])
+        if allowed is not None:
+            phases = _within(phases, allowed.get(tid, np.zeros((tr.num_frames, 2), bool)))
+        if not phases:
+            continue
+        planted[tid] = phases
+        stand = frame.ankle_height.get(tid, 0.0)
+        pts = frame.to_person_floor(tr.world, tid)  # (T, K, 3)
+        feet = pts[:, ankles].copy()  # (T, F, 3)
+        feet[~tr.valid_world(0.2)[:, ankles]] = np.nan
+        shift = np.zeros((tr.num_frames, 3))
+        for a, b in _runs(tr.present & np.isfinite(pts).all(-1).any(-1), max_gap):
+            mine = [ContactPhase(p.foot, p.start - a, p.stop - a) for p in phases if a <= p.start and p.stop <= b]
+            if not mine:
+                continue
+            w, owner = stance_weights(mine, b - a, blend)
+            for axis in range(3):
+                fixed = np.full(len(mine), stand) if axis == 1 else None
+                r, _ = anchored_path(feet[a:b, :, axis], w, owner, len(mine), lam, s.eps, fixed)
+                shift[a:b, axis] = r
+        moved = pts + shift[:, None, :]
+        moved = _legs(moved, legs, phases, stand, tr.valid_world(0.2), blend, lam, s.leg_weight)
+        new_world[tid] = (moved - frame.to_person_floor(np.zeros(3), tid)) @ frame.rotation  # back to camera space
+        people[str(tid)] = {"stance_phases": len(phases),
+                            "largest_shift_m": round(float(np.linalg.norm(shift, axis=1).max()), 4)}
+    frames = []
+    for i, f in enumerate(seq.frames):
+        if f.world is None or not any(int(t) in new_world for t in f.track_ids):
+            frames.append(f)
+            continue
+        world = f.world.copy()
+        for p, t in enumerate(f.track_ids.tolist()):
+            if t in new_world:
+                keep = np.isfinite(world[p])
+                world[p] = np.where(keep, new_world[t][i], world[p])
+        frames.append(dataclasses.replace(f, world=world.astype(f.world.dtype)))
+    report = {"planted": True, "floor_pitch_deg": frame.report.get("pitch_deg"),
+              "floor_roll_deg": frame.report.get("roll_deg"), "people": people}
+    return dataclasses.replace(seq, frames=frames), report, planted
+
+
+def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[ContactPhase], stand: float,
+          valid: np.ndarray, blend: int, lam: float, rest: float) -> np.ndarray:
+    """Step 2 of the module docstring on one person's floor-frame points (T, K, 3) -> new points. legs: (hip,
+    knee, ankle) joint indices of the left and right leg; valid: (T, K) bool; rest: the weight pulling an ankle
+    back to where it was out of stance (with the stance weight easing out)."""
+    out = pts.copy()
+    t = len(pts)
+    w, owner = stance_weights(phases, t, blend)
+    for f, (hip, knee, ankle) in enumerate(legs):
+        a = pts[:, ankle]
+        ok = valid[:, ankle] & np.isfinite(a).all(1)
+        if not ok.any():
+            continue
+        goal = np.zeros((t, 3))  # how far the ankle is from its phase's point
+        for i, p in enumerate(phases):
+            if p.foot == f:
+                seg = a[p.start:p.stop]
+                seg = seg[np.isfinite(seg).all(1)]
+                if len(seg):
+                    target = seg.mean(0)
+                    target[1] = stand
+                    rows = owner[:, f] == i
+                    goal[rows] = target - a[rows]
+        goal = np.nan_to_num(goal)
+        wf = np.where(ok, w[:, f], 0.0)
+        ab = _prior_bands(t, lam)
+        ab[2] += wf + rest * (1.0 - wf) + 1e-6
+        new_a = a + solve_banded((2, 2), ab, wf[:, None] * goal)
+        below = stand - new_a[:, 1]  # a swinging ankle under standing height: lifted to it
+        new_a[:, 1] += np.where(np.isfinite(below) & (below > 0), below, 0.0)
+        if not np.abs(np.where(ok[:, None], new_a - a, 0.0)).max() > 1e-9:
+            continue
+        out[:, ankle] = np.where(ok[:, None], new_a, a)
+        out[:, knee] = _knee(pts[:, hip], pts[:, knee], out[:, ankle], a)
+    return out
+
+
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray) -> np.ndarray:
+    """(T, 3) the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin |old_ankle - knee| lengths with
+    the ankle at ``ankle`` (the circle of such knees; out of reach: on the hip -> ankle line)."""
+    l1 = np.linalg.norm(knee - hip, axis=1)
+    l2 = np.linalg.norm(old_ankle - knee, axis=1)
+    v = ankle - hip
+    dist = np.linalg.norm(v, axis=1)
+    u = v / np.maximum(dist, 1e-12)[:, None]
+    reach = np.clip(dist, np.abs(l1 - l2) + 1e-9, (l1 + l2) * (1 - 1e-9))
+    along = (l1**2 + reach**2 - l2**2) / (2 * np.maximum(reach, 1e-12))
+    radius = np.sqrt(np.maximum(l1**2 - along**2, 0.0))
+    side = knee - hip - ((knee - hip) * u).sum(1, keepdims=True) * u  # the knee's way out from the line
+    n = np.linalg.norm(side, axis=1, keepdims=True)
+    side = np.where(n > 1e-9, side / np.maximum(n, 1e-12), 0.0)
+    new = hip + along[:, None] * u + radius[:, None] * side
+    ok = np.isfinite(new).all(1) & np.isfinite(knee).all(1)
+    return np.where(ok[:, None], new, knee)
+
+
+__all__ = ["FeetSettings", "anchored_path", "plant_feet", "stance_weights"]

@@ -1,0 +1,123 @@
+"""Standing feet in the motion every output reads (motion.feet, run by motion.finish): stance ankles still on the
+floor in the world coordinates (CSV, JSON, TRC), the body moved with them, knees and bones kept."""
+
+from __future__ import annotations
+
+import csv
+
+import numpy as np
+import pytest
+from floor_synthetic import scene
+from test_bvh_synthetic import make_sequence
+
+from posetracker.analysis.ground import ground_from_sequence
+from posetracker.analysis.stance import ContactPhase, slide
+from posetracker.depth.camera_meta import CameraFov
+from posetracker.motion.feet import anchored_path, plant_feet, stance_weights
+from posetracker.motion.finish import finish_sequence
+
+
+def _phase_slides(seq, ground) -> list[float]:
+    """Metres each stance phase's ankle moves in the world coordinates (floor frame), every person."""
+    spec = seq.skeleton
+    ankles = [spec.index("left_ankle"), spec.index("right_ankle")]
+    out = []
+    for tid, phases in ground.phases.items():
+        world = np.stack([f.world[list(f.track_ids).index(tid)] for f in seq.frames])[:, ankles]
+        pts = ground.frame.to_person_floor(world, tid)
+        out += [slide(pts[p.start:p.stop, p.foot]) for p in phases]
+    return out
+
+
+def test_stance_weights_ease_within_half_the_swing_and_not_past_the_ends():
+    phases = [ContactPhase(0, 2, 10), ContactPhase(0, 14, 20), ContactPhase(1, 5, 12)]
+    w, owner = stance_weights(phases, 24, blend=3)
+    np.testing.assert_array_equal(w[2:10, 0], 1.0)
+    assert (w[:2, 0] > 0).all() and w[0, 0] < w[1, 0] < 1  # two frames before the first phase: the clip's start
+    assert (w[10:14, 0] > 0).all() and (owner[10:12, 0] == 0).all() and (owner[12:14, 0] == 1).all()  # 2 each side
+    assert (w[20:23, 0] > 0).all() and w[23, 0] == 0
+    assert set(owner[w[:, 0] > 0, 0]) == {0, 1} and (owner[w[:, 0] == 0, 0] == -1).all()
+
+
+def test_anchored_path_holds_one_standing_foot_exactly_and_spreads_the_change_over_the_swing():
+    t = 60
+    phases = [ContactPhase(0, 5, 25), ContactPhase(1, 35, 55)]
+    w, owner = stance_weights(phases, t, blend=3)
+    values = np.stack([np.linspace(0.0, 0.3, t), np.linspace(0.5, 0.2, t)], axis=1)  # both feet slide
+    r, a = anchored_path(values, w, owner, 2, lam=1e-3, eps=1e-6)
+    held = values + r[:, None]
+    assert np.ptp(held[5:25, 0]) < 2e-3 and np.ptp(held[35:55, 1]) < 2e-3  # m: the standing foot stands
+    np.testing.assert_allclose(held[10, 0], a[0], atol=2e-3)
+    assert np.abs(np.diff(r)).max() < 0.03  # no jump between the two stances
+    r_y, _ = anchored_path(values, w, owner, 2, lam=1e-3, eps=1e-6, fixed=np.array([0.05, 0.05]))
+    np.testing.assert_allclose((values + r_y[:, None])[10, 0], 0.05, atol=2e-3)  # on the given height
+
+
+@pytest.fixture(scope="module")
+def wobbling():
+    """A walker with 1 cm noise whose depth swings by 3 % (the standing feet slide 10-70 cm along the rays)."""
+    return scene(n=240, noise_m=0.01, wobble=0.03, seed=4)
+
+
+def test_world_ankles_stand_still_on_the_floor_over_whole_stance_phases(wobbling):
+    seq = wobbling.seq
+    before = _phase_slides(seq, ground_from_sequence(seq))
+    planted, report = plant_feet(seq)
+    assert report["planted"] and report["people"]["0"]["stance_phases"] >= 12
+    ground = ground_from_sequence(planted)  # as every export fits it
+    after = _phase_slides(planted, ground)
+    assert np.median(before) > 0.05 and max(after) < 0.02, (np.median(before), max(after))  # metres
+    spec = seq.skeleton
+    ankles = [spec.index("left_ankle"), spec.index("right_ankle")]
+    world = np.stack([f.world[0] for f in planted.frames])[:, ankles]
+    pts = ground.frame.to_person_floor(world, 0)
+    stand = ground.frame.ankle_height[0]
+    for p in ground.phases[0]:
+        assert np.abs(pts[p.start:p.stop, p.foot, 1] - stand).max() < 0.02, p  # on the floor
+    assert pts[..., 1].min() > stand - 0.02  # no swinging foot through it
+
+
+def test_planting_keeps_the_image_the_bones_and_the_upper_body(wobbling):
+    seq = wobbling.seq
+    planted, _ = plant_feet(seq)
+    spec = seq.skeleton
+    for a, b in zip(seq.frames, planted.frames):
+        np.testing.assert_array_equal(a.keypoints, b.keypoints)
+        np.testing.assert_array_equal(a.confidence, b.confidence)
+    w0 = np.stack([f.world[0] for f in seq.frames]).astype(np.float64)
+    w1 = np.stack([f.world[0] for f in planted.frames]).astype(np.float64)
+    for side in ("left", "right"):
+        hip, knee, ankle = (spec.index(f"{side}_{j}") for j in ("hip", "knee", "ankle"))
+        for u, v in ((hip, knee), (knee, ankle)):  # thigh and shin keep their lengths
+            np.testing.assert_allclose(np.linalg.norm(w1[:, u] - w1[:, v], axis=1),
+                                       np.linalg.norm(w0[:, u] - w0[:, v], axis=1), atol=1e-4)
+    arms = [spec.index(n) for n in ("left_elbow", "right_wrist", "nose")]  # the upper body moves as one
+    base = [spec.index("left_shoulder")]
+    moved = (w1[:, arms] - w1[:, base]) - (w0[:, arms] - w0[:, base])
+    assert np.abs(moved).max() < 1e-4
+
+
+def test_finishing_plants_the_feet_every_output_reads(wobbling, tmp_path):
+    """finish_sequence (CLI, app, batch) plants the feet: the tidy CSV's ankles stand still during stance (on the
+    code before this step they slid 10-70 cm per phase)."""
+    from posetracker.export import get_exporter
+
+    done, _ = finish_sequence(wobbling.seq, CameraFov(60.0, "user"), rigid_bones=False)
+    assert done.metadata["feet"]["planted"]
+    get_exporter("csv").write(done, tmp_path / "w.csv")
+    rows = list(csv.DictReader((tmp_path / "w.csv").open()))
+    ground = ground_from_sequence(done)
+    for side, foot in (("left", 0), ("right", 1)):
+        xyz = np.array([[float(r["x_m"]), float(r["y_m"]), float(r["z_m"])] for r in rows
+                        if r["joint"] == f"{side}_ankle" and r["person_id"] == "0"])
+        for p in ground.phases[0]:
+            if p.foot == foot:
+                assert slide(xyz[p.start:p.stop]) < 0.02, (side, p)
+
+
+def test_no_floor_no_change():
+    """The BVH tests' synthetic person waves their legs in the air: no floor is fitted, nothing moves."""
+    seq = make_sequence(150, seed=1)
+    out, report = plant_feet(seq)
+    assert report["planted"] is False and "too few stance ankles" in report["reason"]
+    assert out is seq
