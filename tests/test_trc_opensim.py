@@ -3,7 +3,8 @@
 Slow and optional: set ``POSETRACKER_OPENSIM_PYTHON`` to a Python that can ``import opensim`` (e.g.
 ``python3 -m venv /tmp/osimvenv && /tmp/osimvenv/bin/pip install opensim``); the test skips otherwise.
 Run as a script under that Python, this file is the OpenSim side: ``python test_trc_opensim.py FILE.trc ...``
-prints, per file, the rows and columns ``opensim.TimeSeriesTableVec3`` read and how many values are nan.
+prints, per file, the rows and columns ``opensim.TimeSeriesTableVec3`` read, how many values are nan, the first
+line as OpenSim keeps it (its ``header`` metadata) and each marker's lowest Y.
 """
 
 from __future__ import annotations
@@ -26,9 +27,12 @@ def _opensim_side(paths: list[str]) -> None:  # pragma: no cover - runs under th
     for p in paths:
         table = opensim.TimeSeriesTableVec3(p)
         values = [table.getRowAtIndex(r)[c] for r in range(table.getNumRows()) for c in range(table.getNumColumns())]
+        ys = [[table.getRowAtIndex(r)[c].get(1) for r in range(table.getNumRows())] for c in range(table.getNumColumns())]
         out[p] = {"rows": table.getNumRows(), "columns": table.getNumColumns(),
                   "labels": list(table.getColumnLabels()),
-                  "nan": sum(1 for v in values if any(math.isnan(v.get(i)) for i in range(3)))}
+                  "nan": sum(1 for v in values if any(math.isnan(v.get(i)) for i in range(3))),
+                  "header": table.getTableMetaDataAsString("header"),
+                  "min_y": [min((y for y in col if not math.isnan(y)), default=math.nan) for col in ys]}
     print(json.dumps(out))
 
 
