@@ -57,6 +57,15 @@ def test_ground_uses_the_calibration_floor_not_the_feet():
     assert ground_from_sequence(sc.seq).frame.report["method"].startswith("robust plane fit")  # no floor: fitted
 
 
+def test_triangulated_people_off_the_floor_keep_their_own():
+    """In the calibration's metres: a person whose stance feet are on z = 0 stands on it; one measured 21 cm away
+    (on a platform, say) keeps that floor rather than being pulled onto the calibration's."""
+    _, _, seq = _calibrated_scene(depth_scales=(1.0, 1.15), people_on_it=True)
+    ground = ground_from_sequence(seq)
+    assert ground.frame.person_floor[0] == 0.0 and ground.frame.report["people"]["0"]["on_calibration_floor"]
+    assert ground.frame.person_floor[1] == pytest.approx(-0.15 * 1.4, abs=0.03)
+
+
 def test_one_view_keeps_each_persons_floor_along_the_calibrated_normal():
     """One view: a person read 15 % too far stands on a floor below the true one (scaled about the camera);
     their own floor is measured from their feet along the calibration's normal, the other stays at 0."""

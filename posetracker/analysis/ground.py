@@ -17,8 +17,9 @@ random clips tried, the 20-s ones, at 4.6-5.0 cm): the level camera
 lowest joint, the method the BVH export used before; there is then no foot lock.
 
 A calibrated camera's floor (``metadata["floor"]``, the calibration's z = 0) replaces the fit: the frame is the
-calibration's world turned Y up, and the people stand on it (several views) or each on their own floor along
-its normal (one view), as their stance feet say.
+calibration's world turned Y up; people triangulated from several views stand on it where their stance feet
+are within ON_FLOOR_M of it (else on their own floor: a platform), one view's each on their own floor along
+its normal, as their stance feet say.
 
 Floor frame (:class:`FloorFrame`): ``p_floor = rotation @ p_camera + translation``;
 Y up along ``n``, X the camera's right projected onto the floor, ``Z = X x Y`` (towards
@@ -52,6 +53,8 @@ from posetracker.types import PoseSequence
 #: ankle joint height above the sole as a fraction of stature (Winter 2009, table 4.1)
 ANKLE_HEIGHT_FRACTION = 0.039
 DEFAULT_STATURE_M = 1.65
+#: triangulated people whose stance feet give a floor this close to a calibration's stand on it
+ON_FLOOR_M = 0.03
 
 
 @dataclass(frozen=True)
@@ -299,7 +302,9 @@ def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list
                 phases: dict[int, list[ContactPhase]]) -> Ground:
     """The Ground of a calibration's floor: its frame, each person's stance ankles' median height above it
     (``stance_ankle_height_m``) and the floor their feet give (``floor_m``: that less their ankle height), which
-    is their own floor unless ``floor["people_on_it"]`` (then 0: the calibration's floor is everyone's)."""
+    is their own floor, except where ``floor["people_on_it"]`` (people in the calibration's metres) and it lies
+    within ON_FLOOR_M of the calibration's: they stand on it (0). Someone measured higher stands on something
+    else (a step, a platform) and is not pulled down to it."""
     rot = np.asarray(floor["rotation"], np.float64).reshape(3, 3)
     trans = np.asarray(floor["translation"], np.float64).reshape(3)
     on_it = bool(floor.get("people_on_it", True))
@@ -307,11 +312,14 @@ def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list
     for tid, pts in zip(ids, groups):
         if len(pts):
             h = float(np.median((pts @ rot.T + trans)[:, 1]))
-            people[str(tid)].update(stance_ankle_height_m=round(h, 4), floor_m=round(h - ankle[tid], 4))
-            person_floor[tid] = 0.0 if on_it else h - ankle[tid]
+            own = h - ankle[tid]
+            person_floor[tid] = 0.0 if on_it and abs(own) <= ON_FLOOR_M else own
+            people[str(tid)].update(stance_ankle_height_m=round(h, 4), floor_m=round(own, 4),
+                                    on_calibration_floor=person_floor[tid] == 0.0)
     pitch, roll = camera_angles(rot[1])
     report = {"fitted": True, "reason": "", "method": f"the calibration's floor ({floor.get('source', '')}); "
-              + ("everyone on it" if on_it else "each person's own floor along its normal, from their stance feet"),
+              + (f"people on it where their feet are within {100 * ON_FLOOR_M:g} cm of it, else on their own"
+                 if on_it else "each person's own floor along its normal, from their stance feet"),
               "pitch_deg": round(pitch, 2), "roll_deg": round(roll, 2),
               "camera_height_m": _r(float(trans[1]), 4), "contact_points": int(sum(len(g) for g in groups)),
               "people": people}

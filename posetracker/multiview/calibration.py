@@ -225,9 +225,9 @@ def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_i
     Up is the side the cameras are on (+z for Qualisys, Pose2Sim's board on the floor and ``posetracker
     calibrate``). ``rotation`` (3, 3) and ``translation`` (3,) m map the first camera's coordinates to the
     calibration's world turned Y up (X = x, Y = z, Z = -y: what a TRC with ``origin="floor"`` is written in);
-    ``people_on_it``: the people are in the calibration's metres (triangulated), so their floor is this one;
-    False (one view: a monocular depth moves a person along the camera's rays) keeps each person's own floor
-    along its normal, measured from their stance feet."""
+    ``people_on_it``: the people are in the calibration's metres (triangulated), so this is their floor where
+    their stance feet stand on it (``analysis.ground``); False (one view: a monocular depth moves a person along
+    the camera's rays) keeps each person's own floor along its normal, measured from their stance feet."""
     heights = np.array([c.center[2] for c in cameras])
     if (np.abs(heights) < MIN_CAMERA_HEIGHT_M).any() or len(set(np.sign(heights))) > 1:
         return None
