@@ -63,7 +63,7 @@ from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import (  # noqa: F401 (re-exported)
-    LIVE_CROP_TURNS, TILE_GRID, Mode, SessionConfig, default_vector_read,
+    LIVE_CROP_TURNS, TILE_GRID, Mode, SessionConfig,
 )
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
@@ -104,9 +104,9 @@ class TrackingSession(FramePeople):
         if self.config.vote_radius is not None:
             decoder_settings["vote_radius"] = self.config.vote_radius
         self.decoder = TreeDecoder(
-            self.spec, stride=net.stride, vector_read=self.config.vector_read or default_vector_read(net),
+            self.spec, stride=net.stride,
             score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
-            max_people=self._centres_wanted(), walk_fallback=self.config.walk_fallback,
+            max_people=self._centres_wanted(),
             min_people=min(self.config.known_count or 0, self._centres_wanted()), **decoder_settings,
         )
         self.sigmas = joint_sigmas(self.spec)
@@ -236,7 +236,7 @@ class TrackingSession(FramePeople):
         if self.refiners:
             with _threads(self.config.threads):
                 maps = self.refiners.refine_maps(maps, image)
-        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth", "walk_vectors") if k in maps}
+        arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth") if k in maps}
         if sparse:
             self._cell_heads = self._cell_heads or CellHeads(torch_parts(self.net)[3])
             arrays.update(self._cell_heads.maps(maps["head_features"][0].numpy()))

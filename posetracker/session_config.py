@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
-
-if TYPE_CHECKING:
-    from posetracker.model.network import PoseNet
 
 Mode = Literal["live", "offline"]
 # SessionConfig.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
@@ -37,8 +34,6 @@ class SessionConfig:
     # him split his track); run() then leaves out the tracks scoring under it in 90 % of their frames
     # (tracking.offline.drop_unsure_tracks). A skeleton without score_calibration outputs everyone the decoder keeps.
     min_person_probability: float = 0.02
-    vector_read: Literal["centre", "parent", "anchored"] | None = None  # None: default_vector_read (the tree walk)
-    walk_fallback: bool = True  # the walk: a child of a parent not found in its heatmap is predicted by the centre read
     # cells around a keypoint peak whose offsets vote for its position (decoding.peaks.vote_offsets); None: the
     # decoder's default (tree.VOTE_RADIUS, or the skeleton's decoder setting); 0: the peak cell's offset alone
     vote_radius: int | None = None
@@ -99,12 +94,3 @@ class SessionConfig:
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 
-
-def default_vector_read(net: PoseNet) -> Literal["anchored", "parent"]:
-    """How the decoder walks the tree for these weights (method A steps 6-8, each child from its located
-    parent): with the walk's own head when the weights have one (``walk`` among their trained parts, "parent"),
-    else with the edge vectors of the centre read ("anchored"); either way the centre read's prediction is
-    the second hypothesis of each child's peak search (:mod:`posetracker.decoding.tree`). On 12 held-out
-    clips the anchored walk beat the centre read (``docs/experiments/tree-walk.md``); a skeleton whose joints
-    all hang from the centre (mouse4) decodes the same either way."""
-    return "parent" if "walk" in getattr(net, "meta", {}).get("trained", "").split(",") else "anchored"

@@ -1,6 +1,6 @@
 """Decoding (method A steps 4-9): encode known poses, decode them back (circular tests).
 
-Single people, animals, the MoveNet "centre" semantics, empty frames, the peak
+Single people, animals, the walk against MoveNet's centre read, empty frames, the peak
 finder, the target encoder and the camera lift (``posetracker.depth``). Multi-person scenes are in
 test_decoding_multi.py.
 """
@@ -28,7 +28,6 @@ from posetracker.depth import Camera, joint_depths, lift_keypoints
 from posetracker.skeletons import load_skeleton
 from posetracker.types import ShapeError
 
-MODES = ("centre", "parent")
 PX_TOL = 0.5  # input pixels
 Z_TOL = 1e-3  # metres
 
@@ -55,21 +54,20 @@ def match(decoded_xy: np.ndarray, truth_xy: np.ndarray, root: int) -> np.ndarray
     return idx
 
 
-def round_trip(spec, people, mode, depth=None, visible=None, **decoder_kw):
+def round_trip(spec, people, depth=None, visible=None, **decoder_kw):
     """Encode, decode, and return (decoded, true xy, true depth, matching)."""
-    out = ideal_outputs(people, spec, visible=visible, depth=depth, vector_write=mode)
-    dec = TreeDecoder(spec, vector_read=mode, **decoder_kw).decode(out)
+    out = ideal_outputs(people, spec, visible=visible, depth=depth)
+    dec = TreeDecoder(spec, **decoder_kw).decode(out)
     truth, z = fill_virtual_joints(people, spec, visible, depth)
     assert dec.num_people == len(people)
     return dec, truth, z, match(dec.keypoints, truth, spec.root)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("height", [60.0, 130.0, 220.0])
-def test_single_person_round_trip(human, mode, height):
+def test_single_person_round_trip(human, height):
     people = make_person(human, (127.3, 129.1), height, angle_deg=7.0)[None]
     depth = person_depth(human, people, [3.2])
-    dec, truth, z, idx = round_trip(human, people, mode, depth)
+    dec, truth, z, idx = round_trip(human, people, depth)
     np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
     np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
     np.testing.assert_allclose(dec.predicted[idx], truth, atol=PX_TOL)  # ideal vectors predict exactly
@@ -77,44 +75,21 @@ def test_single_person_round_trip(human, mode, height):
     assert dec.keypoints.dtype == np.float32 and dec.keypoints.shape == (1, 18, 2)
 
 
-@pytest.mark.parametrize("read", MODES)
-def test_targets_written_at_both_serve_either_read(human, read):
-    """vector_write="both" (the walk's training targets): one set of maps decodes exactly with the centre read
-    and with the located-parent read, two people side by side included."""
-    people = np.stack([make_person(human, (80.4, 128.2), 150.0, angle_deg=5.0),
-                       make_person(human, (176.7, 131.5), 170.0, angle_deg=-8.0)])
-    depth = person_depth(human, people, [3.0, 4.1])
-    out = ideal_outputs(people, human, depth=depth, vector_write="both")
-    dec = TreeDecoder(human, vector_read=read).decode(out)
-    truth, z = fill_virtual_joints(people, human, None, depth)
-    idx = match(dec.keypoints, truth, human.root)
-    np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
-    np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
-    both = encode_targets(people, human, depth=depth, vector_write="both")
-    for single in MODES:  # "both" labels every cell either way labels, with the same value
-        one = encode_targets(people, human, depth=depth, vector_write=single)
-        w = one["vectors_weight"] > 0
-        assert (both["vectors_weight"][w] > 0).all()
-        np.testing.assert_allclose(both["vectors"][w], one["vectors"][w], atol=1e-5)
-
-
-@pytest.mark.parametrize("mode", MODES)
-def test_round_trip_without_depth_or_offsets(human, mode):
+def test_round_trip_without_depth_or_offsets(human):
     people = make_person(human, (120.0, 126.0), 180.0)[None]
-    out = ideal_outputs(people, human, vector_write=mode)
+    out = ideal_outputs(people, human)
     truth, _ = fill_virtual_joints(people, human)
-    dec = TreeDecoder(human, vector_read=mode).decode(out)
+    dec = TreeDecoder(human).decode(out)
     assert np.isnan(dec.depth_reads).all()
     np.testing.assert_allclose(dec.keypoints[0], truth[0], atol=PX_TOL)
     # Without the offset head, peaks are refined from the heatmap's shape (exact for a Gaussian).
     del out["offsets"]
-    dec = TreeDecoder(human, vector_read=mode).decode(out)
+    dec = TreeDecoder(human).decode(out)
     np.testing.assert_allclose(dec.keypoints[0], truth[0], atol=PX_TOL)
 
 
-@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", ["mouse4", "fly13"])
-def test_animals_round_trip(name, mode):
+def test_animals_round_trip(name):
     spec = load_skeleton(name)
     people = np.stack([
         make_person(spec, (70.2, 80.5), 90.0, angle_deg=20.0),
@@ -122,7 +97,7 @@ def test_animals_round_trip(name, mode):
         make_person(spec, (90.1, 200.7), 70.0, angle_deg=95.0),
     ])
     depth = person_depth(spec, people, [0.5, 0.6, 0.55], seed=3)
-    dec, truth, z, idx = round_trip(spec, people, mode, depth)
+    dec, truth, z, idx = round_trip(spec, people, depth)
     np.testing.assert_allclose(dec.keypoints[idx], truth, atol=PX_TOL)
     np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(spec))[idx], z, atol=Z_TOL)
 
@@ -140,18 +115,17 @@ def test_empty_heatmaps_give_no_people(human):
     assert TreeDecoder(human).decode({n: targets[n] for n in ("heatmaps", "vectors")}).num_people == 0
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_missing_joint_keeps_prediction_with_low_confidence(human, mode):
+def test_missing_joint_keeps_prediction_with_low_confidence(human):
     people = make_person(human, (128.0, 128.0), 170.0)[None]
     visible = np.ones((1, 18), bool)
     wrist, knee = human.index("left_wrist"), human.index("right_knee")
     visible[0, [wrist, knee]] = False  # labelled but not seen: vectors yes, heatmap no
-    dec, truth, _, _ = round_trip(human, people, mode, visible=visible)
+    dec, truth, _, _ = round_trip(human, people, visible=visible)
     np.testing.assert_allclose(dec.keypoints[0], truth[0], atol=PX_TOL)
     assert dec.confidence[0, wrist] < 0.1 and dec.confidence[0, knee] < 0.1
     others = [j for j in range(18) if j not in (wrist, knee)]
     assert dec.confidence[0, others].min() > 0.5
-    full = TreeDecoder(human, vector_read=mode).decode(ideal_outputs(people, human, vector_write=mode))
+    full = TreeDecoder(human).decode(ideal_outputs(people, human))
     assert dec.scores[0] < full.scores[0]
 
 
@@ -182,8 +156,10 @@ def test_a_known_count_keeps_the_strongest_readings_however_faint(human):
         TreeDecoder(human, max_people=2, min_people=3)
 
 
-def test_centre_read_reproduces_movenet_regression(human):
-    """Vectors v(p->c) = r(c) - r(p) of a centre->keypoint field r: predicted k = centre + r(k)."""
+def test_the_walk_telescopes_to_movenet_regression(human):
+    """Vectors v(p->c) = r(c) - r(p) of a centre->keypoint field r, read at the centre: a child of a parent not
+    found, or found where predicted, is predicted at MoveNet's centre + r(k); a child of a parent found
+    elsewhere moves with it (the walk), and its own child, not found, falls back to the centre read."""
     rng = np.random.default_rng(7)
     h = w = 64
     k, e = human.num_joints, human.num_edges
@@ -196,15 +172,22 @@ def test_centre_read_reproduces_movenet_regression(human):
     yy, xx = np.mgrid[:h, :w]
     heat[human.root] = np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / 2.0)
     expected = (np.array([cx, cy]) + r[:, :, cy, cx]) * 4.0  # MoveNet: (cell + r(k)) * stride
-    # A located parent that moved away from its prediction must not move the children's prediction.
-    sh = human.index("left_shoulder")
+    # The left shoulder is found a cell or so away from its prediction; no other joint is found.
+    sh, elbow, wrist = human.index("left_shoulder"), human.index("left_elbow"), human.index("left_wrist")
     px, py = np.rint(expected[sh] / 4.0 + [1.0, 0.0]).astype(int)
     heat[sh] = np.exp(-((xx - px) ** 2 + (yy - py) ** 2) / 2.0)
-    dec = TreeDecoder(human, vector_read="centre").decode({"heatmaps": heat, "vectors": vectors})
+    dec = TreeDecoder(human).decode({"heatmaps": heat, "vectors": vectors})
     assert dec.num_people == 1
-    np.testing.assert_allclose(dec.predicted[0], expected, atol=1e-3)
-    others = [j for j in range(k) if j != sh]
-    np.testing.assert_allclose(dec.keypoints[0, others], expected[others], atol=1e-3)
+    np.testing.assert_allclose(dec.keypoints[0, sh], [px * 4.0, py * 4.0], atol=1e-3)
+    shift = np.array([px * 4.0, py * 4.0]) - expected[sh]
+    assert np.abs(shift).max() > 2.0
+    np.testing.assert_allclose(dec.predicted[0, elbow], expected[elbow] + shift, atol=1e-3)  # from the found shoulder
+    # the wrist: its elbow was not found, so the centre read's prediction (not the moved elbow's step)
+    np.testing.assert_allclose(dec.predicted[0, wrist], expected[wrist], atol=1e-3)
+    others = [j for j in range(k) if j != elbow]
+    np.testing.assert_allclose(dec.predicted[0, others], expected[others], atol=1e-3)
+    not_found = [j for j in range(k) if j not in (sh, elbow)]
+    np.testing.assert_allclose(dec.keypoints[0, not_found], expected[not_found], atol=1e-3)
 
 
 def test_peaks_nms_threshold_and_plateau():
@@ -315,12 +298,8 @@ def test_encoder_overlapping_discs_nearer_anchor_wins(human):
 
 
 def test_bad_inputs_fail_loudly(human):
-    with pytest.raises(ValueError, match="vector_read"):
-        TreeDecoder(human, vector_read="child")
     with pytest.raises(ValueError, match="assign"):
         TreeDecoder(human, assign="auction")
-    with pytest.raises(ValueError, match="vector_write"):
-        encode_targets(np.zeros((1, 18, 2)), human, vector_write="child")
     with pytest.raises(ShapeError, match="people_xy"):
         encode_targets(np.zeros((1, 17, 2)), human)
     with pytest.raises(ShapeError, match="heatmaps"):
@@ -369,12 +348,11 @@ def test_the_field_of_view_spans_the_long_side_and_moves_depth_not_size(human):
     np.testing.assert_allclose(world[..., :2], ref_world[..., :2], rtol=1e-5, atol=1e-6)  # the same metric size
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_decoded_people_lift_to_metric_3d(human, mode):
+def test_decoded_people_lift_to_metric_3d(human):
     """Step 9 end to end: decoded (x, y, depth) lift back to the true camera-space joints."""
     cam = Camera(256, 256, fov_deg=60.0)
     people = make_person(human, (110.0, 130.0), 170.0)[None]
     depth = person_depth(human, people, [2.5])
-    dec, truth, z, idx = round_trip(human, people, mode, depth)
+    dec, truth, z, idx = round_trip(human, people, depth)
     depth = joint_depths(dec.depth_reads, path_matrix(human))
     np.testing.assert_allclose(lift_keypoints(dec.keypoints, depth, cam)[idx], cam.to_camera(truth, z), atol=2e-3)

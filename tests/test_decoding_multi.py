@@ -2,8 +2,7 @@
 
 Scenes keep the same joint of two people at least 3 feature cells (12 px) apart:
 closer than ~2 cells, a stride-4 heatmap cannot hold two separate peaks of one
-joint, and bilinear reads at a parent ("parent" mode) touch cells up to 1.4 cells
-away. Different joints of different people may be as close as they like.
+joint. Different joints of different people may be as close as they like.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from posetracker.decoding.synthetic import ideal_outputs, make_person
 from posetracker.depth import joint_depths
 from posetracker.skeletons import load_skeleton
 
-MODES = ("centre", "parent")
 PX_TOL = 0.5
 Z_TOL = 1e-3
 MIN_SAME_JOINT_PX = 12.0
@@ -41,9 +39,9 @@ def check_scene(spec, people: np.ndarray) -> np.ndarray:
     return full
 
 
-def decode(spec, people, mode, visible=None, depth=None, **kw):
-    out = ideal_outputs(people, spec, visible=visible, depth=depth, vector_write=mode)
-    return TreeDecoder(spec, vector_read=mode, **kw).decode(out)
+def decode(spec, people, visible=None, depth=None, **kw):
+    out = ideal_outputs(people, spec, visible=visible, depth=depth)
+    return TreeDecoder(spec, **kw).decode(out)
 
 
 def matched(dec, truth, root):
@@ -65,8 +63,7 @@ def crossing_pair(spec):
 
 
 @pytest.mark.parametrize("assign", ["greedy", "hungarian"])
-@pytest.mark.parametrize("mode", MODES)
-def test_two_people_crossing(human, mode, assign):
+def test_two_people_crossing(human, assign):
     people = crossing_pair(human)
     full = check_scene(human, people)
     assert abs(np.linalg.norm(full[0, human.root] - full[1, human.root]) - 12.0) < 0.5
@@ -74,7 +71,7 @@ def test_two_people_crossing(human, mode, assign):
     assert (cross < 8.0).sum() >= 3  # limbs of one pass near the other's joints
     depth = np.array([[3.0] * 18, [3.4] * 18]) + np.linspace(-0.2, 0.2, 18)
     depth[:, human.root] = np.nan
-    dec = decode(human, people, mode, depth=depth, assign=assign)
+    dec = decode(human, people, depth=depth, assign=assign)
     assert dec.num_people == 2
     idx = matched(dec, full, human.root)
     _, z = full_pose(human, people, depth=depth)
@@ -93,25 +90,23 @@ def six_people(spec):
     return np.stack(people)
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_six_people(human, mode):
+def test_six_people(human):
     people = six_people(human)
     full = check_scene(human, people)
     depth = np.linspace(2.0, 6.0, 6)[:, None] + np.random.default_rng(2).uniform(-0.3, 0.3, (6, 18))
     depth[:, human.root] = np.nan
-    dec = decode(human, people, mode, depth=depth)
+    dec = decode(human, people, depth=depth)
     assert dec.num_people == 6
     idx = matched(dec, full, human.root)
     _, z = full_pose(human, people, depth=depth)
     np.testing.assert_allclose(dec.keypoints[idx], full, atol=PX_TOL)
     np.testing.assert_allclose(joint_depths(dec.depth_reads, path_matrix(human))[idx], z, atol=Z_TOL)
     assert np.all(np.diff(dec.scores) <= 0)  # strongest first
-    assert TreeDecoder(human, vector_read=mode, max_people=4).decode(
-        ideal_outputs(people, human, vector_write=mode)).num_people == 4
+    assert TreeDecoder(human, max_people=4).decode(
+        ideal_outputs(people, human)).num_people == 4
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_person_partly_outside_the_image(human, mode):
+def test_person_partly_outside_the_image(human):
     inside = make_person(human, (70.0, 120.0), 160.0)
     low = make_person(human, (200.0, 186.0), 200.0)  # ankles ~22 px below the image
     left = make_person(human, (150.0, 60.0), 100.0, pose={"left_elbow": (0.30, -0.2), "left_wrist": (0.50, -0.25)})
@@ -121,7 +116,7 @@ def test_person_partly_outside_the_image(human, mode):
     assert (~visible[1, :17]).sum() == 2 and (~visible[2, :17]).sum() >= 1
     full = check_scene(human, people)
     full, _ = full_pose(human, people, visible)
-    dec = decode(human, people, mode, visible=visible)
+    dec = decode(human, people, visible=visible)
     assert dec.num_people == 3
     idx = matched(dec, full, human.root)
     np.testing.assert_allclose(dec.keypoints[idx], full, atol=PX_TOL)
@@ -132,8 +127,7 @@ def test_person_partly_outside_the_image(human, mode):
 
 
 @pytest.mark.parametrize("assign", ["greedy", "hungarian"])
-@pytest.mark.parametrize("mode", MODES)
-def test_missing_joint_does_not_steal_a_neighbours_peak(human, mode, assign):
+def test_missing_joint_does_not_steal_a_neighbours_peak(human, assign):
     """A's left wrist is unseen; B's left wrist is inside A's search window. B keeps its
     peak, A keeps its prediction with a low confidence."""
     a = make_person(human, (90.0, 128.0), 160.0, pose={"left_elbow": (0.25, -0.12), "left_wrist": (0.40, -0.10)})
@@ -146,7 +140,7 @@ def test_missing_joint_does_not_steal_a_neighbours_peak(human, mode, assign):
     visible = np.ones((2, 18), bool)
     visible[0, wrist] = False
     full, _ = full_pose(human, people, visible)  # A's centre: bounding box of its visible joints
-    dec = decode(human, people, mode, visible=visible, assign=assign)
+    dec = decode(human, people, visible=visible, assign=assign)
     idx = matched(dec, full, human.root)
     np.testing.assert_allclose(dec.keypoints[idx], full, atol=PX_TOL)
     conf = dec.confidence[idx]
@@ -157,17 +151,16 @@ def test_missing_joint_does_not_steal_a_neighbours_peak(human, mode, assign):
     assert gap / 4.0 < 0.3 * size
 
 
-@pytest.mark.parametrize("mode", MODES)
-def test_weak_centre_and_threshold(human, mode):
+def test_weak_centre_and_threshold(human):
     people = np.stack([make_person(human, (80.0, 128.0), 150.0), make_person(human, (180.0, 128.0), 150.0)])
-    out = ideal_outputs(people, human, vector_write=mode)
+    out = ideal_outputs(people, human)
     full, _ = full_pose(human, people)
     cx, cy = np.rint(full[1, human.root] / 4).astype(int)
     out["heatmaps"][human.root, cy - 3 : cy + 4, cx - 3 : cx + 4] *= 0.05  # person 1's centre barely seen
-    dec = TreeDecoder(human, vector_read=mode).decode(out)
+    dec = TreeDecoder(human).decode(out)
     assert dec.num_people == 1
     np.testing.assert_allclose(dec.keypoints[0], full[0], atol=PX_TOL)
-    dec = TreeDecoder(human, vector_read=mode, score_threshold=0.01).decode(out)
+    dec = TreeDecoder(human, score_threshold=0.01).decode(out)
     assert dec.num_people == 2 and dec.scores[1] < 0.1 * dec.scores[0]
 
 

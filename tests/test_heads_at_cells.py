@@ -57,8 +57,7 @@ def test_cell_maps_read_what_the_dense_heads_give(human18):
         torch.testing.assert_close(value[:, 0], dense[key])
 
 
-@pytest.mark.parametrize("read", ["centre", "parent"])
-def test_the_decoder_finds_the_same_people_from_cell_maps(human18, shipped_net, read):
+def test_the_decoder_finds_the_same_people_from_cell_maps(human18, shipped_net):
     """The shipped network on the sample clip's dancer, twice side by side: decoding the dense maps and the
     cell maps gives the same people."""
     from posetracker.capture import open_source
@@ -74,7 +73,7 @@ def test_the_decoder_finds_the_same_people_from_cell_maps(human18, shipped_net, 
         out = heads(feats)
     dense = {"heatmaps": torch.sigmoid(out["heatmap_logits"])[0].numpy(), **{k: out[k][0].numpy() for k in SPARSE_KEYS}}
     cells = {**dense, **CellHeads(heads).maps(feats[0].numpy())}
-    decoder = TreeDecoder(human18, vector_read=read)
+    decoder = TreeDecoder(human18)
     a, b = decoder.decode(dense), decoder.decode(cells)
     assert a.num_people == 2
     for name in ("keypoints", "confidence", "scores", "depth_reads", "predicted"):
@@ -99,7 +98,7 @@ def test_the_sparse_live_graph_gives_the_heads_input(human18, tmp_path, monkeypa
             assert got is None
             continue
         pushed += 1
-        assert set(got) == set(output_keys(net, True)) == {"heatmap_logits", "heatmaps", "head_features"}
+        assert set(got) == set(output_keys(True)) == {"heatmap_logits", "heatmaps", "head_features"}
         with torch.no_grad():
             maps = dense_maps(heads, got["head_features"])
         for k in SPARSE_KEYS:

@@ -1,7 +1,6 @@
 """The properties of method A that the design rests on (``../shared/design/methods.md``), pinned.
 
-- The tree walk with vectors read at the *located* parent: moving a parent moves its child's prediction
-  (and with the centre read it does not).
+- The tree walk from the *located* parent: moving a parent moves its child's prediction.
 - The bidirectional temporal stage: a later frame changes an earlier frame's offline output, and so does
   live look-ahead 1; live look-ahead 0 never sees the future.
 """
@@ -26,20 +25,16 @@ def _gaussian(h: int, w: int, x: float, y: float, sigma: float = 1.0) -> np.ndar
     return np.exp(-((xx - x) ** 2 + (yy - y) ** 2) / (2 * sigma**2)).astype(np.float32)
 
 
-def _walk_with_moved_elbow(read: str, shift: tuple[int, int], decoy: float = 0.0
+def _walk_with_moved_elbow(shift: tuple[int, int], decoy: float = 0.0
                            ) -> tuple[np.ndarray, np.ndarray, tuple[int, int]]:
-    """Decode one ideal person whose left-elbow peak is moved by ``shift`` cells; the
-    elbow -> wrist vector field is the true displacement everywhere. ``decoy`` > 0: a second
+    """Decode one ideal person whose left-elbow peak is moved by ``shift`` cells. ``decoy`` > 0: a second
     left-wrist peak of that height where the moved elbow's step points (a neighbour's wrist).
     -> ((K, 2) predicted px, (K, 2) located px, (wrist, elbow) indices)."""
     spec = load_skeleton("human18")
     stride = 4
     person = make_person(spec, (128, 120), 170)
-    out = ideal_outputs(person[None], spec, vector_write="parent" if read == "parent" else "centre", stride=stride)
+    out = ideal_outputs(person[None], spec, stride=stride)
     elbow, wrist = spec.index("left_elbow"), spec.index("left_wrist")
-    e = spec.edge_of_child[wrist]
-    if read == "parent":  # the field this edge's walk step reads, the same wherever it is read
-        out["vectors"][2 * e : 2 * e + 2] = ((person[wrist] - person[elbow]) / stride)[:, None, None]
     h, w = out["heatmaps"].shape[1:]
     ex, ey = np.round(person[elbow] / stride).astype(int) + np.asarray(shift)
     out["heatmaps"][elbow] = _gaussian(h, w, ex, ey)
@@ -48,15 +43,15 @@ def _walk_with_moved_elbow(read: str, shift: tuple[int, int], decoy: float = 0.0
         wx, wy = np.round(person[wrist] / stride).astype(int) + np.asarray(shift)
         out["heatmaps"][wrist] = np.maximum(out["heatmaps"][wrist], decoy * _gaussian(h, w, wx, wy))
         out["offsets"][2 * wrist : 2 * wrist + 2] = 0.0
-    dec = TreeDecoder(spec, stride=stride, vector_read=read).decode(out)
+    dec = TreeDecoder(spec, stride=stride).decode(out)
     assert dec.num_people == 1
     return dec.predicted[0], dec.keypoints[0], (wrist, elbow)
 
 
-def test_the_walk_reads_the_vector_at_the_located_parent():
-    """vector_read="parent": the child is predicted from where its parent was found."""
-    still, found, (wrist, elbow) = _walk_with_moved_elbow("parent", (0, 0))
-    moved, found_moved, _ = _walk_with_moved_elbow("parent", (3, 2))
+def test_the_walk_predicts_a_child_from_its_located_parent():
+    """The child is predicted from where its parent was found."""
+    still, found, (wrist, elbow) = _walk_with_moved_elbow((0, 0))
+    moved, found_moved, _ = _walk_with_moved_elbow((3, 2))
     np.testing.assert_allclose(found_moved[elbow] - found[elbow], [12, 8], atol=0.5)  # the elbow was found moved
     np.testing.assert_allclose(moved[wrist] - still[wrist], [12, 8], atol=0.5)  # and its child followed
 
@@ -64,18 +59,11 @@ def test_the_walk_reads_the_vector_at_the_located_parent():
 def test_a_parent_found_astray_does_not_drag_its_child_along():
     """Step 8, "its own centre/parent": a walk whose elbow took a peak far from the arm still finds the wrist, whose
     peak matches the centre read's prediction; the prediction itself stays the walk's."""
-    still, found, (wrist, elbow) = _walk_with_moved_elbow("anchored", (0, 0))
-    moved, found_moved, _ = _walk_with_moved_elbow("anchored", (3, 2), decoy=0.8)
+    still, found, (wrist, elbow) = _walk_with_moved_elbow((0, 0))
+    moved, found_moved, _ = _walk_with_moved_elbow((3, 2), decoy=0.8)
     np.testing.assert_allclose(found_moved[elbow] - found[elbow], [12, 8], atol=0.5)  # the elbow went astray
     np.testing.assert_allclose(moved[wrist] - still[wrist], [12, 8], atol=0.5)  # the walk predicts from it
     np.testing.assert_allclose(found_moved[wrist], found[wrist], atol=2.0)  # found where it is (the decoy: 14 px off)
-
-
-def test_the_centre_read_ignores_the_located_parent():
-    """vector_read="centre" (the pretrained baseline): a child's prediction telescopes from the centre."""
-    still, _, (wrist, _) = _walk_with_moved_elbow("centre", (0, 0))
-    moved, _, _ = _walk_with_moved_elbow("centre", (3, 2))
-    np.testing.assert_allclose(moved[wrist], still[wrist], atol=1e-4)
 
 
 @pytest.fixture(scope="module")

@@ -45,15 +45,14 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
     # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen; --mode
     # live: the live mode's (its fast precision stage where two CPUs are usable, no tiles), each photo held as a clip
-    config = SessionConfig(mode=args.mode, vector_read=args.vector_read, threads=args.threads,
-                           refiners=chosen_refiners(args), tile_grid=args.tiles,
-                           walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius,
+    config = SessionConfig(mode=args.mode, threads=args.threads,
+                           refiners=chosen_refiners(args), tile_grid=args.tiles, vote_radius=args.vote_radius,
                            low_light=not args.no_low_light)
     session = TrackingSession.open(weights=args.weights, config=config)
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
     grid = session.image_tile_grid if args.mode == "offline" else session.tile_grid
-    label = f"PoseTracker tree decoder ({session.decoder.vector_read} vectors, tiles {grid}x{grid})"
+    label = f"PoseTracker tree decoder (tiles {grid}x{grid})"
     if session.refiners:
         label += f", refiners: {'+'.join(session.refiners.names)}"
     if args.mode == "live":
@@ -176,11 +175,6 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--out", help="write the metrics as JSON")
     e.add_argument("--predictions-out", help="write every predicted person as JSON")
     e.add_argument("--weights", default=None)
-    e.add_argument("--vector-read", choices=["centre", "parent", "anchored"], default=None,
-                   help="where the decoder reads tree vectors (default: the located parent when the weights are "
-                   "trained for the walk, else the centre)")
-    e.add_argument("--no-walk-fallback", action="store_true",
-                   help="the walk: always predict a child from its located parent, even one not found in its heatmap")
     e.add_argument("--no-low-light", action="store_true",
                    help="read dark images as they are (default: stretched first, posetracker.model.low_light)")
     e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",

@@ -4,7 +4,6 @@
                               [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
     posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
     posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
-    posetracker train walk-head --config configs/walk_head.yaml --out PATH   (posetracker.cli.train_heads)
     posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out PATH
     posetracker train int8-calibrate | int8-qat ...   (the 8-bit companion: posetracker.cli.train_int8)
 
@@ -70,10 +69,7 @@ def cmd_distill(args: argparse.Namespace) -> int:
     if args.out:
         before = {s for s in net.meta.get("trained", "").split(",") if s}  # parts the starting weights had
         parts = [s for s in ("depth", "temporal") if s in before or s in state.done or state.stage == s]
-        walk = cfg.encode.vector_write != "centre" and cfg.stages["depth"].vector_lr > 0 and "depth" in state.done
-        if "walk" in before or walk:  # the vector head trained at the located parents: the session walks the tree
-            parts.append("walk")
-        parts += sorted(before - {"depth", "temporal", "walk"})  # parts trained by other commands (keypoint heads)
+        parts += sorted(before - {"depth", "temporal"})  # parts trained by other commands (keypoint heads)
         trained = ",".join(parts)
         src = (f"{net.meta.get('source', 'PoseNet')}; distilled by posetracker train distill (run {name}, "
                f"teacher {cfg.teacher}, stages done: {','.join(state.done) or 'none'})")
@@ -104,9 +100,9 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
             config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
                                    smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
-                                   refiners=chosen_refiners(args), tile_grid=args.tiles, vector_read=args.vector_read,
+                                   refiners=chosen_refiners(args), tile_grid=args.tiles,
                                    fix_swaps=not args.no_swap_fix, fix_legs=not args.no_leg_repair,
-                                   walk_fallback=not args.no_walk_fallback, vote_radius=args.vote_radius,
+                                   vote_radius=args.vote_radius,
                                    **crop_budget(args))
             session = TrackingSession.open(weights=weights, config=config)
             for notice in session.notices:
@@ -198,10 +194,6 @@ def add_train_parser(subparsers) -> None:
     e.add_argument("--no-pose-prior", action="store_true", help="the depth head alone, without the pose prior's mix")
     e.add_argument("--blazepose", choices=["full", "heavy"], help="BlazePose variant of the reference 3-D "
                    "(default: the config's; heavy = the most accurate teacher, labels cached separately)")
-    e.add_argument("--vector-read", choices=["centre", "parent", "anchored"], default=None,
-                   help="where the decoder reads tree vectors (default: as the weights were trained)")
-    e.add_argument("--no-walk-fallback", action="store_true",
-                   help="the walk: always predict a child from its located parent, even one not found in its heatmap")
     e.add_argument("--vote-radius", type=int, default=None, metavar="CELLS",
                    help="cells around a keypoint peak whose offsets vote for its position (default: the decoder's, "
                    "2; 0: the peak cell's own offset)")

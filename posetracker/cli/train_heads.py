@@ -1,15 +1,12 @@
-"""``posetracker train walk-head`` and ``posetracker train keypoint-heads``: one or two heads trained on cached
-frozen features, everything else frozen.
+"""``posetracker train keypoint-heads``: the keypoint heatmap and offset heads trained on cached frozen features,
+everything else frozen (``posetracker.train.keypoint_heads``).
 
-    posetracker train walk-head --config configs/walk_head.yaml --out /tmp/posenet-walkhead.safetensors \\
+    posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out /tmp/posenet-human18.safetensors \\
         [--init-weights models/posenet-human18.safetensors] [--clips CLIP ...] [--threads 1]
-    posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out /tmp/posenet-human18.safetensors
 
-Both start from the config's weights (default: the shipped model), take labels and features from the
-``train distill`` caches (made on a miss) and write the whole network with the trained part named among
-its trained parts. ``walk-head`` trains ``PoseNet.walk`` (``posetracker.train.walk_head``), so a session
-reads the weights with the walk; ``keypoint-heads`` the keypoint heatmap and offset heads
-(``posetracker.train.keypoint_heads``).
+It starts from the config's weights (default: the shipped model), takes labels and features from the
+``train distill`` caches (made on a miss) and writes the whole network with ``keypoints`` among its trained
+parts.
 """
 
 from __future__ import annotations
@@ -25,7 +22,6 @@ def _log(msg: str) -> None:
 
 
 STAGES = {  # command -> (config stage, trained-part name, trainer module, trainer function)
-    "walk-head": ("walk", "walk", "posetracker.train.walk_head", "train_walk_head"),
     "keypoint-heads": ("keypoints", "keypoints", "posetracker.train.keypoint_heads", "train_keypoint_heads"),
 }
 
@@ -63,8 +59,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
 
 def add_heads_parsers(tsub) -> None:
-    helps = {"walk-head": ("train the tree walk's own vector head (everything else frozen)", "configs/walk_head.yaml"),
-             "keypoint-heads": ("fine-tune the keypoint heatmap and offset heads on the teachers' labels (everything "
+    helps = {"keypoint-heads": ("fine-tune the keypoint heatmap and offset heads on the teachers' labels (everything "
                                 "else frozen)", "configs/keypoint_heads.yaml")}
     for name, (text, config) in helps.items():
         w = tsub.add_parser(name, help=text)

@@ -23,14 +23,13 @@ from posetracker.decoding.peaks import (
 )
 from posetracker.decoding.people import DecodedPeople
 from posetracker.decoding.sampling import read_cells, sample_bilinear
-from posetracker.decoding.tree import TreeDecoder, VectorRead, path_matrix
+from posetracker.decoding.tree import TreeDecoder, path_matrix
 
 __all__ = [
     "Candidates",
     "DecodedPeople",
     "Peaks",
     "TreeDecoder",
-    "VectorRead",
     "assign_greedy",
     "assign_hungarian",
     "encode_targets",

@@ -13,17 +13,9 @@ Output keys and shapes match the network outputs, plus a ``*_weight`` mask per m
   root's channels stay 0 with weight 0 (the decoder refines the centre from its
   heatmap).
 - ``vectors`` (2E, h, w): child - parent of edge e, in cells, in a disc of radius
-  ``radius`` around the person's centre (``vector_write="centre"``), around the
-  edge's parent joint (``"parent"``), or in both discs (``"both"``: one set of
-  weights serves both ways of decoding; a person's edge vector is one value, so the
-  discs agree, and a parent disc wins over another person's centre disc); where
-  discs overlap, the person whose centre/parent is nearer wins (and if that person
-  lacks the edge, weight 0). Keep ``radius >= 1.5`` so that a bilinear read at a
-  parent ("parent" decoding) only touches cells of its own disc.
-- ``vectors_centre`` (2E, h, w), only with ``vector_write="parent"``: where a vector
-  target is written, the (x, y) cell of its person's centre peak (round of the centre,
-  cells); 0 elsewhere. The walk head learns a correction to the centre read's edge
-  vector, which is read there (``posetracker.train.walk_head``).
+  ``radius`` around the person's centre, where the decoder reads them; where discs
+  overlap, the person whose centre is nearer wins (and if that person lacks the
+  edge, weight 0).
 - ``depth`` (1+E, h, w): root depth (m) in the disc around the centre; channel 1+e:
   depth(child) - depth(parent), written like the vectors. All zero, weight 0, when no
   depth is given.
@@ -36,15 +28,11 @@ other virtual joints are drawn whenever their position is known or computed.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import ShapeError
 
-VectorWrite = Literal["centre", "parent", "both"]
-VECTOR_WRITES = ("centre", "parent", "both")
 
 
 def _virtual_value(rule: str, pts: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -143,7 +131,6 @@ def encode_targets(
     stride: int = 4,
     sigma: float = 1.0,
     sigma_scale: float = 0.0,
-    vector_write: VectorWrite = "centre",
     radius: float = 2.0,
     offset_radius: float = 1.5,
 ) -> dict[str, np.ndarray]:
@@ -156,8 +143,6 @@ def encode_targets(
     the bounding box of its known joints (cells); radius / offset_radius in cells.
     Returns float32 maps, see the module docstring.
     """
-    if vector_write not in VECTOR_WRITES:
-        raise ValueError(f"unknown vector_write {vector_write!r}; choices: {list(VECTOR_WRITES)}")
     n_joints, n_edges = spec.num_joints, spec.num_edges
     people_xy = np.asarray(people_xy, dtype=np.float64)
     if people_xy.ndim != 3 or people_xy.shape[1:] != (n_joints, 2):
@@ -176,8 +161,6 @@ def encode_targets(
     u = np.where(known[..., None], u, 0.0)
     h, w = out_size
     out = _empty_targets(n_joints, n_edges, h, w)
-    if vector_write == "parent":
-        out["vectors_centre"] = np.zeros_like(out["vectors"])
     if n == 0:
         return out
 
@@ -192,25 +175,16 @@ def encode_targets(
     out["offsets"] = _interleave(off_x, off_y)
     out["offsets_weight"] = _interleave(inside, inside)
 
-    # Vectors and depth differences: in a disc around the centre or the parent joint.
+    # Vectors and depth differences: in a disc around the centre.
     parent, child = spec.edges[:, 0], spec.edges[:, 1]
     c_win, c_in = _nearest(_dist2(u[:, [spec.root]], h, w), known[:, [spec.root]], radius)  # (1, h, w)
-    if vector_write == "centre":
-        e_win = np.broadcast_to(c_win, (n_edges, h, w))
-        e_in = np.broadcast_to(c_in, (n_edges, h, w))
-    else:
-        e_win, e_in = _nearest(_dist2(u[:, parent], h, w), known[:, parent], radius)
-        if vector_write == "both":  # the centre disc where no parent disc lies
-            e_win = np.where(e_in, e_win, c_win)
-            e_in = e_in | c_in
+    e_win = np.broadcast_to(c_win, (n_edges, h, w))
+    e_in = np.broadcast_to(c_in, (n_edges, h, w))
     vec = u[:, child] - u[:, parent]  # (P, E, 2)
     has_vec = _gather(known[:, child] & known[:, parent], e_win) & e_in
     vals = _gather(vec, e_win)
     out["vectors"] = _interleave(np.where(has_vec, vals[..., 0], 0.0), np.where(has_vec, vals[..., 1], 0.0))
     out["vectors_weight"] = _interleave(has_vec, has_vec)
-    if vector_write == "parent":
-        at = _gather(np.broadcast_to(np.round(u[:, [spec.root]]), vec.shape), e_win)  # (E, h, w, 2) the disc owner's centre cell
-        out["vectors_centre"] = _interleave(np.where(has_vec, at[..., 0], 0.0), np.where(has_vec, at[..., 1], 0.0))
     if z is not None:
         zr = z[:, [spec.root]]
         has_root = _gather(np.isfinite(zr), c_win) & c_in
@@ -249,4 +223,4 @@ def _empty_targets(k: int, e: int, h: int, w: int) -> dict[str, np.ndarray]:
     }
 
 
-__all__ = ["VECTOR_WRITES", "VectorWrite", "encode_targets", "fill_virtual_joints"]
+__all__ = ["encode_targets", "fill_virtual_joints"]

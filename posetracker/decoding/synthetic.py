@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from posetracker.decoding.encode import VectorWrite, encode_targets
+from posetracker.decoding.encode import encode_targets
 from posetracker.skeletons import SkeletonSpec
 
 # Person facing the camera: their left is image right (+x).
@@ -91,12 +91,11 @@ def ideal_outputs(
     depth: np.ndarray | None = None,
     out_size: tuple[int, int] = (64, 64),
     stride: int = 4,
-    vector_write: VectorWrite = "centre",
     **encode_kw: float,
 ) -> dict[str, np.ndarray]:
     """What a perfect network outputs for these people: the encoder's targets without
     the weight masks (``depth`` left out when no depth is given)."""
-    t = encode_targets(people_xy, spec, visible, depth, out_size, stride, vector_write=vector_write, **encode_kw)
+    t = encode_targets(people_xy, spec, visible, depth, out_size, stride, **encode_kw)
     keys = ("heatmaps", "offsets", "vectors") + (("depth",) if depth is not None else ())
     return {k: t[k] for k in keys}
 

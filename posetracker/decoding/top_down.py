@@ -39,7 +39,7 @@ from posetracker.decoding.people import DecodedPeople
 from posetracker.model.preprocess import INPUT_SIZE, to_tensor
 
 REPEAT_FRAC = 0.1  # two readings whose joints lie a mean < this x the crop side apart are one animal
-MAP_KEYS = ("heatmaps", "offsets", "vectors", "depth", "walk_vectors")
+MAP_KEYS = ("heatmaps", "offsets", "vectors", "depth")
 
 
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:

@@ -8,40 +8,20 @@ Network outputs of one frame (numpy, stride ``s``: feature cell u -> input pixel
 - ``depth``:    (1+E, h, w) root depth (m) at channel 0, depth(child) - depth(parent) of edge e
                 at channel 1+e (optional)
 
-Where vectors (and depth differences) are read, ``vector_read``:
+The tree walk (method A steps 6-7): a first keypoint is predicted from the person's centre, every other
+joint from its *located* parent, predicted child = located parent + v(parent -> child) read at the
+person's centre peak cell (nearest cell). With v(p -> c) = r(c) - r(p) of MoveNet's centre -> keypoint
+regression r (r(root) = 0 at the centre cell), the step from a parent found where the regression put it
+is MoveNet's ``centre + r(child)``; a parent found elsewhere carries its child along (12 held-out clips:
+the walk beat MoveNet's centre read, ``docs/experiments/tree-walk.md``). A child whose parent was not found
+in its heatmap (confidence < ``keypoint_threshold``) is predicted by the centre read instead, centre + the
+edge vectors along its path (the *centre read*), so an unsure parent does not compound.
 
-- ``"centre"`` (MoveNet's own read, kept as a baseline): at the person's centre peak cell (nearest cell),
-  and predicted child = *predicted* parent + v(parent -> child). This telescopes to
-  centre + sum of the edge vectors on the path; with v(p -> c) = r(c) - r(p) of a
-  centre -> keypoint regression r (r(root) = 0 at the centre cell) it is MoveNet's
-  ``centre + r(k)``, whatever the heatmap search finds for the parents.
-- ``"parent"`` (trained weights): bilinear at the *located* parent position, and
-  predicted child = located parent + vector there (method A's literal tree walk).
-  With ``walk_vectors`` (2E, h, w) in the outputs (the walk's own head, trained at
-  the parents) the step is the centre read's edge vector (as "anchored" below) plus
-  the correction ``walk_vectors`` read at the located parent; the depth differences
-  are then read at the centre, where the depth head was trained. Without them it
-  reads ``vectors`` at the parent.
-  With the walk's own head, ``walk_fallback`` (default on) guards against
-  compounding: a child whose parent was not found in its heatmap (confidence <
-  ``keypoint_threshold``) is predicted as the centre read predicts it (centre +
-  ``vectors`` along its path, read at the centre) instead of from the unsure
-  parent; a found parent is always walked from. (Without a walk head ``vectors``
-  may hold parent reads only, so there is no centre read to fall back on.)
-- ``"anchored"`` (any weights; the session's default for weights without a walk head,
-  ``session_config.default_vector_read``): the walk from the *located* parent with the centre
-  read's edge vectors, predicted child = located parent + v(parent -> child) read
-  at the centre cell (= r(child) - r(parent) of MoveNet's regression), with the
-  same ``walk_fallback``. A baseline of the walk that needs no head of its own
-  (``docs/experiments/tree-walk.md``).
-
-Walking ("parent", "anchored"), a child's peaks are scored against two predictions,
-the walk's and the centre read's, and each peak keeps the better score (method A
-step 8: the peak matching the position predicted from the person's *own centre or
-parent*). A parent taken from a neighbour in a crowd then no longer drags its child
-along, and a limb the centre read places badly is still found from its parent; the
-child's predicted position (``predicted``, and where a joint without a peak is put)
-stays the walk's.
+A child's peaks are scored against two predictions, the walk's and the centre read's, and each peak keeps
+the better score (method A step 8: the peak matching the position predicted from the person's *own centre
+or parent*). A parent taken from a neighbour in a crowd then no longer drags its child along, and a limb
+the centre read places badly is still found from its parent; the child's predicted position
+(``predicted``, and where a joint without a peak is put) stays the walk's.
 
 Each candidate peak's sub-cell position is the vote of the offsets of the cells within
 ``vote_radius`` of it (:func:`posetracker.decoding.peaks.vote_offsets`; 0: the peak cell's
@@ -58,26 +38,22 @@ centre peak value.
 Person score = centre peak value x mean confidence of the non-root joints, so a
 strong centre with no limbs found, or limbs around a weak centre, both score low.
 
-Depth (step 9) is only read here: the root depth at the centre peak cell and each
-edge's difference where its vector is read (``DecodedPeople.depth_reads``);
+Depth (step 9) is only read here: the root depth and each edge's difference at the centre
+peak cell, where the vectors are read (``DecodedPeople.depth_reads``);
 :mod:`posetracker.depth` sums them along the tree and lifts the people to 3-D.
 """
 
 from __future__ import annotations
-
-from typing import Literal
 
 import numpy as np
 
 from posetracker.decoding.assign import ASSIGNERS, score_matrix
 from posetracker.decoding.people import DecodedPeople, check_outputs
 from posetracker.decoding.peaks import Candidates, Peaks, find_peaks, keypoint_candidates, refine_quadratic
-from posetracker.decoding.sampling import bilinear_weights, gather_channels, read_cells, sample_channels
+from posetracker.decoding.sampling import read_cells, sample_channels
 from posetracker.defaults import DEFAULT_MAX_PEOPLE
 from posetracker.skeletons import SkeletonSpec
-from posetracker.types import ShapeError
 
-VectorRead = Literal["centre", "parent", "anchored"]
 KNOWN_COUNT_FLOOR = 0.03  # the faintest centre peak taken for one of a known number of animals
 VOTE_RADIUS = 2  # cells around a keypoint peak whose offsets vote for its position (0: the peak cell's own)
 
@@ -104,7 +80,6 @@ class TreeDecoder:
         self,
         spec: SkeletonSpec,
         stride: int = 4,
-        vector_read: VectorRead = "centre",
         score_threshold: float = 0.1,
         keypoint_threshold: float = 0.1,
         max_people: int = DEFAULT_MAX_PEOPLE,
@@ -114,19 +89,15 @@ class TreeDecoder:
         max_candidates: int = 24,
         assign: str = "greedy",
         min_person_score: float = 0.0,
-        walk_fallback: bool = True,
         min_people: int = 0,
         vote_radius: int = VOTE_RADIUS,
     ) -> None:
-        if vector_read not in ("centre", "parent", "anchored"):
-            raise ValueError(f"unknown vector_read {vector_read!r}; choices: ['anchored', 'centre', 'parent']")
         if assign not in ASSIGNERS:
             raise ValueError(f"unknown assign {assign!r}; choices: {sorted(ASSIGNERS)}")
         if not keypoint_threshold > 0:
             raise ValueError(f"keypoint_threshold must be positive, got {keypoint_threshold}")
         self.spec = spec
         self.stride = int(stride)
-        self.vector_read = vector_read
         self.score_threshold = float(score_threshold)
         self.keypoint_threshold = float(keypoint_threshold)
         self.max_people = int(max_people)
@@ -135,7 +106,6 @@ class TreeDecoder:
         self.min_window = float(min_window)
         self.max_candidates = int(max_candidates)
         self.min_person_score = float(min_person_score)
-        self.walk_fallback = bool(walk_fallback)
         if not 0 <= min_people <= self.max_people:
             raise ValueError(f"min_people must be in [0, max_people={self.max_people}], got {min_people}")
         self.min_people = int(min_people)
@@ -155,20 +125,16 @@ class TreeDecoder:
         self._levels, self._rows = self._walk_levels()
 
     def _walk_levels(self) -> tuple[list[np.ndarray], list[np.ndarray]]:
-        """Joints located together: [first keypoints, then second keypoints]; with
-        "parent" reading the second keypoints go one tree depth at a time, since each
-        needs its located parent. Returns (joints per level, their candidate rows)."""
+        """Joints located together: the first keypoints, then the second keypoints one tree depth at a time,
+        since each needs its located parent. Returns (joints per level, their candidate rows)."""
         levels = [np.asarray(self.first_keypoints, dtype=np.int64)]
-        if self.vector_read == "centre":
-            levels.append(np.asarray(self.second_keypoints, dtype=np.int64))
-        else:
-            placed = {self.spec.root, *self.first_keypoints}
-            rest = list(self.second_keypoints)
-            while rest:
-                level = [k for k in rest if self.spec.parents[k] in placed]
-                placed.update(level)
-                rest = [k for k in rest if k not in placed]
-                levels.append(np.asarray(level, dtype=np.int64))
+        placed = {self.spec.root, *self.first_keypoints}
+        rest = list(self.second_keypoints)
+        while rest:
+            level = [k for k in rest if self.spec.parents[k] in placed]
+            placed.update(level)
+            rest = [k for k in rest if k not in placed]
+            levels.append(np.asarray(level, dtype=np.int64))
         row = {k: i for i, k in enumerate(self._non_root)}
         rows = [np.asarray([row[int(k)] for k in lv], dtype=np.int64) for lv in levels]
         return levels, rows
@@ -180,22 +146,19 @@ class TreeDecoder:
         check_outputs(outputs, n_joints, n_edges)
         heat, vectors = outputs["heatmaps"], outputs["vectors"]
         offsets, depth = outputs.get("offsets"), outputs.get("depth")
-        walk_vectors = outputs.get("walk_vectors") if self.vector_read == "parent" else None
-        if walk_vectors is not None and walk_vectors.shape != vectors.shape:
-            raise ShapeError(f"outputs['walk_vectors']: expected shape {vectors.shape}, got {walk_vectors.shape}")
 
         # Method A step 4: centre peaks -> one person each; root = centre peak + sub-cell refinement.
         centre_map = heat[spec.root]
         peaks = find_peaks(centre_map, self.score_threshold, self.max_people, self.min_centre_distance)
         if len(peaks) < self.min_people:  # a known number of animals: fainter centre peaks too
             peaks = find_peaks(centre_map, KNOWN_COUNT_FLOOR, self.max_people, self.min_centre_distance)
-        people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
+        people, scores, order = self._decode_peaks(peaks, heat, vectors, offsets, depth)
         if self.min_person_score <= 0:
             return people
         strong = np.sort(order[self._kept(scores)])  # their centre peaks
         if 0 < len(strong) < len(order):  # again without the weak: one may have taken a real person's joint
             peaks = Peaks(peaks.x[strong], peaks.y[strong], peaks.score[strong])
-            people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth, walk_vectors)
+            people, scores, _ = self._decode_peaks(peaks, heat, vectors, offsets, depth)
         keep = self._kept(scores)
         return people if keep.all() else people.take(keep)
 
@@ -205,11 +168,9 @@ class TreeDecoder:
         return (scores >= self.min_person_score) | (np.arange(len(scores)) < self.min_people)
 
     def _decode_peaks(self, peaks: Peaks, heat: np.ndarray, vectors: np.ndarray, offsets: np.ndarray | None,
-                      depth: np.ndarray | None, walk_vectors: np.ndarray | None = None,
-                      ) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
+                      depth: np.ndarray | None) -> tuple[DecodedPeople, np.ndarray, np.ndarray]:
         """Method A steps 4-9 for the given centre peaks -> (people by score, their (P,) scores before
-        clipping, (P,) the index of each one's centre peak). walk_vectors: (2E, h, w) read at the located
-        parents instead of ``vectors`` ("parent" reading), or None."""
+        clipping, (P,) the index of each one's centre peak)."""
         spec = self.spec
         n_joints, n_edges = spec.num_joints, spec.num_edges
         centre_map = heat[spec.root]
@@ -217,20 +178,17 @@ class TreeDecoder:
         if n == 0:
             return DecodedPeople.empty(n_joints), np.zeros(0), np.zeros(0, np.int64)
         centre = np.stack([peaks.x, peaks.y], axis=1) + refine_quadratic(centre_map, peaks.x, peaks.y)
-        own_head = walk_vectors is not None  # the walk's own head: depth differences stay centre reads
-        walk = _Walk(walk_vectors if own_head else vectors, None if own_head else depth, n, n_joints)
-        walk.fallback = (own_head or self.vector_read == "anchored") and self.walk_fallback
-        walk.correction = own_head
+        walk = _Walk(n, n_joints, n_edges)
         walk.pos[:, spec.root] = walk.pred[:, spec.root] = centre
         walk.conf[:, spec.root] = peaks.score
 
-        # Vectors and depth read at the centre peak cell: "centre" reading, person size, root depth.
+        # Vectors and depth read at the centre peak cell: the walk's steps, person size, depths.
         at_centre = read_cells(vectors, peaks.x, peaks.y).reshape(n, n_edges, 2)
         walk.window = self._windows(at_centre)
         walk.at_centre = at_centre
         if depth is not None:
             walk.depth_reads = read_cells(depth, peaks.x, peaks.y)  # (P, 1+E)
-        # centre reading (and the walk's fallback): predicted child = predicted parent + vector at the centre
+        # the centre read (the walk's fallback and second hypothesis): centre + the edge vectors on the path
         walk.centre_pred = centre[:, None, :] + np.einsum("pec,ek->pkc", at_centre, self._path)
 
         # Method A step 8 (prepared once per frame): candidate peaks of every joint heatmap.
@@ -239,7 +197,7 @@ class TreeDecoder:
 
         # Method A step 6: first keypoints: predicted = centre + vector(centre -> k), then heatmap search.
         self._locate(self._levels[0], cands.rows(self._rows[0]), heat, walk)
-        # Method A step 7: second keypoints by tree walk: predicted = parent + vector(parent -> k).
+        # Method A step 7: second keypoints by tree walk: predicted = located parent + vector(parent -> k).
         for level, rows in zip(self._levels[1:], self._rows[1:]):
             self._locate(level, cands.rows(rows), heat, walk)
 
@@ -275,28 +233,18 @@ class TreeDecoder:
         joints: (J,) whose parents are placed; cands: their candidates; heat: (K, h, w).
         Updates ``walk.pos``, ``walk.pred``, ``walk.conf`` (P, J of K) in place.
         """
-        if self.vector_read == "centre":
-            guess = walk.centre_pred[:, joints]
-        else:  # the walk: each child from its located parent (method A steps 6-7)
-            parents, edges = self._parents[joints], self._edge_of[joints]
-            at = walk.pos[:, parents]
-            # "anchored": the centre's edge vectors, v(p -> c) read at the centre; else read at the located parent
-            if self.vector_read == "anchored":
-                guess = at + walk.at_centre[:, edges]
-            elif walk.correction:  # the walk head: a correction to the centre's edge vector, read at the parent
-                guess = at + walk.at_centre[:, edges] + walk.read_at_parents(edges, at)
-            else:
-                guess = at + walk.read_at_parents(edges, at)
-            if walk.fallback:  # an unsure parent: the centre read's prediction instead
-                unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J)
-                guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
+        # the walk: each child from its located parent by v(p -> c) read at the centre (method A steps 6-7)
+        parents, edges = self._parents[joints], self._edge_of[joints]
+        guess = walk.pos[:, parents] + walk.at_centre[:, edges]
+        unsure = walk.conf[:, parents] < self.keypoint_threshold  # (P, J): the centre read's prediction instead
+        guess = np.where(unsure[..., None], walk.centre_pred[:, joints], guess)
         walk.pred[:, joints] = guess
         g = guess.transpose(1, 0, 2)  # (J, P, 2)
         # Method A step 8: each person takes the peak matching its own prediction; no peak is shared.
         scores = score_matrix(g, walk.window, cands.xy, cands.heat, cands.valid)
-        if self.vector_read != "centre":  # step 8's "own centre/parent": the centre read's prediction competes
-            centre_guess = walk.centre_pred[:, joints].transpose(1, 0, 2)
-            scores = np.maximum(scores, score_matrix(centre_guess, walk.window, cands.xy, cands.heat, cands.valid))
+        # step 8's "own centre/parent": the centre read's prediction competes
+        centre_guess = walk.centre_pred[:, joints].transpose(1, 0, 2)
+        scores = np.maximum(scores, score_matrix(centre_guess, walk.window, cands.xy, cands.heat, cands.valid))
         chosen = self._assign(scores, self.keypoint_threshold)  # (J, P)
         jj, pp = np.nonzero(chosen >= 0)
         cc = chosen[jj, pp]
@@ -324,37 +272,19 @@ def path_matrix(spec: SkeletonSpec) -> np.ndarray:
 class _Walk:
     """State of one frame's tree walk (cells): P people, K joints, E edges.
 
-    pos, pred: (P, K, 2); conf: (P, K); window: (P,); centre_pred: (P, K, 2) predictions
-    of "centre" reading (also the walk's fallback); fallback: whether the walk uses it; depth_reads: (P, 1+E) depth of the root and the edges' differences
-    (nan without a depth head).
+    pos, pred: (P, K, 2); conf: (P, K); window: (P,); centre_pred: (P, K, 2) the centre read's predictions
+    (the walk's fallback and second hypothesis); at_centre: (P, E, 2) the edge vectors read at the centre
+    cell; depth_reads: (P, 1+E) depth of the root and the edges' differences (nan without a depth head).
     """
 
-    def __init__(self, vectors: np.ndarray, depth: np.ndarray | None, n: int, k: int) -> None:
-        c, h, w = vectors.shape
-        self.shape = (h, w)
-        self.vectors = vectors.reshape(c, h * w)
-        self.depth = None if depth is None else depth.reshape(depth.shape[0], h * w)
+    def __init__(self, n: int, k: int, e: int) -> None:
         self.pos = np.zeros((n, k, 2))
         self.pred = np.zeros((n, k, 2))
         self.conf = np.zeros((n, k))
         self.window = np.zeros(n)
         self.centre_pred = np.zeros((n, k, 2))
-        self.at_centre = np.zeros((n, c // 2, 2))  # (P, E, 2) edge vectors read at the centre cell
-        self.fallback = False  # "parent" read: predict a child of an unsure parent by the centre read
-        self.correction = False  # ``vectors`` are the walk head's corrections to the centre read's edge vectors
-        self.depth_reads = np.full((n, 1 + c // 2), np.nan)
-
-    def read_at_parents(self, edges: np.ndarray, xy: np.ndarray) -> np.ndarray:
-        """Bilinear read of each edge's vector (and depth difference, into ``depth_reads``) at its
-        located parent. edges: (J,); xy: (P, J, 2) -> (P, J, 2) vectors."""
-        n, n_j = xy.shape[:2]
-        index, weight = bilinear_weights(xy.transpose(1, 0, 2).reshape(-1, 2), *self.shape)
-        index, weight = index.reshape(n_j, n, 4), weight.reshape(n_j, n, 4)
-        vx = gather_channels(self.vectors, 2 * edges, index, weight)
-        vy = gather_channels(self.vectors, 2 * edges + 1, index, weight)
-        if self.depth is not None:
-            self.depth_reads[:, 1 + edges] = gather_channels(self.depth, 1 + edges, index, weight).T
-        return np.stack([vx.T, vy.T], axis=-1)
+        self.at_centre = np.zeros((n, e, 2))
+        self.depth_reads = np.full((n, 1 + e), np.nan)
 
 
-__all__ = ["TreeDecoder", "DecodedPeople", "VectorRead", "path_matrix"]
+__all__ = ["TreeDecoder", "DecodedPeople", "path_matrix"]

@@ -27,7 +27,7 @@ class FusedStream(CausalStream):
     """``CausalStream`` whose steady-state push is one ONNX Runtime call (:class:`LiveStep`); the same
     outputs (T = 1) and the same state, so it can hand over to the separate calls at any frame. ``sparse``:
     the graph's pushes give ``head_features`` instead of the offset, vector and depth maps
-    (``output_keys(net, True)``; the separate calls, the flush and the first push at L = 0, give the maps)."""
+    (``output_keys(True)``; the separate calls, the flush and the first push at L = 0, give the maps)."""
 
     int8 = False  # the graph's body is 8-bit (model/int8.py)
 
@@ -70,7 +70,7 @@ class FusedStream(CausalStream):
                 return None
             self._feats = type(self._feats)(new)
         self._h_fwd = (got["ctx_out"], got["s_out"])
-        return {k: got[k][:, None] for k in output_keys(self.net, self.sparse)}
+        return {k: got[k][:, None] for k in output_keys(self.sparse)}
 
 
 def live_stream(net: PoseNet, lookahead: int, threads: int = 1, int8: bool = False,

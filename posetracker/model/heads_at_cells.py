@@ -1,8 +1,7 @@
 """Method A step 3, live: the offset, vector and depth heads evaluated only at the cells the decoder reads.
 
 The decoder needs the heatmaps everywhere (it searches them for peaks) but reads ``offsets`` only at the
-keypoint candidates, and ``vectors`` and ``depth`` at the centre peaks (or, walking the tree, around the
-located parents): a few dozen cells of the h x w map. Live mode's graph (``fused.LiveStep(sparse=True)``)
+keypoint candidates, and ``vectors`` and ``depth`` at the centre peaks: a few dozen cells of the h x w map. Live mode's graph (``fused.LiveStep(sparse=True)``)
 therefore stops after the two heatmap heads and hands out the heads' input, ``head_features``
 (N, C, h, w); :class:`CellHeads` turns one frame's features into :class:`CellMap` objects that stand in
 for the dense (channels, h, w) maps and compute a head only where they are indexed (about 0.2 ms a frame

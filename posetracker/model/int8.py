@@ -262,8 +262,6 @@ def with_fpn(net: PoseNet, fpn_state: dict[str, torch.Tensor], body_state: dict[
     whose body has ``body_state``, when given)."""
     backbone, fwd, bwd, heads, fusion = torch_parts(net)
     new = PoseNet(net.spec)
-    if net.walk is not None:
-        new.add_walk_head().load_state_dict(net.walk.state_dict())
     for dst, src in ((new.backbone, backbone), (new.temporal.forward_dir, fwd), (new.temporal.backward_dir, bwd),
                      (new.heads, heads), (new.temporal.fusion, fusion)):
         dst.load_state_dict(src.state_dict())

@@ -8,8 +8,8 @@ quantises the same export; both build on this module, neither on the other's gra
              s       (N, C, h, w)       forward direction's smoothed features after frame t-1
     outputs  window_out (N, L, C, h, w) features of frames t+1 .. t+L (absent at L = 0)
              ctx_out, s_out             the forward state after frame t
-             heatmap_logits, heatmaps, offsets, vectors, depth [, walk_vectors]  of frame t, (N, ., h, w)
-             (``sparse``: heatmap_logits, heatmaps, head_features (N, C, h, w) [, walk_vectors]: the offset,
+             heatmap_logits, heatmaps, offsets, vectors, depth  of frame t, (N, ., h, w)
+             (``sparse``: heatmap_logits, heatmaps, head_features (N, C, h, w): the offset,
              vector and depth heads are left to ``heads_at_cells``, which evaluates them only where the
              decoder reads them)
 
@@ -41,11 +41,10 @@ def torch_parts(net: PoseNet) -> tuple[nn.Module, nn.Module, nn.Module, nn.Modul
     return plain(net.backbone), plain(t.forward_dir), plain(t.backward_dir), plain(net.heads), t.fusion
 
 
-def output_keys(net: PoseNet, sparse: bool = False) -> tuple[str, ...]:
+def output_keys(sparse: bool = False) -> tuple[str, ...]:
     """The heads' outputs of a live step; ``sparse``: the heatmaps and the heads' input features instead of the
     offset, vector and depth maps (``heads_at_cells``)."""
-    keys = tuple(k for k in OUTPUT_KEYS if k not in SPARSE_KEYS) + ("head_features",) if sparse else OUTPUT_KEYS
-    return keys + (("walk_vectors",) if net.walk is not None else ())
+    return tuple(k for k in OUTPUT_KEYS if k not in SPARSE_KEYS) + ("head_features",) if sparse else OUTPUT_KEYS
 
 
 class LiveStep(nn.Module):
@@ -56,9 +55,8 @@ class LiveStep(nn.Module):
     def __init__(self, net: PoseNet, lookahead: int, sparse: bool = False):
         super().__init__()
         self.backbone, self.fwd, self.bwd, self.heads, self.fusion = torch_parts(net)
-        self.walk = net.walk
         self.lookahead = lookahead
-        self.keys = output_keys(net, sparse)
+        self.keys = output_keys(sparse)
 
     def forward(self, images: torch.Tensor, *state: torch.Tensor) -> tuple[torch.Tensor, ...]:
         if self.lookahead:
@@ -76,8 +74,6 @@ class LiveStep(nn.Module):
         sparse = "head_features" in self.keys
         out = {"heatmap_logits": self.heads.heatmap_logits(target), "head_features": target} if sparse \
             else self.heads(target)
-        if self.walk is not None:
-            out = {**out, "walk_vectors": self.walk(target)}
         out["heatmaps"] = torch.sigmoid(out["heatmap_logits"])
         heads = tuple(out[k] for k in self.keys)
         lead = (torch.stack(feats[1:], 1),) if self.lookahead else ()
@@ -86,14 +82,14 @@ class LiveStep(nn.Module):
 
 def io_names(net: PoseNet, lookahead: int, sparse: bool = False) -> tuple[list[str], list[str]]:
     window = ["window"] if lookahead else []
-    outs = (["window_out"] if lookahead else []) + ["ctx_out", "s_out"] + list(output_keys(net, sparse))
+    outs = (["window_out"] if lookahead else []) + ["ctx_out", "s_out"] + list(output_keys(sparse))
     return ["images", *window, "ctx", "s"], outs
 
 
 def fused_key(net: PoseNet, lookahead: int, sparse: bool = False) -> str:
     """Names the graph: the weights of every part, the look-ahead, whether its heads are sparse."""
     h = hashlib.sha256(f"la{lookahead}{'-sparse' if sparse else ''}".encode())
-    for m in (*torch_parts(net), *([net.walk] if net.walk is not None else [])):
+    for m in torch_parts(net):
         h.update(weights_key(m).encode())
     return h.hexdigest()[:16]
 

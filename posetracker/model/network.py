@@ -13,16 +13,7 @@ heatmaps            (N, T, K, h, w)        sigmoid of the logits, in [0, 1]
 offsets             (N, T, 2K, h, w)       sub-cell (dx, dy) per joint, feature cells
 vectors             (N, T, 2E, h, w)       parent -> child (dx, dy) per edge, feature cells
 depth               (N, T, 1+E, h, w)      root depth (m), then depth difference per edge (m)
-walk_vectors        (N, T, 2E, h, w)       only with a walk head: correction (dx, dy) per edge to the
-                                           centre read's parent -> child vector, valid around the
-                                           edge's *parent* joint (the tree walk reads it there)
 ==================  =====================  ===========================================
-
-The walk head (``PoseNet.walk``, None unless added) is a head of its own for the
-located-parent tree walk (method A step 7): ``vectors`` keep MoveNet's centre
-regression (valid around the body centre); the walk steps from a located parent by
-that centre-read edge vector plus ``walk_vectors`` read at the parent, trained there,
-so training the walk cannot change the centre read.
 
 A feature coordinate u (cells) is the input pixel ``u * STRIDE``.
 """
@@ -35,7 +26,7 @@ import torch
 from torch import nn
 
 from posetracker.model.backbone import STRIDE, MoveNetBackbone
-from posetracker.model.heads import PoseHeads, SeparableHead
+from posetracker.model.heads import PoseHeads
 from posetracker.model.temporal import TemporalBlock
 from posetracker.skeletons import SkeletonSpec
 
@@ -53,17 +44,6 @@ class PoseNet(nn.Module):
         self.backbone = MoveNetBackbone()
         self.temporal = TemporalBlock(self.backbone.out_channels)
         self.heads = PoseHeads(spec, self.backbone.out_channels)
-        self.walk: SeparableHead | None = None
-
-    def add_walk_head(self) -> SeparableHead:
-        """Add the walk head (target features (N, C, h, w) -> corrections (N, 2E, h, w)), initialised as a copy
-        of the centre-read vector head with a zero output layer (no correction: the anchored walk); returns it."""
-        head = SeparableHead(self.backbone.out_channels, 2 * self.spec.num_edges)
-        head.load_state_dict(self.heads.vectors.state_dict())
-        torch.nn.init.zeros_(head.out.weight)
-        torch.nn.init.zeros_(head.out.bias)
-        self.walk = head.to(next(self.heads.parameters()).device)
-        return self.walk
 
     def features(self, frames: torch.Tensor) -> torch.Tensor:
         """Method A step 1: (N, T, 3, H, W) -> first features (N, T, C, h, w)."""
@@ -74,10 +54,7 @@ class PoseNet(nn.Module):
     def decode_heads(self, target: torch.Tensor) -> dict[str, torch.Tensor]:
         """Method A step 3: target features (N, T, C, h, w) -> output dict (see module docstring)."""
         n, t = target.shape[:2]
-        x = target.flatten(0, 1)
-        out = self.heads(x)
-        if self.walk is not None:
-            out = {**out, "walk_vectors": self.walk(x)}
+        out = self.heads(target.flatten(0, 1))
         out = {k: v.reshape(n, t, *v.shape[1:]) for k, v in out.items()}
         out["heatmaps"] = torch.sigmoid(out["heatmap_logits"])
         return out

@@ -61,8 +61,6 @@ def load_posenet(path: str | Path | None = None, spec: SkeletonSpec | None = Non
     if spec.name != meta["skeleton"]:
         raise WeightsError(f"{path} holds weights for skeleton {meta['skeleton']!r}, not {spec.name!r}")
     net = PoseNet(spec)
-    if any(k.startswith("walk.") for k in state):  # weights with a head of their own for the tree walk
-        net.add_walk_head()
     if "temporal.fusion.weight" not in state:  # weights from before the learnt fusion: its fixed form
         state = {**state, "temporal.fusion.weight": fixed_fusion_weight(net.temporal.channels)}
     missing, unexpected = net.load_state_dict(state, strict=False)

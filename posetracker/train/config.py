@@ -30,8 +30,6 @@ class StageConfig:
     lr: float = 1e-3
     head_lr: float = 0.0  # temporal stage: heatmap/offset/vector heads (0 = frozen)
     depth_lr: float = 0.0  # temporal stage: depth head (0 = frozen)
-    vector_lr: float = 0.0  # depth stage: the tree-vector head beside the depth head (0 = frozen)
-    fusion_lr: float = 0.0  # temporal stage: the learnt fusion W of the two directions (0 = fixed at s_fwd + s_bwd - x)
     warmup_steps: int = 20
     max_steps_per_epoch: int | None = None
     crop: int | None = None  # train on crop x crop cells of the 64 x 64 maps around a person

@@ -4,9 +4,7 @@ One :class:`ClipEntry` pairs a clip variant's cached first features with its
 (augmented, smoothed) labels; :class:`WindowDataset` cuts every entry into
 windows of ``window`` frames (hop ``hop``) and encodes each frame's labels
 with ``posetracker.decoding.encode.encode_targets`` (the decoder's own
-inverse; ``vector_write`` from the config: ``"centre"`` is where the vector head
-starts from, MoveNet's centre regression; ``"both"`` adds each edge vector at
-its parent joint, for the located-parent tree walk). Labels are in source pixels; the letterbox
+inverse). Labels are in source pixels; the letterbox
 scale of each frame takes them to input pixels.
 
 A sample (all float32 tensors):
@@ -55,7 +53,6 @@ class EncodeOptions:
 
     sigma: float = 1.0
     sigma_scale: float = 0.0
-    vector_write: str = "centre"
     radius: float = 2.0
     offset_radius: float = 1.5
     stride: int = 4
@@ -76,7 +73,7 @@ def encode_frame(labels: ClipLabels, t: int, scale: float, spec: SkeletonSpec, o
     xy, vis, depth = labels.frame_people(t)
     shift = 0.5 * opts.stride if opts.cell_origin == "corner" else 0.0
     out = encode_targets(xy * scale - shift, spec, visible=vis, depth=depth, out_size=out_size, stride=opts.stride,
-                         sigma=opts.sigma, sigma_scale=opts.sigma_scale, vector_write=opts.vector_write,  # type: ignore[arg-type]
+                         sigma=opts.sigma, sigma_scale=opts.sigma_scale,
                          radius=opts.radius, offset_radius=opts.offset_radius)
     if shift:
         out["offsets"] = np.where(out["offsets_weight"] > 0, out["offsets"] + 0.5, 0.0).astype(np.float32)
@@ -152,10 +149,6 @@ class WindowDataset(Dataset):
         if self.crop is not None and self.crop < min(out_size):
             y0, x0 = self._crop_origin(entry, start, out_size, i)
             sample = {k: v[..., y0:y0 + self.crop, x0:x0 + self.crop] for k, v in sample.items()}
-            if "vectors_centre" in sample:  # cells of the whole map -> of the crop
-                c = sample["vectors_centre"]
-                c[..., 0::2, :, :] -= x0
-                c[..., 1::2, :, :] -= y0
         h, w = sample["feats"].shape[-2:]
         sample["joints"], sample["joints_ok"] = window_joints(entry, start, self.window, self.opts.stride,
                                                               (x0, y0), (w, h))

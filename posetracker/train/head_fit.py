@@ -1,5 +1,4 @@
-"""What the stages that train one or two heads on cached frozen features share (:mod:`.walk_head`,
-:mod:`.keypoint_heads`): every other parameter frozen, each clip entry joined by its twin of offline target
+"""What a stage that trains heads on cached frozen features needs (:mod:`.keypoint_heads`): every other parameter frozen, each clip entry joined by its twin of offline target
 features (what a video's heads see, cached), and one training loop: AdamW with a linear warm-up and a cosine
 decay to 0.1 of ``lr``, gradient clipping, a validation value before training and after each epoch."""
 

@@ -3,7 +3,7 @@ issue's "more and better training signal"), on cached frozen features.
 
 The backbone, FPN, temporal block and the centre, vector and depth heads stay frozen and bit-identical, so
 the 8-bit live graph's companion (body and FPN) still fits. Samples are single frames of two kinds of
-features per clip variant, as for the walk head (:mod:`.walk_head`): the cached first features (what a
+features per clip variant (:mod:`.head_fit`): the cached first features (what a
 still image's heads see) and the frozen temporal block's offline target features (what a video's heads
 see). The labels are the recipe's (MoveNet Thunder on each tracked person's crop with BlazePose, the
 ``ensemble`` teacher, Savitzky-Golay smoothed), encoded as for the heads' own convention (``cell_origin``
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -57,7 +56,7 @@ def keypoint_losses(heads: PoseHeads, start: PoseHeads, batch: dict[str, torch.T
 
 
 def _dataset(entries: list[ClipEntry], net: PoseNet, sc: StageConfig, opts: EncodeOptions, train: bool) -> WindowDataset:
-    return WindowDataset(entries, net.spec, window=1, hop=1, opts=replace(opts, vector_write="centre"),
+    return WindowDataset(entries, net.spec, window=1, hop=1, opts=opts,
                          crop=sc.crop, jitter=train)
 
 

@@ -3,13 +3,9 @@
 Stages (the backbone is frozen throughout; its features are cached):
 
 - ``depth``: ``heads.depth`` trains, per frame, on the first features (the
-  untrained temporal block adds exactly zero, so this is what it sees); with
-  ``vector_lr`` > 0 ``heads.vectors`` trains beside it, towards the targets of
-  ``encode.vector_write`` (``"both"``: every edge vector also at the located
-  parent, so the decoder can walk the tree from the joints it found, method A
-  step 7, and read each edge's depth difference there).
-- ``temporal``: the forward/backward GRUs (and, with ``fusion_lr`` > 0, the
-  learnt fusion) train on windows,
+  untrained temporal block adds exactly zero, so this is what it sees).
+- ``temporal``: the forward/backward GRUs train on windows (the fusion of the two
+  directions stays fixed),
   each batch either bidirectional (file mode) or causal with a random
   look-ahead (live mode); the other heads optionally at a low rate
   (``head_lr``, ``depth_lr``; 0 = frozen).
@@ -68,12 +64,11 @@ def stage_parameters(net: PoseNet, stage: str, sc: StageConfig) -> list[dict]:
     for p in net.parameters():
         p.requires_grad_(False)
     if stage == "depth":
-        groups = [(net.heads.depth, sc.lr), (net.heads.vectors, sc.vector_lr)]
+        groups = [(net.heads.depth, sc.lr)]
     else:
         others = [m for name, m in net.heads.named_children() if name != "depth"]
         t = net.temporal
-        groups = [(t.forward_dir, sc.lr), (t.backward_dir, sc.lr), (t.fusion, sc.fusion_lr),
-                  (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
+        groups = [(t.forward_dir, sc.lr), (t.backward_dir, sc.lr), (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
     out = []
     for module, lr in groups:
         if lr > 0:
