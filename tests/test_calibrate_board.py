@@ -74,6 +74,9 @@ def test_cli_says_why_when_the_board_is_never_found(tmp_path, capsys):
     rc = main(["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "40", "--marker-mm", "50",
                str(paths[0]), "--out", str(tmp_path / "c.toml")])
     assert rc == 2 and "must be smaller than its squares" in capsys.readouterr().err
+    rc = main(["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "80", "--marker-mm", "60",
+               str(tmp_path / "nothere.mp4"), "--out", str(tmp_path / "c.toml")])
+    assert rc == 2 and "not found" in capsys.readouterr().err
 
 
 def test_checkerboard_corners_are_numbered_from_the_same_square_in_a_view_turned_upside_down():

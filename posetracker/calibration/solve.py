@@ -98,6 +98,7 @@ def calibrate_board(videos: Sequence[str | Path], board: Board, *, step: int | N
     read, total)`` after each frame. Raises BoardCalibrationError (and CaptureError for a file that cannot be
     read)."""
     names = [Path(v).stem for v in videos]
+    _check_oriented(board, len(videos))  # before reading any clip
     if len(set(n.lower() for n in names)) != len(names):
         raise BoardCalibrationError(f"two clips share a name ({names}): each camera is named after its clip")
     found, sizes = [], []
@@ -115,11 +116,7 @@ def calibrate_views(found: Sequence[dict[int, BoardView]], sizes: Sequence[tuple
                     max_shared: int = 150) -> BoardCalibration:
     """Steps 2-4 of the module docstring on the corners found in each camera ({frame: BoardView} per camera,
     in the order of ``names``; frames the same instants in every camera), image ``sizes`` (width, height)."""
-    if len(found) > 1 and not board.oriented:
-        cols, rows = board.squares
-        raise BoardCalibrationError(f"a {cols} x {rows} checkerboard looks the same turned by half a turn, so the "
-                                    "cameras cannot agree on its corners: use a ChArUco board, or a checkerboard with "
-                                    "an odd number of squares one way and an even number the other (e.g. 7 x 6)")
+    _check_oriented(board, len(found))
     cams, rms, poses = [], {}, []
     for views, size, name in zip(found, sizes, names):
         if len(views) < MIN_VIEWS:
@@ -144,6 +141,14 @@ def calibrate_views(found: Sequence[dict[int, BoardView]], sizes: Sequence[tuple
         out.append(CameraCalibration(cam.name, cam.image_size, cam.K, cam.dist, T[:3, :3], T[:3, 3]))
     report["floor"] = floor or "none: no frame of the board lying still (the world is the first camera's frame)"
     return BoardCalibration(out, floor, report)
+
+
+def _check_oriented(board: Board, cameras: int) -> None:
+    if cameras > 1 and not board.oriented:
+        cols, rows = board.squares
+        raise BoardCalibrationError(f"a {cols} x {rows} checkerboard looks the same turned by half a turn, so the "
+                                    "cameras cannot agree on its corners: use a ChArUco board, or a checkerboard with "
+                                    "an odd number of squares one way and an even number the other (e.g. 7 x 6)")
 
 
 def _intrinsics(views: dict[int, BoardView], size: tuple[int, int], board: Board, name: str, max_views: int

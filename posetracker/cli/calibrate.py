@@ -26,6 +26,10 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from posetracker.multiview.calibration import write_toml
 
     out = Path(args.out)
+    missing = [v for v in args.videos if not Path(v).exists()]
+    if missing:
+        print(f"error: not found: {', '.join(missing)}", file=sys.stderr)
+        return 2
     if out.exists() and not args.force:
         print(f"error: {out} exists (--force overwrites it)", file=sys.stderr)
         return 2
