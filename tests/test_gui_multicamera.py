@@ -6,6 +6,7 @@ real model) 10 frames of the real 4-view trial run to the end in the window, giv
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import cv2
@@ -158,6 +159,7 @@ def test_the_window_plays_a_result_over_each_camera_it_picks(qtbot, tmp_path):
     window.controller.pause()
     window.view_picker.setCurrentIndex(2)
     assert window.state.source == views[2] and window.sequence is fused
+    assert sum("The video is cam2.mp4 with the people reprojected" in m for m in window.banner.messages()) == 1
     expected = {f.index: f for f in seen_from(fused, CAMERAS, 2, [0, 1, 2, 0]).frames}
     window.latest = None
     wait_until(qtbot, lambda: window.latest is not None and window.latest.pose.image_size == CAMERAS[2].image_size,
@@ -210,7 +212,7 @@ def test_four_views_run_to_the_end_in_the_window_as_the_cli_runs_them(qtbot, tmp
     dialog = window.views_dialog
     wait_until(qtbot, lambda: window.views_result is not None, 240)
     seq = window.sequence
-    assert dialog.message.text().startswith("Done: 10 frames, 2 people in 3-D")
+    assert re.match(r"Done in \d+ s: 10 frames, 2 people in 3-D", dialog.message.text())
     assert dialog.progress.value() == dialog.progress.maximum() == 40
     assert window.state.source == views[0] and any("cam01.mp4 with the people reprojected" in m
                                                      for m in window.banner.messages())

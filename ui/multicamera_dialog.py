@@ -18,7 +18,7 @@ from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
     QAbstractItemView, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-    QProgressBar, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QProgressBar, QPushButton, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
 from posetracker.multiview.process import ViewsCheck, check_views
@@ -31,6 +31,14 @@ VIDEO_FILTER = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v *.mpg *.ts);;All fi
 CALIBRATION_FILTER = ("Calibrations (*.qca.txt *.qca *.toml *.yml *.yaml *.xml);;Qualisys (*.qca.txt *.qca);;"
                       "Pose2Sim / anipose / FreeMoCap (*.toml);;OpenCV (*.yml *.yaml *.xml);;All files (*)")
 SessionMaker = Callable[[float], Any]  # fov_deg -> a tracking session (ui.services.with_camera)
+
+
+class _ElideRight(QStyledItemDelegate):
+    """The Check column keeps the start of a message (the table elides file names in the middle)."""
+
+    def initStyleOption(self, option, index) -> None:  # noqa: N802 - Qt's name
+        super().initStyleOption(option, index)
+        option.textElideMode = Qt.TextElideMode.ElideRight
 
 
 class ViewsWorker(StoppableWorker):
@@ -48,12 +56,14 @@ class ViewsWorker(StoppableWorker):
         self.frames = [max(int(f or 0), 0) for f in frames]
         self._view = -1
         self._last = 0.0
+        self.seconds = 0.0  # how long the run took, when it is done
 
     @Slot()
     def run(self) -> None:
         from posetracker.multiview.calibration import CalibrationError, read_calibrations
         from posetracker.multiview.process import ViewsError, cameras_for_views, process_views
 
+        t0 = time.monotonic()
         try:
             cameras = cameras_for_views(read_calibrations(self.calibration), self.views)
             self.cameras = [c.name for c in cameras]
@@ -63,6 +73,7 @@ class ViewsWorker(StoppableWorker):
             if result is None or self.stopping():
                 self.failed.emit("Cancelled: nothing was processed.")
             else:
+                self.seconds = time.monotonic() - t0
                 self.done.emit(result)
         except (CalibrationError, ViewsError) as exc:
             self.failed.emit(describe_error(exc)[:1].upper() + describe_error(exc)[1:])
@@ -121,11 +132,13 @@ class MultiCameraDialog(WorkerDialog):
         self.table.setWordWrap(False)
         self.table.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.table.setMinimumHeight(150)
+        self._check_delegate = _ElideRight(self.table)
+        self.table.setItemDelegateForColumn(5, self._check_delegate)
         header = self.table.horizontalHeader()
         for col in range(1, 5):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
-        self.table.setColumnWidth(0, 200)
+        self.table.setColumnWidth(0, 160)
         self.add_videos = QPushButton("Add videos…")
         self.remove = QPushButton("Remove")
         self.move_up = QPushButton("Move up")
@@ -141,7 +154,8 @@ class MultiCameraDialog(WorkerDialog):
         videos_row.addWidget(self.table, 1)
         videos_row.addLayout(side)
         self.calibration = QLineEdit()
-        self.calibration.setPlaceholderText("Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, OpenCV .yml / .xml")
+        self.calibration.setPlaceholderText("Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, "
+                                            "OpenCV .yml / .xml")
         self.browse = QPushButton("Browse…")
         calib_row = QHBoxLayout()
         calib_row.setContentsMargins(0, 0, 0, 0)
@@ -303,8 +317,10 @@ class MultiCameraDialog(WorkerDialog):
         people = len(seq.track_ids())
         self.progress.setValue(self.progress.maximum())
         self.status.setText("\n".join(result.lines))
-        self.show_message(f"Done: {len(seq)} frames, {people} {'person' if people == 1 else 'people'} in 3-D, in "
-                          f"the calibration's metres; shown in the window over {Path(result.views[0]).name}."
+        seconds = getattr(self.sender(), "seconds", 0.0)
+        who = f"{people} {'person' if people == 1 else 'people'}"
+        self.show_message(f"Done in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
+                          f"shown in the window over {Path(result.views[0]).name}."
                           + "".join(f" Warning: {w}" for w in result.warnings))
         self.result_ready.emit(result)
 

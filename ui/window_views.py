@@ -77,13 +77,6 @@ class WindowViews:
         for action in self._picker_actions:
             action.setVisible(True)
         self._play_view(0, 0)
-        names = ", ".join(c.name for c in result.cameras)
-        people = len(result.sequence.track_ids())
-        self.banner.show_message(
-            f"{len(result.views)} calibrated cameras ({names}): {people} {'person' if people == 1 else 'people'} "
-            f"triangulated. The video is {Path(result.views[0]).name} with the people reprojected into it (Camera "
-            f"picks another); the 3-D view, plots and Export are in the calibration's metres "
-            f"({result.cameras[0].name}'s frame).", key="source", error=False)
         self._show_warnings(result.warnings)
         self.statusBar().showMessage(f"Processed {len(result.sequence)} frames from {len(result.views)} cameras; "
                                      "playing the result", 8000)
@@ -108,6 +101,13 @@ class WindowViews:
         self.controller.start(partial(self.services.open_file, result.views[view]), self.replay_of(self.sequence))
         if at + result.offsets[view] > 0:
             self.controller.seek(at + result.offsets[view])
+        names = ", ".join(c.name for c in result.cameras)
+        people = len(result.sequence.track_ids())
+        self.banner.show_message(
+            f"{len(result.views)} calibrated cameras ({names}): {people} {'person' if people == 1 else 'people'} "
+            f"triangulated. The video is {Path(result.views[view]).name} with the people reprojected into it "
+            f"(Camera picks another); the 3-D view, plots and Export are in the calibration's metres "
+            f"({result.cameras[0].name}'s frame).", key="source", error=False)
 
     def replay_of(self, seq):
         """The session factory playing ``seq`` (the result, scaled to the heights given) over the video shown:
