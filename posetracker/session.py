@@ -105,7 +105,7 @@ class TrackingSession(FramePeople):
             decoder_settings["vote_radius"] = self.config.vote_radius
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride,
-            score_threshold=self.config.score_threshold, keypoint_threshold=self.config.keypoint_threshold,
+            score_threshold=self.config.score_threshold,
             max_people=self._centres_wanted(),
             min_people=min(self.config.known_count or 0, self._centres_wanted()), **decoder_settings,
         )

@@ -26,7 +26,6 @@ class SessionConfig:
     overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
-    keypoint_threshold: float = 0.1
     # still images and untracked frames: people whose final score (calibrated: the probability of a real person,
     # decoding.person_scores) is under it are not output, one skeleton per real person (labelled photos: 119 -> 63
     # skeletons for 48 people, recall kept; 0.05 loses one). Tracked video keeps them for the tracker (the street
