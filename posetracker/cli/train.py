@@ -1,8 +1,8 @@
 """``posetracker train ...``: distil the temporal block and the depth head from teachers.
 
-    posetracker train distill --config configs/distill.yaml [--resume | --fresh] [--stage depth|temporal|all]
+    posetracker train distill --config configs/distill_quick.yaml [--resume | --fresh] [--stage depth|temporal|all]
                               [--max-minutes N] [--out PATH] [--clips CLIP ...] [--prepare-only]
-    posetracker train clip-eval --config configs/distill.yaml --weights A.safetensors [B ...] [--mode live|offline]
+    posetracker train clip-eval --config configs/distill_quick.yaml --weights A.safetensors [B ...] [--mode live|offline]
     posetracker train pose-prior --config configs/pose_prior.yaml --out models/pose-prior-human18.safetensors
     posetracker train keypoint-heads --config configs/keypoint_heads.yaml --out PATH
     posetracker train int8-calibrate | int8-qat ...   (the 8-bit companion: posetracker.cli.train_int8)
@@ -170,7 +170,7 @@ def add_train_parser(subparsers) -> None:
     tsub = t.add_subparsers(dest="train_command", required=True)
 
     d = tsub.add_parser("distill", help="train the depth head and the temporal GRUs from teacher labels")
-    d.add_argument("--config", required=True, help="configs/distill.yaml")
+    d.add_argument("--config", required=True, help="configs/distill_quick.yaml (the shipped weights' recipe)")
     d.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
     d.add_argument("--fresh", action="store_true", help="discard the run's checkpoint and log, start over")
     d.add_argument("--stage", choices=["depth", "temporal", "all"], default="all")
