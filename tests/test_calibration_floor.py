@@ -113,3 +113,26 @@ def test_process_one_calibrated_view_carries_its_floor(tmp_path):
     floor = json.loads(out.read_text())["metadata"]["floor"]
     assert floor["people_on_it"] is False and floor["camera_height_m"] == pytest.approx(1.5)
     np.testing.assert_allclose(floor["rotation"], [[1, 0, 0], [0, -1, 0], [0, 0, -1]], atol=1e-9)
+
+
+def test_one_calibrated_view_sizes_people_by_its_floor():
+    """One view, no height given: each person scaled about the camera so their stance ankles stand an ankle
+    height above the calibration's floor; the one read 15 % far comes back to their true size."""
+    from floor_synthetic import STATURE
+
+    from posetracker.motion.heights import Heights, apply_heights
+
+    _, _, seq = _calibrated_scene(depth_scales=(1.0, 1.15), people_on_it=False)
+    done, warnings = apply_heights(seq)
+    people = done.metadata["people"]
+    assert not warnings and {p["stature_source"] for p in people.values()} == {"floor"}
+    assert people["0"]["scale"] == pytest.approx(1.0, abs=0.01)
+    assert people["1"]["scale"] == pytest.approx(1 / 1.15, abs=0.01)
+    assert people["1"]["stature_m"] == pytest.approx(STATURE, rel=0.01)
+    assert all(abs(f) < 0.01 for f in ground_from_sequence(done).frame.person_floor.values())  # both on it now
+    again, _ = apply_heights(done)  # a finished result exported again: sized once
+    assert again.metadata["people"]["1"]["scale"] == 1.0 and again.metadata["people"]["1"]["stature_source"] == "floor"
+    given, _ = apply_heights(seq, Heights(1.9))
+    assert {p["stature_source"] for p in given.metadata["people"].values()} == {"given"}
+    _, _, triangulated = _calibrated_scene(depth_scales=(1.0, 1.15), people_on_it=True)
+    assert {p["stature_source"] for p in apply_heights(triangulated)[0].metadata["people"].values()} == {"estimated"}

@@ -10,10 +10,16 @@ and bones, world coordinates, BVH, TRC and gait are in the given person's metres
 :func:`apply_heights` runs in the finishing step (``motion.finish.finish_sequence``) after the camera, so every
 front end (``process``, ``batch``, the app) writes the same; ``posetracker export --height`` applies it to a
 finished result. ``metadata["people"]`` then holds, per track id, ``stature_m``, ``stature_source`` ("given",
-"multi-view" measured on the people triangulated from several calibrated cameras, "estimated" from one view's
-3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
-``scale`` (given / measured; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
+"multi-view" measured on the people triangulated from several calibrated cameras, "floor" from one calibrated
+view's floor, "estimated" from one view's 3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
+``scale`` (given / measured, or the floor's; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
 "parent-child").
+
+One calibrated view (``metadata["floor"]`` with ``people_on_it`` False) sizes each person whose height is not
+given by the floor instead (:func:`floor_scales`, ``stature_source`` "floor"): scaled about the camera's centre
+so that their stance ankles stand an ankle height above it. On the 4-view trial's single views this read the
+two people within 1.2-4.9 % of their triangulated statures, against 2.5-19.3 % as estimated
+(``docs/experiments/metres.md``).
 
 Heights are written as ``1.72`` (everyone) or ``0=1.72,1=1.40`` (per track id; ``*=1.70`` for the rest).
 """
@@ -32,6 +38,10 @@ MIN_HEIGHT_M, MAX_HEIGHT_M = 0.4, 2.6  # a given stature outside this is a typo 
 # the joints analysis.stature measures a stature with (one ear is enough there; both names must exist)
 STATURE_JOINTS = ("left_ankle", "right_ankle", "left_knee", "right_knee", "left_hip", "right_hip", "left_shoulder",
                   "right_shoulder", "left_ear", "right_ear")
+
+
+MIN_FLOOR_POINTS = 10  # stance ankles a calibrated floor needs to size a person
+FLOOR_SCALE_RANGE = (0.5, 2.0)  # a floor that would scale a person further is not trusted
 
 
 class HeightError(ValueError):
@@ -100,6 +110,7 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
                      if heights else [])
     tracks = person_tracks(seq)
     measured_by = "multi-view" if "multiview" in (seq.metadata or {}) else "estimated"  # triangulated, or one view
+    on_floor = floor_scales(seq)
     scale: dict[int, float] = {}
     people: dict[str, dict] = {}
     warnings: list[str] = []
@@ -113,6 +124,12 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
         if given is not None and math.isfinite(measured):
             scale[tid] = given / measured
             entry = {"stature_m": round(given, 3), "stature_source": "given", "scale": round(scale[tid], 4)}
+        elif given is None and tid in on_floor and math.isfinite(measured) and before.get("stature_source") != "floor":
+            scale[tid] = on_floor[tid]
+            entry = {"stature_m": round(measured * scale[tid], 3), "stature_source": "floor",
+                     "scale": round(scale[tid], 4)}
+        elif given is None and before.get("stature_source") == "floor" and math.isfinite(measured):
+            entry = {"stature_m": round(measured, 3), "stature_source": "floor", "scale": 1.0}  # exported again
         elif given is not None:
             warnings.append(f"person {tid}: height {given:g} m not applied: no frame shows the whole ankle-to-ear "
                             "chain to measure the stature by")
@@ -128,6 +145,31 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
                         f"(ids present: {', '.join(map(str, ids))})")
     frames = [_scaled(f, scale) for f in seq.frames] if scale else seq.frames
     return dataclasses.replace(seq, frames=frames, metadata={**(seq.metadata or {}), "people": people}), warnings
+
+
+def floor_scales(seq: PoseSequence, min_points: int = MIN_FLOOR_POINTS) -> dict[int, float]:
+    """{track id: scale} that stands each person's stance ankles an ankle height above a calibrated camera's floor
+    (``metadata["floor"]`` of one view, ``people_on_it`` False), scaling them about the camera's centre as a given
+    height does; {} without such a floor. With the camera c m above the floor, a person of measured stature H
+    whose stance ankles' median lies a m along the floor's up (camera coordinates): s (a) + c = 0.039 s H, so
+    s = c / (0.039 H - a). People with fewer than ``min_points`` stance ankles, or a scale outside
+    FLOOR_SCALE_RANGE, are left out."""
+    floor = (seq.metadata or {}).get("floor")
+    if not floor or floor.get("people_on_it", True):
+        return {}
+    from posetracker.analysis.ground import ANKLE_HEIGHT_FRACTION, ground_from_sequence
+
+    report = ground_from_sequence(seq).frame.report
+    c = float(np.asarray(floor["translation"], np.float64)[1])
+    out = {}
+    for tid, p in (report.get("people") or {}).items():
+        if p.get("stance_ankle_height_m") is None or p.get("stature_m") is None or p["contact_points"] < min_points:
+            continue
+        a = float(p["stance_ankle_height_m"]) - c
+        s = c / (ANKLE_HEIGHT_FRACTION * float(p["stature_m"]) - a)
+        if FLOOR_SCALE_RANGE[0] <= s <= FLOOR_SCALE_RANGE[1]:
+            out[int(tid)] = s
+    return out
 
 
 def _scaled(frame, scale: dict[int, float]):
