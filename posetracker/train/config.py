@@ -28,14 +28,11 @@ class StageConfig:
     hop: int = 4
     batch: int = 4
     lr: float = 1e-3
-    head_lr: float = 0.0  # temporal stage: heatmap/offset/vector heads (0 = frozen)
-    depth_lr: float = 0.0  # temporal stage: depth head (0 = frozen)
     warmup_steps: int = 20
     max_steps_per_epoch: int | None = None
     crop: int | None = None  # train on crop x crop cells of the 64 x 64 maps around a person
     val_windows: int = 64
     p_bidirectional: float = 0.5
-    p_single: float = 0.0  # share of batches run frame by frame (still images)
     lookaheads: tuple[int, ...] = (0, 1, 2)
     grad_clip: float = 1.0
     init_gain: float = 0.0  # temporal stage: memory gains to start from (0 = the untrained pass-through)

@@ -176,12 +176,9 @@ SINGLE = -1  # temporal mode: every frame alone (a still image, ``TrackingSessio
 
 
 def sample_temporal_mode(rng: np.random.Generator, p_bidirectional: float = 0.5,
-                         lookaheads: tuple[int, ...] = (0, 1, 2), p_single: float = 0.0) -> int | None:
-    """None = bidirectional over the window; L >= 0 = causal with look-ahead L; SINGLE = frames alone."""
-    r = rng.random()
-    if r < p_single:
-        return SINGLE
-    if r < p_single + p_bidirectional:
+                         lookaheads: tuple[int, ...] = (0, 1, 2)) -> int | None:
+    """None = bidirectional over the window; L >= 0 = causal with look-ahead L."""
+    if rng.random() < p_bidirectional:
         return None
     return int(rng.choice(lookaheads))
 

@@ -5,10 +5,8 @@ Stages (the backbone is frozen throughout; its features are cached):
 - ``depth``: ``heads.depth`` trains, per frame, on the first features (the
   untrained temporal block adds exactly zero, so this is what it sees).
 - ``temporal``: the forward/backward GRUs train on windows (the fusion of the two
-  directions stays fixed),
-  each batch either bidirectional (file mode) or causal with a random
-  look-ahead (live mode); the other heads optionally at a low rate
-  (``head_lr``, ``depth_lr``; 0 = frozen).
+  directions stays fixed, the heads frozen), each batch either bidirectional
+  (file mode) or causal with a random look-ahead (live mode).
 
 A run lives in ``<cache>/train/<run>/``: ``checkpoint.safetensors`` (network,
 optimiser, step, epoch, stage, RNG; written every ``checkpoint_every`` steps,
@@ -66,9 +64,7 @@ def stage_parameters(net: PoseNet, stage: str, sc: StageConfig) -> list[dict]:
     if stage == "depth":
         groups = [(net.heads.depth, sc.lr)]
     else:
-        others = [m for name, m in net.heads.named_children() if name != "depth"]
-        t = net.temporal
-        groups = [(t.forward_dir, sc.lr), (t.backward_dir, sc.lr), (net.heads.depth, sc.depth_lr)] + [(m, sc.head_lr) for m in others]
+        groups = [(net.temporal.forward_dir, sc.lr), (net.temporal.backward_dir, sc.lr)]
     out = []
     for module, lr in groups:
         if lr > 0:
@@ -238,7 +234,7 @@ class Trainer:
 
     def train_step(self, stage: str, sc: StageConfig, batch: dict[str, torch.Tensor]) -> tuple[float, dict, str]:
         lookahead = (None if stage == "depth"
-                     else sample_temporal_mode(self.rng, sc.p_bidirectional, sc.lookaheads, sc.p_single))
+                     else sample_temporal_mode(self.rng, sc.p_bidirectional, sc.lookaheads))
         for g in self.optimizer.param_groups:
             g["lr"] = g["base_lr"] * self._lr_scale(sc)
         out = forward_stage(self.net, stage, batch["feats"], lookahead)
