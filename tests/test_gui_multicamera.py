@@ -45,6 +45,19 @@ def write_toml(path: Path, names: list[str], size=(160, 120)) -> Path:
     return path
 
 
+def opencv_files(folder: Path, names: list[str], size=(160, 120)) -> list[str]:
+    """One OpenCV FileStorage YAML per camera (``<name>.yml``: the camera takes the file's name)."""
+    paths = []
+    for name in names:
+        fs = cv2.FileStorage(str(folder / f"{name}.yml"), cv2.FILE_STORAGE_WRITE)
+        fs.write("image_width", size[0])
+        fs.write("image_height", size[1])
+        fs.write("camera_matrix", np.array([[150.0, 0, size[0] / 2], [0, 150.0, size[1] / 2], [0, 0, 1]]))
+        fs.release()
+        paths.append(str(folder / f"{name}.yml"))
+    return paths
+
+
 @pytest.fixture
 def setup(tmp_path):
     """Three small videos cam01-03.mp4 and a calibration of those three cameras."""
@@ -94,6 +107,9 @@ def test_the_dialog_shows_each_view_and_enables_process_only_when_ready(qtbot, t
     assert "has 2 cameras (cam01, cam02) for 3 videos" in dialog.message.text() and not dialog.start.isEnabled()
     assert [dialog.table.item(r, 1).text() for r in range(3)] == ["cam01", "cam02", "—"]
     assert "no camera of the calibration" in dialog.table.item(2, 5).text()
+    dialog.calibration.setText("; ".join(opencv_files(tmp_path, ["cam01", "cam02", "cam03"])))  # one file a camera
+    dialog.refresh()
+    assert dialog.start.isEnabled() and dialog.message.text().startswith("Ready: 3 videos, cameras cam01, cam02, cam03")
     dialog.set_inputs(calibration=calib)
     assert dialog.start.isEnabled() and dialog.message.text().startswith("Ready: 3 videos, cameras cam01, cam02, cam03")
     assert [dialog.table.item(0, c).text() for c in range(6)] == ["cam01.mp4", "cam01", "12", "30", "160x120", "ok"]

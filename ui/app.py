@@ -29,8 +29,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--views", nargs="+", metavar="VIDEO",
                         help="several synchronised videos of calibrated cameras (needs --calibration): File > Open "
                              "several cameras, filled and processed")
-    parser.add_argument("--calibration", metavar="FILE",
-                        help="the cameras' calibration for --views (.qca.txt, .toml, .yml, .xml)")
+    parser.add_argument("--calibration", metavar="FILE", action="append",
+                        help="the cameras' calibration for --views (.qca.txt, .toml; again for each OpenCV .yml / .xml)")
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
                         help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")

@@ -30,6 +30,7 @@ NOTE_COLOR = "#8a6d00"
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v *.mpg *.ts);;All files (*)"
 CALIBRATION_FILTER = ("Calibrations (*.qca.txt *.qca *.toml *.yml *.yaml *.xml);;Qualisys (*.qca.txt *.qca);;"
                       "Pose2Sim / anipose / FreeMoCap (*.toml);;OpenCV (*.yml *.yaml *.xml);;All files (*)")
+CALIBRATION_SEPARATOR = ";"  # between several calibration files in the field
 SessionMaker = Callable[[float], Any]  # fov_deg -> a tracking session (ui.services.with_camera)
 
 
@@ -154,8 +155,8 @@ class MultiCameraDialog(WorkerDialog):
         videos_row.addWidget(self.table, 1)
         videos_row.addLayout(side)
         self.calibration = QLineEdit()
-        self.calibration.setPlaceholderText("Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, "
-                                            "OpenCV .yml / .xml")
+        self.calibration.setPlaceholderText("Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, or OpenCV "
+                                            ".yml / .xml files (one per camera, separated by ;)")
         self.browse = QPushButton("Browse…")
         calib_row = QHBoxLayout()
         calib_row.setContentsMargins(0, 0, 0, 0)
@@ -196,13 +197,14 @@ class MultiCameraDialog(WorkerDialog):
         return [self.table.item(r, 0).data(Qt.ItemDataRole.UserRole) for r in range(self.table.rowCount())]
 
     def calibration_files(self) -> list[str]:
-        text = self.calibration.text().strip()
-        return [text] if text else []
+        """The calibration field's files: one, or several separated by ";" (OpenCV: one camera a file)."""
+        return [p.strip() for p in self.calibration.text().split(CALIBRATION_SEPARATOR) if p.strip()]
 
-    def set_inputs(self, views: list[str] | None = None, calibration: str | None = None) -> None:
-        """Replace the videos and / or the calibration (None: kept) and check them again."""
+    def set_inputs(self, views: list[str] | None = None, calibration: str | list[str] | None = None) -> None:
+        """Replace the videos and / or the calibration file(s) (None: kept) and check them again."""
         if calibration is not None:
-            self.calibration.setText(str(calibration))
+            files = [calibration] if isinstance(calibration, str) else list(calibration)
+            self.calibration.setText(f"{CALIBRATION_SEPARATOR} ".join(map(str, files)))
         if views is not None:
             self.table.setRowCount(0)
             self._append(views)
@@ -228,9 +230,10 @@ class MultiCameraDialog(WorkerDialog):
             self.refresh()
 
     def ask_calibration(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Calibration of the cameras", "", CALIBRATION_FILTER)
-        if path:
-            self.set_inputs(calibration=path)
+        paths, _ = QFileDialog.getOpenFileNames(self, "Calibration of the cameras (OpenCV: one file per camera)", "",
+                                                CALIBRATION_FILTER)
+        if paths:
+            self.set_inputs(calibration=paths)
 
     def remove_selected(self) -> None:
         for row in sorted({i.row() for i in self.table.selectedIndexes()}, reverse=True):

@@ -38,7 +38,7 @@ class WindowViews:
     _picker_actions: tuple = ()  # its label's and its own toolbar actions (hidden without a result)
     _view_shown = 0  # the camera whose video plays (an index into views_result.views)
 
-    def ask_open_views(self, views: list[str] | None = None, calibration: str | None = None,
+    def ask_open_views(self, views: list[str] | None = None, calibration: str | list[str] | None = None,
                        start: bool = False) -> None:
         """The (non-modal) several-camera dialog, one instance; ``views`` / ``calibration`` fill it (``main.py
         --views``), ``start`` processes them at once."""
