@@ -34,7 +34,7 @@ def _calibrated_scene(depth_scales=(1.0,), people_on_it=True):
 
 
 def test_the_calibration_floor_is_z_0_up_the_cameras_side():
-    sc, cam, seq = _calibrated_scene()
+    _, cam, seq = _calibrated_scene()
     floor = seq.metadata["floor"]
     assert floor["up"] == "+z" and floor["camera_height_m"] == pytest.approx(1.4, abs=1e-9)
     below = dataclasses.replace(cam, R=cam.R @ np.diag([1.0, -1.0, -1.0]), t=cam.t)  # the world turned over

@@ -110,7 +110,7 @@ class BoardView:
 
     @property
     def count(self) -> int:
-        return int(len(self.ids))
+        return len(self.ids)
 
 
 def board_image(board: Board, px_per_square: int = 80, margin_px: int = 0) -> np.ndarray:

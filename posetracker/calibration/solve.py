@@ -99,7 +99,7 @@ def calibrate_board(videos: Sequence[str | Path], board: Board, *, step: int | N
     read)."""
     names = [Path(v).stem for v in videos]
     _check_oriented(board, len(videos))  # before reading any clip
-    if len(set(n.lower() for n in names)) != len(names):
+    if len({n.lower() for n in names}) != len(names):
         raise BoardCalibrationError(f"two clips share a name ({names}): each camera is named after its clip")
     found, sizes = [], []
     for video, name in zip(videos, names):

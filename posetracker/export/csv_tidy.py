@@ -3,7 +3,7 @@
 Columns: ``frame,time_s,person_id,joint,x_px,y_px,x_m,y_m,z_m,confidence,stature_m,stature_source,bone_m``.
 x_px, y_px: source-image pixels; x_m, y_m, z_m: camera-space metres (x right,
 y down, z forward; empty when unknown); person_id: track id (-1 = not yet
-confirmed); stature_m, stature_source: the person's (given / multi-view /
+confirmed); stature_m, stature_source: the person's (given / multi-view / floor /
 estimated), bone_m: the length of the bone from the joint's parent to it
 (:mod:`.people_header`). Numbers are written with '.' decimals whatever the locale.
 """

@@ -2,8 +2,8 @@
 :mod:`posetracker.motion.heights`), as the pose CSVs and the TRC carry them beside the JSON.
 
 - CSV (tidy and wide): columns appended after the existing ones, the same on every row of a person:
-  ``stature_m`` (empty where unknown), ``stature_source`` (given / multi-view / estimated / unknown; empty for a
-  result that was never finished) and the length of the bone that ends at each joint (from its parent in the
+  ``stature_m`` (empty where unknown), ``stature_source`` (given / multi-view / floor / estimated / unknown;
+  empty for a result that was never finished) and the length of the bone that ends at each joint (from its parent in the
   skeleton; empty for a root and for a bone to a virtual joint, e.g. human18's centre): the tidy CSV's
   ``bone_m``, the wide CSV's ``JOINT_bone_m``. No ``#`` lines: the files stay plain tables for ``csv`` readers,
   spreadsheets and ``pandas.read_csv`` without options.
