@@ -164,6 +164,12 @@ def test_the_window_plays_a_result_over_each_camera_it_picks(qtbot, tmp_path):
                        solve=False)
     views = [str(make_video(tmp_path / f"{c.name}.mp4", frames=24)) for c in CAMERAS]
     result = ViewsResult(views, fused, [], list(CAMERAS), [0, 1, 2, 0], [])
+    dialog = MultiCameraDialog(lambda: None)
+    qtbot.addWidget(dialog)
+    with qtbot.waitSignal(dialog.result_ready):
+        dialog._on_done(result)
+    assert dialog.status.text().endswith("Views aligned by the people's motion: frames against cam0: cam1 +1, "
+                                         "cam2 +2, cam3 +0")
     window = MainWindow(services=fake_services())
     qtbot.addWidget(window)
     assert window.view_picker is None

@@ -108,7 +108,7 @@ def test_process_four_calibrated_views_end_to_end(tmp_path):
     people = meta["multiview"]["people"]
     assert len(people) == 2 and all(p["triangulated"] > 0.95 for p in people)
     assert all(np.median(list(p["reprojection_px"].values())) < 12 for p in people)
-    assert meta["people"]["0"]["stature_source"] == "given" and meta["people"]["1"]["stature_source"] == "estimated"
+    assert meta["people"]["0"]["stature_source"] == "given" and meta["people"]["1"]["stature_source"] == "multi-view"
     assert 1.4 < meta["people"]["1"]["stature_m"] < 2.0
     assert main(["export", str(out), "--format", "bvh", "--out", str(tmp_path / "trial.bvh")]) == 0
     assert main(["process", views[0], views[1], "--out", str(tmp_path / "x.json")]) == 2  # no calibration

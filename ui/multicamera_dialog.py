@@ -319,7 +319,10 @@ class MultiCameraDialog(WorkerDialog):
         seq = result.sequence
         people = len(seq.track_ids())
         self.progress.setValue(self.progress.maximum())
-        self.status.setText("\n".join(result.lines))
+        aligned = [f"{c.name} {o:+d}" for c, o in zip(result.cameras[1:], result.offsets[1:])]
+        lines = [*result.lines, *([f"Views aligned by the people's motion: frames against {result.cameras[0].name}: "
+                                   + ", ".join(aligned)] if any(result.offsets) else [])]
+        self.status.setText("\n".join(lines))
         seconds = getattr(self.sender(), "seconds", 0.0)
         who = f"{people} {'person' if people == 1 else 'people'}"
         self.show_message(f"Done in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
