@@ -104,13 +104,15 @@ def reference_sides(xyz: np.ndarray, spec: SkeletonSpec, up: Sequence[float] = (
     the 3-D body, nan where the body cannot tell.
 
     The trunk's line (left minus right shoulder plus the same of the hips, as triangulated) gives the left-right
-    axis; which end is left comes from the head: forward is the nose's horizontal offset from the middle of the
+    axis, its ends followed from frame to frame (a frame whose triangulation named the trunk the other way round
+    does not turn it); which end is left comes from the head: forward is the nose's horizontal offset from the middle of the
     ears (``head_m``: only where it is 3-25 cm long, a head read in one piece), and the trunk as labelled is
     right where ``left x up`` points forward. The head turns against the trunk and is read noisily, so the
     cosine between the two is taken as its median over ``window`` frames either side: above ``min_cos`` the
     labels stand, below ``-min_cos`` they are exchanged, between (a head turned sideways, none read) the frame's
     pairs are nan. Each shoulder and hip pair then has its left end the one further along the true left (by at
-    least ``margin_m``); the limbs follow the chain in 3-D (:func:`crossed` against the true parents)."""
+    least ``margin_m``, and the pair within 60 degrees of the axis: a bent body's hips may lie across its
+    shoulders); the limbs follow the chain in 3-D (:func:`crossed` against the true parents)."""
     up = np.asarray(up, np.float64)
     out = np.array(xyz, np.float64)
     flat = lambda v: v - (v @ up)[..., None] * up  # noqa: E731  (horizontal part)
@@ -121,6 +123,12 @@ def reference_sides(xyz: np.ndarray, spec: SkeletonSpec, up: Sequence[float] = (
     ls, rs = _ij(spec, "shoulder")
     lh, rh = _ij(spec, "hip")
     axis = flat(np.nan_to_num(out[:, ls] - out[:, rs]) + np.nan_to_num(out[:, lh] - out[:, rh]))
+    last = None
+    for t in range(len(axis)):  # one end of the axis followed through time: a trunk cannot turn 90 degrees a frame
+        if np.linalg.norm(axis[t]) > 0:
+            if last is not None and axis[t] @ last < 0:
+                axis[t] = -axis[t]
+            last = axis[t]
     fwd = np.cross(axis, up)
     with np.errstate(invalid="ignore", divide="ignore"):
         cos = (head * fwd).sum(-1) / (size * np.linalg.norm(fwd, axis=-1))
@@ -142,9 +150,10 @@ def reference_sides(xyz: np.ndarray, spec: SkeletonSpec, up: Sequence[float] = (
         else:
             along = ((l - r) * left).sum(-1)
             verdict = np.full(len(l), UNDECIDED, np.int8)
-            with np.errstate(invalid="ignore"):
-                verdict[along >= margin_m] = RIGHT
-                verdict[along <= -margin_m] = SWAPPED
+            with np.errstate(invalid="ignore", divide="ignore"):
+                lined_up = np.abs(along) >= min_cos * np.linalg.norm(flat(l - r), axis=-1)  # not across the axis
+                verdict[(along >= margin_m) & lined_up] = RIGHT
+                verdict[(along <= -margin_m) & lined_up] = SWAPPED
         truth[pair] = _relabel(l, r, verdict)
         out[:, i], out[:, j] = truth[pair]
     return out
