@@ -47,6 +47,24 @@ def test_charuco_clips_give_the_cameras_and_the_floor(charuco_clips):
     assert all(abs(c.center[2] - 1.7) < 0.02 for c in result.cameras)
 
 
+def test_a_barrel_distorted_lens_is_calibrated(tmp_path):
+    """k1 -0.25, k2 0.0625 on every lens: focal lengths, k1 and the projection of points across the image (the
+    world's origin at the floor board's corner) against the truth."""
+    board = Board("charuco", (7, 5), 0.08, 0.06)
+    cams = rig(3, k1=-0.25)
+    result = calibrate_board(write_clips(tmp_path, cams, board, frames=40, still=6), board, step=1)
+    grid = np.stack(np.meshgrid(np.linspace(-1.5, 1.5, 31), np.linspace(-1.5, 1.5, 31), np.linspace(0, 2, 11)),
+                    -1).reshape(-1, 3)
+    for got, truth in zip(result.cameras, cams):
+        _check_against_truth(got, truth, centre_m=0.02, angle_deg=0.5)
+        assert got.dist[0] == pytest.approx(-0.25, abs=0.05)  # k1 trades a little with k2 where the board never went
+        px = truth.project(grid)
+        w, h = truth.image_size
+        inside = (px[:, 0] > 0.05 * w) & (px[:, 0] < 0.95 * w) & (px[:, 1] > 0.05 * h) & (px[:, 1] < 0.95 * h)
+        off = np.linalg.norm(got.project(grid[inside] - FLOOR_AT) - px[inside], axis=1)
+        assert np.median(off) < 1.5
+
+
 def test_cli_checkerboard_two_cameras_writes_a_calibration_process_reads(tmp_path):
     board = Board("checkerboard", (7, 6), 0.08)
     cams = rig(3, upside_down=2)[1:]  # the upside-down camera finds the corners in the other order

@@ -2,7 +2,7 @@
 
     python tools/board_calibration_check.py [--frames 40] [--still 6]
 
-Renders tests/board_clips.py's clips (3 cameras 960 x 720, focal 700 / 780 / 860 px, no distortion; the board
+Renders tests/board_clips.py's clips (3 cameras 960 x 720, focal 700 / 780 / 860 px, radial distortion --k1; the board
 waved, then lying on the floor) for a ChArUco 7x5 board and a 7x6 checkerboard (the third camera upside down),
 calibrates them (posetracker.calibration.calibrate_board) and prints, per camera, the focal length's error, the
 principal point's, the camera centre's (the world's origin at the floor board's corner) and the rotation's,
@@ -30,9 +30,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--frames", type=int, default=40)
     ap.add_argument("--still", type=int, default=6)
+    ap.add_argument("--k1", type=float, default=0.0, help="radial distortion of every lens (k2 = -k1 / 4)")
     args = ap.parse_args()
-    boards = [(Board("charuco", (7, 5), 0.08, 0.06), rig(3)), (Board("checkerboard", (7, 6), 0.08), rig(3, 2))]
-    print("board | camera | focal error % | principal point px | centre mm | rotation deg | rms px | seconds")
+    boards = [(Board("charuco", (7, 5), 0.08, 0.06), rig(3, k1=args.k1)),
+              (Board("checkerboard", (7, 6), 0.08), rig(3, 2, k1=args.k1))]
+    print("board | camera | focal error % | k1 | principal point px | centre mm | rotation deg | rms px | seconds")
     for board, cams in boards:
         with tempfile.TemporaryDirectory() as tmp:
             paths = write_clips(Path(tmp), cams, board, frames=args.frames, still=args.still)
@@ -45,7 +47,8 @@ def main() -> None:
             centre = 1000 * np.linalg.norm(got.center - (truth.center - FLOOR_AT))
             angle = np.degrees(np.arccos(np.clip((np.trace(got.R.T @ truth.R) - 1) / 2, -1, 1)))
             rms = result.report["cameras"][got.name]["poses_rms_px"]
-            print(f"{board.kind} | {got.name} | {focal:+.2f} | {pp:.1f} | {centre:.1f} | {angle:.2f} | {rms:.2f} | "
+            print(f"{board.kind} | {got.name} | {focal:+.2f} | {got.dist[0]:.3f} | {pp:.1f} | {centre:.1f} | {angle:.2f} | "
+                  f"{rms:.2f} | "
                   f"{seconds:.1f}")
         print(f"{board.kind} floor: {result.floor}")
 
