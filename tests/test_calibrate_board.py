@@ -79,6 +79,24 @@ def test_cli_checkerboard_two_cameras_writes_a_calibration_process_reads(tmp_pat
         _check_against_truth(got, truth)
 
 
+def test_known_intrinsics_and_a_board_only_lying_on_the_floor_give_the_poses(tmp_path, capsys):
+    """The board never moves (lying on the floor throughout): refused without intrinsics (no focal length from
+    it), calibrated with the cameras' intrinsics given (--intrinsics, a TOML of them without their poses)."""
+    from posetracker.multiview.calibration import write_toml
+
+    board = Board("charuco", (7, 5), 0.08, 0.06)
+    cams = rig(3)[1:]
+    paths = write_clips(tmp_path / "clips", cams, board, frames=6, still=6)
+    args = ["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "80", "--marker-mm", "60",
+            *map(str, paths), "--out", str(tmp_path / "c.toml")]
+    assert main(args) == 1 and "tilt" in capsys.readouterr().err
+    bare = [type(c)(c.name, c.image_size, c.K, c.dist, np.eye(3), np.zeros(3)) for c in cams]
+    write_toml(bare, tmp_path / "intrinsics.toml")
+    assert main([*args, "--intrinsics", str(tmp_path / "intrinsics.toml")]) == 0
+    for got, truth in zip(read_calibration(tmp_path / "c.toml"), cams):
+        _check_against_truth(got, truth, focal_rel=1e-9, centre_m=0.03, angle_deg=0.5)
+
+
 def test_cli_says_why_when_the_board_is_never_found(tmp_path, capsys):
     board = Board("charuco", (7, 5), 0.08, 0.06)
     other = Board("charuco", (5, 4), 0.08, 0.06, "DICT_5X5_100")  # another board is printed in the clip

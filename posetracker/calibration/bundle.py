@@ -96,11 +96,12 @@ def _rodrigues(r: np.ndarray) -> np.ndarray:
 
 def bundle_adjust(cameras: Sequence[CameraCalibration], extrinsics: list[np.ndarray],
                   observations: list[tuple[int, int, np.ndarray, np.ndarray]], board_corners: np.ndarray,
-                  board_poses: dict[int, np.ndarray]
+                  board_poses: dict[int, np.ndarray], refine_intrinsics: bool = True
                   ) -> tuple[list[CameraCalibration], list[np.ndarray], dict[int, np.ndarray], np.ndarray]:
-    """Refine each camera's intrinsics (fx, fy, cx, cy, k1, k2; its p1, p2, k3 stay 0), ``extrinsics`` (each
-    camera's ``T_c_0``; camera 0 stays at I) and ``board_poses`` ({frame: ``T_0_board``}) to the
-    ``observations`` (camera, frame, ids (N,), pixels (N, 2)) of the board's ``board_corners`` (M, 3)
+    """Refine each camera's intrinsics (fx, fy, cx, cy, k1, k2; its p1, p2, k3 stay 0; with
+    ``refine_intrinsics`` False they stay as given, every term used), ``extrinsics`` (each camera's ``T_c_0``;
+    camera 0 stays at I) and ``board_poses`` ({frame: ``T_0_board``}) to the ``observations`` (camera, frame,
+    ids (N,), pixels (N, 2)) of the board's ``board_corners`` (M, 3)
     -> (cameras with the refined intrinsics, extrinsics, board poses, residuals (sum N, 2) px after)."""
     from scipy.optimize import least_squares
     from scipy.sparse import lil_matrix
@@ -110,7 +111,10 @@ def bundle_adjust(cameras: Sequence[CameraCalibration], extrinsics: list[np.ndar
     fidx = {f: i for i, f in enumerate(frames)}
     intr0 = np.concatenate([[c.K[0, 0], c.K[1, 1], c.K[0, 2], c.K[1, 2], c.dist[0], c.dist[1]] for c in cameras])
     x0 = np.concatenate([intr0] + [_vec(extrinsics[c]) for c in range(1, v)] + [_vec(board_poses[f]) for f in frames])
-    ni, ne = 6 * v, 6 * (v - 1)
+    if not refine_intrinsics:
+        x0 = x0[6 * v:]
+    ni, ne = (6 * v if refine_intrinsics else 0), 6 * (v - 1)
+    posed = [CameraCalibration(c.name, c.image_size, c.K, c.dist, np.eye(3), np.zeros(3)) for c in cameras]
     cam_of = np.concatenate([np.full(len(ids), c) for c, _, ids, _ in observations])
     frame_of = np.concatenate([np.full(len(ids), fidx[f]) for _, f, ids, _ in observations])
     obj = np.concatenate([board_corners[ids] for _, _, ids, _ in observations])  # (n, 3)
@@ -118,7 +122,6 @@ def bundle_adjust(cameras: Sequence[CameraCalibration], extrinsics: list[np.ndar
     n = len(obj)
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        q = x[:ni].reshape(v, 6)[cam_of]  # (n, 6) fx fy cx cy k1 k2
         ext = x[ni:ni + ne].reshape(-1, 6)
         cam_r = np.vstack([np.zeros((1, 3)), ext[:, :3]])
         cam_t = np.vstack([np.zeros((1, 3)), ext[:, 3:]])
@@ -126,6 +129,12 @@ def bundle_adjust(cameras: Sequence[CameraCalibration], extrinsics: list[np.ndar
         Rb, Rc = _rodrigues(b[:, :3]), _rodrigues(cam_r)
         p0 = np.einsum("nij,nj->ni", Rb[frame_of], obj) + b[frame_of, 3:]
         pc = np.einsum("nij,nj->ni", Rc[cam_of], p0) + cam_t[cam_of]
+        if not refine_intrinsics:
+            uv = np.empty((n, 2))
+            for c in range(v):
+                uv[cam_of == c] = posed[c].project(pc[cam_of == c])
+            return np.nan_to_num(uv - seen, nan=1e3).ravel()
+        q = x[:ni].reshape(v, 6)[cam_of]  # (n, 6) fx fy cx cy k1 k2
         z = np.where(pc[:, 2] > 1e-6, pc[:, 2], np.nan)
         xy = pc[:, :2] / z[:, None]
         r2 = (xy ** 2).sum(1)
@@ -138,15 +147,19 @@ def bundle_adjust(cameras: Sequence[CameraCalibration], extrinsics: list[np.ndar
     moving = cam_of > 0
     for r in (2 * rows, 2 * rows + 1):
         for k in range(6):
-            sparsity[r, 6 * cam_of + k] = 1
+            if refine_intrinsics:
+                sparsity[r, 6 * cam_of + k] = 1
             sparsity[r[moving], ni + 6 * (cam_of[moving] - 1) + k] = 1
             sparsity[r, ni + ne + 6 * frame_of + k] = 1
     fit = least_squares(residuals, x0, jac_sparsity=sparsity, loss="soft_l1", f_scale=2.0, x_scale="jac",
                         method="trf", ftol=1e-6, xtol=1e-6, max_nfev=100)
     x = fit.x
-    q = x[:ni].reshape(v, 6)
-    cams = [CameraCalibration(c.name, c.image_size, np.array([[q[i, 0], 0, q[i, 2]], [0, q[i, 1], q[i, 3]], [0, 0, 1]]),
-                              np.array([q[i, 4], q[i, 5], 0, 0, 0]), c.R, c.t) for i, c in enumerate(cameras)]
+    cams = list(cameras)
+    if refine_intrinsics:
+        q = x[:ni].reshape(v, 6)
+        cams = [CameraCalibration(c.name, c.image_size, np.array([[q[i, 0], 0, q[i, 2]], [0, q[i, 1], q[i, 3]],
+                                                                  [0, 0, 1]]),
+                                  np.array([q[i, 4], q[i, 5], 0, 0, 0]), c.R, c.t) for i, c in enumerate(cameras)]
     ext = x[ni:ni + ne].reshape(-1, 6)
     poses = [np.eye(4)] + [to_pose(e[:3], e[3:]) for e in ext]
     b = x[ni + ne:].reshape(-1, 6)

@@ -6,7 +6,8 @@ the same instant) and each is named after its camera (the file's stem).
 
 1. **Found**: the board's corners in every ``step``-th frame of each clip (:func:`.board.find_board`).
 2. **Intrinsics** per camera: ``cv2.calibrateCamera`` on up to ``max_views`` of its views spread over the clip
-   (k1, k2, p1, p2; k3 fixed at 0); refused where the views do not tilt the board enough to give a focal length.
+   (k1, k2; p1, p2, k3 fixed at 0); refused where the views do not tilt the board enough to give a focal length.
+   Intrinsics already known (``intrinsics``, ``calibrate --intrinsics FILE``) are kept instead.
 3. **Poses** (several cameras): the board's pose in each view (``cv2.solvePnP``), each camera placed against
    the others from the frames both see the board in, then every camera and board pose refined together by
    bundle adjustment (:mod:`.bundle`).
@@ -92,11 +93,11 @@ def find_in_video(path: str | Path, board: Board, step: int | None = None, max_f
 
 
 def calibrate_board(videos: Sequence[str | Path], board: Board, *, step: int | None = None, max_frames: int = 200,
-                    floor_frame: int | None = None,
+                    floor_frame: int | None = None, intrinsics: Sequence[CameraCalibration] | None = None,
                     progress: Callable[[str, int, int | None], None] | None = None) -> BoardCalibration:
-    """Calibrate the cameras of synchronised clips of ``board`` (module docstring); ``progress(name, frames
-    read, total)`` after each frame. Raises BoardCalibrationError (and CaptureError for a file that cannot be
-    read)."""
+    """Calibrate the cameras of synchronised clips of ``board`` (module docstring); ``intrinsics``: each clip's
+    camera already calibrated (:func:`calibrate_views`); ``progress(name, frames read, total)`` after each frame.
+    Raises BoardCalibrationError (and CaptureError for a file that cannot be read)."""
     names = [Path(v).stem for v in videos]
     _check_oriented(board, len(videos))  # before reading any clip
     if len({n.lower() for n in names}) != len(names):
@@ -108,31 +109,40 @@ def calibrate_board(videos: Sequence[str | Path], board: Board, *, step: int | N
                                        () if floor_frame is None else (floor_frame,))
         found.append(views)
         sizes.append(size)
-    return calibrate_views(found, sizes, board, names, floor_frame=floor_frame)
+    return calibrate_views(found, sizes, board, names, floor_frame=floor_frame, intrinsics=intrinsics)
 
 
 def calibrate_views(found: Sequence[dict[int, BoardView]], sizes: Sequence[tuple[int, int]], board: Board,
                     names: Sequence[str], *, floor_frame: int | None = None, max_views: int = 40,
-                    max_shared: int = 150) -> BoardCalibration:
+                    max_shared: int = 150, intrinsics: Sequence[CameraCalibration] | None = None
+                    ) -> BoardCalibration:
     """Steps 2-4 of the module docstring on the corners found in each camera ({frame: BoardView} per camera,
-    in the order of ``names``; frames the same instants in every camera), image ``sizes`` (width, height)."""
+    in the order of ``names``; frames the same instants in every camera), image ``sizes`` (width, height).
+    ``intrinsics``: each camera's K and distortion already known (one per name, in order; their poses are not
+    used): step 2 is skipped, they are kept through the bundle adjustment, and a board that never tilts (lying
+    on the floor throughout) is enough."""
     _check_oriented(board, len(found))
     cams, rms, poses = [], {}, []
-    for views, size, name in zip(found, sizes, names):
-        if len(views) < MIN_VIEWS:
+    least = 1 if intrinsics else MIN_VIEWS
+    for n, (views, size, name) in enumerate(zip(found, sizes, names)):
+        if len(views) < least:
             raise BoardCalibrationError(f"{name}: the {board.describe()} was found in {len(views)} frame(s) (need "
-                                        f"{MIN_VIEWS}): check the board's size and kind, and that it is whole and "
+                                        f"{least}): check the board's size and kind, and that it is whole and "
                                         "sharp in the frames")
-        K, dist, rms[name] = _intrinsics(views, size, board, name, max_views)
+        if intrinsics:
+            K, dist = intrinsics[n].K, intrinsics[n].dist
+        else:
+            K, dist, rms[name] = _intrinsics(views, size, board, name, max_views)
         cam = CameraCalibration(name, tuple(size), K, dist, np.eye(3), np.zeros(3))
         cams.append(cam)
         poses.append({f: _board_pose(cam, v, board) for f, v in views.items()})
     report: dict[str, Any] = {"board": board.describe(), "cameras": {
-        n: {"frames_with_board": len(v), "intrinsics_rms_px": round(rms[n], 3)} for n, v in zip(names, found)}}
+        n: {"frames_with_board": len(v), "intrinsics_rms_px": round(rms[n], 3) if n in rms else "given"}
+        for n, v in zip(names, found)}}
     extr = [np.eye(4)]
     board_in_0: dict[int, np.ndarray] = {}
     if len(cams) > 1:
-        extr, board_in_0 = _poses(cams, found, poses, board, names, max_shared, report)
+        extr, board_in_0 = _poses(cams, found, poses, board, names, max_shared, report, refine=not intrinsics)
     floor, T_0_board = _floor(found, poses, extr, board_in_0, names, floor_frame)
     T_0_w = np.eye(4) if T_0_board is None else T_0_board @ BOARD_TO_WORLD
     out = []
@@ -181,7 +191,8 @@ def _board_pose(cam: CameraCalibration, view: BoardView, board: Board) -> np.nda
     return to_pose(rvec, tvec) if ok else np.full((4, 4), np.nan)
 
 
-def _poses(cams, found, poses, board, names, max_shared, report) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
+def _poses(cams, found, poses, board, names, max_shared, report, refine: bool = True
+           ) -> tuple[list[np.ndarray], dict[int, np.ndarray]]:
     """Every camera's ``T_c_0`` and the shared frames' ``T_0_board`` after bundle adjustment (module step 3)."""
     poses = [{f: T for f, T in p.items() if np.isfinite(T).all()} for p in poses]
     first = chain_extrinsics(poses)
@@ -203,7 +214,7 @@ def _poses(cams, found, poses, board, names, max_shared, report) -> tuple[list[n
         best = max((c for c in range(len(cams)) if f in poses[c]), key=lambda c: found[c][f].count)
         start[f] = inverse(first[best]) @ poses[best][f]
         obs += [(c, f, found[c][f].ids, found[c][f].image) for c in range(len(cams)) if f in poses[c]]
-    cams[:], extr, boards, res = bundle_adjust(cams, first, obs, board.corners_m, start)
+    cams[:], extr, boards, res = bundle_adjust(cams, first, obs, board.corners_m, start, refine_intrinsics=refine)
     cam_of = np.concatenate([np.full(len(ids), c) for c, _, ids, _ in obs])
     err = np.linalg.norm(res, axis=1)
     for c, n in enumerate(names):

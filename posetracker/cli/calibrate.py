@@ -39,6 +39,17 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     except BoardError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    intrinsics = None
+    if args.intrinsics:
+        from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
+
+        try:
+            known = read_calibrations(args.intrinsics)
+            intrinsics = [known[0] if len(known) == 1 and len(args.videos) == 1 else camera_named(known, Path(v).stem)
+                          for v in args.videos]
+        except (CalibrationError, OSError, ValueError) as exc:
+            print(f"error: --intrinsics {', '.join(args.intrinsics)}: {exc}", file=sys.stderr)
+            return 2
     bars: dict[str, tuple] = {}
 
     def progress(name: str, done: int, total: int | None) -> None:
@@ -50,7 +61,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
     try:
         result = calibrate_board(args.videos, board, step=args.step, max_frames=args.max_frames,
-                                 floor_frame=args.floor_frame, progress=progress)
+                                 floor_frame=args.floor_frame, intrinsics=intrinsics, progress=progress)
     except (BoardCalibrationError, CaptureError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -62,13 +73,16 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         w, h = cam.image_size
         fov = math.degrees(2 * math.atan(max(w, h) / (2 * (cam.K[0, 0] if w >= h else cam.K[1, 1]))))
         poses = f", poses {info['poses_rms_px']:.2f} px" if "poses_rms_px" in info else ""
+        own = info["intrinsics_rms_px"]
+        own = f"{own:.2f} px" if isinstance(own, float) else own
         print(f"{cam.name}: board in {info['frames_with_board']} frames; focal {cam.K[0, 0]:.1f} px ({fov:.1f} deg "
-              f"across the long side); reprojection rms: intrinsics {info['intrinsics_rms_px']:.2f} px{poses}; "
+              f"across the long side); reprojection rms: intrinsics {own}{poses}; "
               f"centre {', '.join(f'{v:.3f}' for v in cam.center)} m", file=sys.stderr)
     if result.floor is None:
         print("warning: no frame of the board lying still: the world is the first camera's frame, with no floor "
               "(lay the board on the floor for a second at the end, or give --floor-frame)", file=sys.stderr)
     errors = [c.get("poses_rms_px", c["intrinsics_rms_px"]) for c in result.report["cameras"].values()]
+    errors = [e for e in errors if isinstance(e, float)] or [0.0]
     meta = {"board": result.report["board"], "floor": result.report["floor"], "units": "m",
             "up": "+z (the floor is z = 0)" if result.floor else "none", "error": max(errors),
             "made_by": "posetracker calibrate"}
@@ -93,6 +107,9 @@ def add_calibrate_parser(sub) -> None:
     p.add_argument("--floor-frame", type=int, default=None, metavar="N",
                    help="the frame in which the board lies on the floor (default: the longest run of frames in which "
                         "it lies still); the floor is then z = 0, z up, metres")
+    p.add_argument("--intrinsics", action="append", default=None, metavar="FILE",
+                   help="the cameras' intrinsics already calibrated (any --calibration format; cameras named after "
+                        "the clips): kept, so clips of the board lying on the floor are enough for the poses")
     p.add_argument("--step", type=int, default=None, help="look for the board in every STEP-th frame (default: "
                    "spread --max-frames over the clip)")
     p.add_argument("--max-frames", type=int, default=200, help="frames searched per clip when --step is not given")
