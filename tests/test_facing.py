@@ -1,12 +1,19 @@
-"""The whole-body left/right repair for people seen from behind (posetracker.tracking.facing)."""
+"""Left and right of people seen from behind: the facing repair's states (posetracker.tracking.facing) and each
+pair's labels decided from them (posetracker.motion.sides.facing_sides)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from posetracker.motion.sides import facing_sides
 from posetracker.skeletons import load_skeleton
-from posetracker.tracking.facing import FacingSettings, repair_facing, repair_states, swap_states, trunk_yaw
+from posetracker.tracking.facing import (
+    FacingSettings,
+    repair_states,
+    swap_states,
+    trunk_yaw,
+)
 from posetracker.types import PoseFrame
 
 SPEC = load_skeleton("human18")
@@ -114,16 +121,23 @@ def test_a_slide_then_an_unsure_turn_keeps_the_network_after_it():
     assert not state[160:].any()
 
 
-def test_repair_facing_exchanges_keypoints_confidences_and_world_of_that_track_only():
-    yaw, world, conf, slid = turn_then_slide()
+def _frames(world: np.ndarray, conf: np.ndarray) -> list[PoseFrame]:
+    """Two people a frame: track 4 (``world`` (T, K, 3), ``conf`` (T, K), its left wrist at 0.35 to follow) and
+    track 7 facing the camera; pixels projected with a 1000 px focal length."""
     frames = []
-    for t in range(len(yaw)):
+    for t in range(len(world)):
         w = np.stack([world[t], body(np.zeros(1), np.random.default_rng(t))[0]]).astype(np.float32)
         kp = np.concatenate([w[..., :2] / w[..., 2:] * 1000 + 500, w[..., 2:]], axis=-1).astype(np.float32)
         c = np.stack([conf[t], np.full(SPEC.num_joints, 0.9)]).astype(np.float32)
         c[0, SPEC.index("left_wrist")] = 0.35  # one left/right difference to follow
         frames.append(PoseFrame(t, t / FPS, kp, c, np.ones(2, np.float32), np.array([4, 7]), (1000, 1000), w))
-    out, report = repair_facing(frames, SPEC)
+    return frames
+
+
+def test_facing_sides_exchanges_keypoints_confidences_and_world_of_that_track_only():
+    yaw, world, conf, slid = turn_then_slide()
+    frames = _frames(world, conf)
+    out, report = facing_sides(frames, SPEC)
     assert report == {4: int(slid.sum())}
     lw, rw = SPEC.index("left_wrist"), SPEC.index("right_wrist")
     for t in (20, 120, 170):  # before, inside and after the slide
@@ -135,6 +149,19 @@ def test_repair_facing_exchanges_keypoints_confidences_and_world_of_that_track_o
         assert (g.confidence[0, rw] == np.float32(0.35)) == bool(slid[t])
         assert (g.confidence[0, lw] == np.float32(0.35)) != bool(slid[t])
     assert frames[120].keypoints is not out[120].keypoints  # new frames; the input is not modified
+
+
+def test_legs_read_right_while_the_trunk_slid_stay_as_read():
+    """The SLEAP dancer from behind (frames 223-233): the network slid the head, trunk and arms to the other side
+    but read the legs right. The trunk and arms are exchanged back; the legs, which as read hang from the hips
+    the repair puts right, keep their labels (a whole-body exchange crossed them)."""
+    yaw, world, conf, slid = turn_then_slide()
+    legs = [SPEC.index(f"{s}_{p}") for p in ("knee", "ankle") for s in ("left", "right")]
+    truth = body(yaw, np.random.default_rng(0))
+    world[:, legs] = truth[:, legs]  # the legs as the body has them in every frame
+    out, _ = facing_sides(_frames(world, conf), SPEC)
+    fixed = np.stack([f.world[0] for f in out])
+    np.testing.assert_allclose(fixed[slid], truth[slid].astype(np.float32), atol=1e-6)
 
 
 def test_settings_are_checked():
@@ -157,6 +184,7 @@ def test_the_dancer_seen_from_behind_faces_away_in_the_bvh():
     facing away from the camera (43 % before the repair, docs/experiments/facing-repair.md); the frames facing
     the camera keep facing it; without the repair the marked frames are read facing the camera in many."""
     from conftest import shared_path
+
     from posetracker.capture import open_source
     from posetracker.export.bvh import BvhOptions, solve_person
     from posetracker.export.bvh_solve import world_rotations

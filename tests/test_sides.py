@@ -9,11 +9,19 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-
 from gait_synthetic import walker, with_frames
+
 from posetracker.depth.camera_meta import CameraFov
 from posetracker.motion.finish import finish_sequence
-from posetracker.motion.sides import exchange_legs, feet_swaps, leg_pairs, one_leg_each, trunk_checked, trunk_crossed
+from posetracker.motion.sides import (
+    exchange_legs,
+    feet_swaps,
+    leg_pairs,
+    legs_against_facing,
+    one_leg_each,
+    trunk_checked,
+    trunk_crossed,
+)
 from posetracker.skeletons import load_skeleton
 from posetracker.tracks import PersonTrack
 from posetracker.types import PoseFrame, PoseSequence
@@ -65,6 +73,36 @@ def test_side_on_the_feet_decide():
     side = _track(np.full(60, 5.0), np.full(60, -8.0))
     inf, cr = trunk_crossed(side, SPEC)
     assert trunk_checked(np.array([10, 30, 50]), inf, cr).tolist() == [10, 30, 50]
+
+
+def _from_behind(knee_dx: np.ndarray) -> PersonTrack:
+    """A person seen from behind (3 m away, T frames): left shoulder and hip on the image's left, hips 10 px apart
+    (a narrow stance: the trunk check says nothing), knees ``knee_dx`` px apart (left minus right)."""
+    t = len(knee_dx)
+    track = _track(np.full(t, -10.0), np.full(t, -60.0))
+    j = SPEC.index
+    kp, world = track.keypoints.copy(), track.world.copy()
+    kp[:, j("left_knee"), 0], kp[:, j("right_knee"), 0] = 100 + knee_dx / 2, 100 - knee_dx / 2
+    kp[:, [j("left_knee"), j("right_knee")], 1] = 400.0
+    world[..., 2] = 3.0
+    world[..., :2] = (kp[..., :2] - 100) * 3.0 / 1000  # camera metres, the same layout
+    return dataclasses.replace(track, keypoints=kp, world=world)
+
+
+def test_from_behind_a_weight_shift_is_not_a_swap_a_crossed_span_is():
+    """The fashion model standing with her back to the camera (frames 188-216): the feet read a weight shift
+    as a swap and the trunk (hips 0.1 torso apart) could not veto it; the facing does: her left knee is on the
+    image's left, where seen from behind it belongs, so exchanging the legs would put it on the right."""
+    t = 60
+    inf, against = legs_against_facing(_from_behind(np.full(t, -40.0)), SPEC)
+    assert inf.all() and not against.any()
+    assert trunk_checked(np.array([20, 40]), inf, against).tolist() == []
+    knees = np.full(t, -40.0)
+    knees[20:40] = 40.0  # the knees named the other way round from 20 to 39: a real swap, kept
+    inf, against = legs_against_facing(_from_behind(knees), SPEC)
+    assert trunk_checked(np.array([20, 40]), inf, against).tolist() == [20, 40]
+    inf, _ = legs_against_facing(_from_behind(np.full(t, -5.0)), SPEC)  # knees together: nothing said
+    assert not inf.any()
 
 
 def _people(n: int = 40) -> list[PoseFrame]:

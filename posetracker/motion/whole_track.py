@@ -5,8 +5,9 @@ then, in this order:
 
 1. joins the fragments of one track: a known number of animals (``config.known_count``:
    ``tracking.known_count.join_fragments``), else people hidden and back elsewhere (``tracking.relink``);
-2. exchanges back left and right where a person seen from behind slid to the other side
-   (``config.fix_facing``: ``tracking.facing``) and where a side view handed a knee and ankle to the other leg
+2. exchanges back left and right where a person seen from behind slid to the other side, pair by pair as
+   the facing decides (``config.fix_facing``: ``motion.sides.facing_sides``) and where a side view handed a
+   knee and ankle to the other leg
    (``config.fix_legs``: ``tracking.near_leg``);
 3. solves each track's motion over the whole clip (``config.smoothing``: ``motion.solve``);
 4. one leg each (``config.fix_legs``): where the feet's left / right labels swap (found on the solved motion),
@@ -22,12 +23,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from posetracker.motion.sides import exchange_legs, feet_swaps
+from posetracker.motion.sides import exchange_legs, facing_sides, feet_swaps
 from posetracker.motion.solve import solve_tracks
 from posetracker.session_config import SessionConfig
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking.bones import rigid_tracks
-from posetracker.tracking.facing import repair_facing
 from posetracker.tracking.known_count import join_fragments
 from posetracker.tracking.near_leg import repair_near_leg
 from posetracker.tracking.relink import relink_fragments
@@ -48,7 +48,7 @@ def whole_track_motion(tracked: list[PoseFrame], spec: SkeletonSpec, config: Ses
         tracked, relinked = relink_fragments(tracked, spec)
         report["relinked"] = {str(k): int(v) for k, v in relinked["joined"].items()}
     if config.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
-        tracked, report["facing_repairs"] = repair_facing(tracked, spec)
+        tracked, report["facing_repairs"] = facing_sides(tracked, spec)
     if config.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
         tracked, report["leg_repairs"] = repair_near_leg(tracked, spec)
     read = tracked

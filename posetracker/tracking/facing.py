@@ -22,8 +22,8 @@ length; a slide of labels collapses it to a point. So, per track:
    at most ``max_gap_s`` apart), the labels are taken to have swapped when the yaw turned
    more than ``135`` degrees: the body turns continuously, so the smaller of the two turns
    (as labelled, or as labelled plus 180) is the one taken. Each such swap toggles the
-   state from there on; frames in the swapped state have every mirror pair exchanged
-   (keypoints, confidences and world coordinates); unreadable frames between two readable
+   state from there on (frames in the swapped state have their labels exchanged back:
+   ``motion.sides.facing_sides``); unreadable frames between two readable
    ones take the nearer one's state. A turn of 90-135 degrees could be
    either (a back-facing person's depth is read poorly), so it ends the stretch: the next
    one starts on the network's labels again, and no swap is carried through it.
@@ -36,6 +36,8 @@ length; a slide of labels collapses it to a point. So, per track:
    makes such a stretch) the stretch is left as the network read it. Without swaps
    nothing changes (the face alone is not trusted to mirror anyone).
 
+The states (:func:`repair_states`) are applied pair by pair where left and right are decided,
+``motion.sides.facing_sides``: the head and shoulders follow them, each other pair its parent pair.
 Only for the offline pipeline: a swap is known once the turn is over. Shapes: T frames
 of one track, K joints.
 """
@@ -47,8 +49,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.mirror import permute_tracks
-from posetracker.types import PoseFrame
 
 FACE = ("nose", "left_eye", "right_eye")
 TRUNK = (("left_shoulder", "right_shoulder"), ("left_hip", "right_hip"))
@@ -162,17 +162,4 @@ def repair_states(world: np.ndarray, confidence: np.ndarray, times: np.ndarray, 
     return state
 
 
-def repair_facing(frames: list[PoseFrame], spec: SkeletonSpec,
-                  settings: FacingSettings | None = None) -> tuple[list[PoseFrame], dict[int, int]]:
-    """Exchange every mirror pair in the frames where a track's labels slid to the other side (module docstring).
-
-    frames: T tracked PoseFrames with world coordinates (people with id -1, or frames without world, pass
-    through). Returns new frames and {track id: frames exchanged} for tracks with any.
-    """
-    if not frames or not applies(spec):
-        return list(frames), {}
-    mirror = np.asarray(spec.mirror_index, np.int64)
-    return permute_tracks(frames, mirror, lambda tr: repair_states(tr.world, tr.confidence, tr.times, spec, settings))
-
-
-__all__ = ["FacingSettings", "applies", "facing_camera", "repair_facing", "repair_states", "swap_states", "trunk_yaw"]
+__all__ = ["FacingSettings", "applies", "facing_camera", "repair_states", "swap_states", "trunk_yaw"]
