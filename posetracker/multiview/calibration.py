@@ -7,6 +7,8 @@ coordinates as ``R @ X + t`` (x right, y down, z forward), divided by z, distort
 Readers are keyed by format name in :data:`READERS`; :func:`read_calibration` picks one from the file name:
 Qualisys ``*.qca.txt``, Pose2Sim / anipose / FreeMoCap ``*.toml`` (cameras with a Rodrigues rotation), OpenCV
 ``FileStorage`` ``*.yml`` / ``*.yaml`` / ``*.xml`` (one camera a file; :func:`read_calibrations` joins files).
+:func:`write_toml` writes cameras as Pose2Sim / anipose TOML (``posetracker calibrate``);
+:func:`calibration_floor` gives the calibration's z = 0 plane as a sequence carries it (``metadata["floor"]``).
 """
 
 from __future__ import annotations
