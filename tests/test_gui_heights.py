@@ -61,6 +61,8 @@ def test_people_and_fields_map_to_the_library_heights():
     rows = people_of(seq)
     assert rows == [PersonHeight(0, 1.684, "estimated"), PersonHeight(1, None, "unknown")]
     assert estimated_text(rows[0]) == "1.68 m" and "unknown" in estimated_text(rows[1])
+    seq.metadata["people"]["0"]["stature_source"] = "multi-view"
+    assert estimated_text(people_of(seq)[0]) == "1.68 m (several cameras)"
     assert people_of(None, [3, 1, 1, -1]) == [PersonHeight(1), PersonHeight(3)]
     assert field_height(NOT_GIVEN) is None and field_height(1.7) == 1.7
     assert heights_from_fields({0: 1.6, 1: None}) == Heights(None, {0: 1.6})

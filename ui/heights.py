@@ -70,6 +70,8 @@ def estimated_text(person: PersonHeight) -> str:
     """What the result reads of a person's height, for the row's middle column."""
     if person.stature_m is not None and person.source in ("estimated", "given"):
         return f"{person.stature_m:.2f} m"
+    if person.stature_m is not None and person.source in ("multi-view", "floor"):  # measured, not read from a pose
+        return f"{person.stature_m:.2f} m ({'several cameras' if person.source == 'multi-view' else 'the floor'})"
     if person.source == "unknown":
         return "unknown (never whole)"
     return "after processing"
