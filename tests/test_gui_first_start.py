@@ -94,3 +94,28 @@ def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, 
     err = capfd.readouterr().err
     assert "WARNING" not in err and "INFO" not in err and "quantiz" not in err.lower(), err
     assert not [r for r in caplog.records if "onnxruntime" in r.pathname or r.name.startswith("onnxruntime")]
+
+
+def test_the_app_s_console_leaves_out_pyopengl_s_library_search(capfd):
+    """On a system without libopengl0 PyOpenGL logs 'Failed to load library' at INFO before it uses libGL: the
+    app's console logging (ui.app.console_logging) keeps it out, and its own INFO lines in."""
+    from ui.app import console_logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    for h in handlers:
+        root.removeHandler(h)
+    try:
+        console_logging()
+        capfd.readouterr()
+        logging.getLogger("OpenGL.platform.ctypesloader").info("Failed to load library ( 'libOpenGL.so.0' )")
+        logging.getLogger("ui.worker").info("model ready")
+        err = capfd.readouterr().err
+        assert "libOpenGL" not in err and "model ready" in err
+    finally:
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
+        logging.getLogger("OpenGL").setLevel(logging.NOTSET)

@@ -96,6 +96,13 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
     QTimer.singleShot(int(seconds * 1000), finish)
 
 
+def console_logging() -> None:
+    """The app's INFO lines on the console; PyOpenGL's only from WARNING up (it logs at INFO each GL library it
+    tries, "Failed to load library ('libOpenGL.so.0')" on a system without libopengl0, then uses libGL)."""
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("OpenGL").setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     from .platform_check import check_platform
@@ -104,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(problem, file=sys.stderr)
         return 2
     # (ONNX Runtime's quantiser, the first start's model preparation, stays quiet: posetracker.model.int8)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    console_logging()
     import torch
 
     torch.set_num_threads(1)  # inference gets one core; the GUI and decoding keep the other
