@@ -11,7 +11,7 @@ import pytest
 
 from posetracker.export.bvh import BvhOptions, solve_person
 from posetracker.export.bvh_solve import bone_steps, rest_bone_axes, twist_flips, world_rotations
-from posetracker.motion.rotations import RotationSettings, solve_bone
+from posetracker.motion.rotations import RotationSettings, hinge_signs, solve_bone
 from posetracker.tracks import person_tracks
 from conftest import shared_path
 from test_bvh_synthetic import make_sequence
@@ -101,6 +101,29 @@ def test_a_steady_turn_is_followed_and_an_unread_stretch_bridged():
     assert diff.max() < 2.0
     steps = _angle(solved[:-1], solved[1:])
     assert steps.max() < 6.5
+
+
+def test_a_knee_axis_read_across_the_pelvis_keeps_its_sign_while_bent():
+    """A bent knee's hinge axis read at right angles to the pelvis' (a leg turned out) and wobbling across it:
+    signed frame by frame by the pelvis it flips half a turn each time the wobble crosses; over the take it
+    keeps the sign of the frames where the reading says which way it bends, and changes sign only while the leg
+    is straight (its axis unread)."""
+    n = 60
+    wobble = np.radians(15.0) * np.sin(np.arange(n) / 3.0)
+    hinge = np.stack([np.sin(wobble), np.zeros(n), np.cos(wobble)], 1)  # about +z, crossing the pelvis' normal
+    ref = np.tile([1.0, 0.0, 0.0], (n, 1))  # the pelvis' hinge: +x
+    hinge[:10] = ref[:10]  # bent forwards, as the pelvis says, for the first 10 frames ...
+    bend = np.ones(n)
+    frame_by_frame = np.where(np.sum(hinge * ref, 1) < 0, -1.0, 1.0)
+    assert np.sum(frame_by_frame[1:] != frame_by_frame[:-1]) > 3  # the old rule flips the knee over and over
+    signs = hinge_signs(hinge, ref, bend)
+    assert np.all(signs[10:] == signs[10])  # one sign while bent
+    assert np.all(signs[:10] == 1.0)  # the frames that say which way agree with the pelvis
+    back = hinge.copy()
+    back[30:] = -ref[30:]  # ... and fully backwards from frame 30, straight (unread) in between:
+    bend[25:30] = 0.0
+    signs = hinge_signs(back, ref, bend)
+    assert np.all(signs[30:] == -1.0) and np.all(signs[:10] == 1.0)  # a knee never bends backwards
 
 
 CLIPS = ("more/sports2d_demos/demo4_older_woman_walking.mp4", "sleap_dance_human/dance.mp4", "more/pose2sim_demo/multi_cam02.mp4")

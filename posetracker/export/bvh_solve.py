@@ -30,7 +30,15 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from posetracker.export.bvh_rig import HUMANOID, SPINE_FRACTION, Rig
-from posetracker.motion.rotations import RotationSettings, aim_share, direction_weight, limit_speed, solve_bone, swing_onto
+from posetracker.motion.rotations import (
+    RotationSettings,
+    aim_share,
+    direction_weight,
+    hinge_signs,
+    limit_speed,
+    solve_bone,
+    swing_onto,
+)
 
 X, Y, Z = np.eye(3)
 BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
@@ -196,7 +204,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
         ref = _unit(swing(rh @ a0, d1, rh @ n0))
         hinge, bend = _bend_weight(d1, d2)
         hinge = np.where(np.isfinite(hinge), hinge, ref)
-        hinge = np.where((_dot(hinge, ref) < 0)[:, None], -hinge, hinge)  # a knee never bends backwards
+        hinge = hinge * hinge_signs(hinge, ref, bend)[:, None]  # a knee never bends backwards; no flip while bent
         n = _unit(bend[:, None] * hinge + (1 - bend[:, None]) * ref)
         R[f"{side}UpLeg"] = _aim(frame_from(d1, n, a0, n0), ones, bend + (1 - bend) * w_hip, a0, lam, s)
         R[f"{side}Leg"] = frame_from(d2, R[f"{side}UpLeg"] @ n0, a0, n0)  # the knee: on the thigh's hinge

@@ -174,4 +174,36 @@ def aim_share(robust: np.ndarray) -> np.ndarray:
     return s * s * (3 - 2 * s)
 
 
-__all__ = ["RotationSettings", "aim_share", "direction_weight", "limit_speed", "solve_bone", "swing_onto"]
+def hinge_signs(hinge: np.ndarray, ref: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """(T,) +1 / -1: each frame's hinge axis ``hinge`` (T, 3) unit, read from a limb's bend, signed so that the
+    limb bends the way ``ref`` (T, 3) unit says (a knee never bends backwards), over the whole take at once
+    (Viterbi over the two signs): a backward bend costs ``-dot(signed hinge, ref)`` where positive, and a sign
+    that turns the axis between two frames costs its turn (radians) times the lesser ``weight`` (T,) in [0, 1]
+    of the two (how well each frame's bend fixes its axis). So an axis read at right angles to ``ref`` (a leg
+    turned out, or a hip line misread) keeps its sign from the frames around it instead of flipping half a turn
+    each time the dot product crosses zero; the sign changes where the limb is straight (its axis unread)."""
+    h = np.nan_to_num(hinge)
+    n = len(h)
+    if n == 0:
+        return np.ones(0)
+    signs = np.array([1.0, -1.0])
+    agree = np.sum(h * np.nan_to_num(ref), axis=1)
+    unary = np.maximum(-signs[None, :] * agree[:, None], 0.0)  # (T, 2)
+    w = np.clip(np.nan_to_num(weight), 0.0, 1.0)
+    cost = unary[0].copy()
+    back = np.zeros((n, 2), np.int64)
+    for t in range(1, n):
+        c = np.clip(np.dot(h[t], h[t - 1]), -1.0, 1.0)
+        turn = np.arccos(np.clip(signs[:, None] * signs[None, :] * c, -1.0, 1.0))  # (now, before)
+        total = cost[None, :] + min(w[t], w[t - 1]) * turn
+        back[t] = np.argmin(total, axis=1)
+        cost = total[[0, 1], back[t]] + unary[t]
+    out = np.empty(n)
+    k = int(np.argmin(cost))
+    for t in range(n - 1, -1, -1):
+        out[t] = signs[k]
+        k = back[t, k]
+    return out
+
+
+__all__ = ["RotationSettings", "aim_share", "direction_weight", "hinge_signs", "limit_speed", "solve_bone", "swing_onto"]
