@@ -23,9 +23,9 @@ def window(qtbot):
 
 
 def test_library_choices_apply_only_where_they_mean_something():
-    assert chosen_options("bvh", {}) == {"origin": "floor", "floor": "fit", "foot_lock": True}
+    assert chosen_options("bvh", {}) == {"origin": "floor", "floor": "fit"}
     assert chosen_options("bvh", {"floor": "percentile"}) == {"origin": "floor", "floor": "percentile"}
-    assert chosen_options("bvh", {"origin": "camera", "foot_lock": False}) == {"origin": "camera"}
+    assert chosen_options("bvh", {"origin": "camera", "floor": "percentile"}) == {"origin": "camera"}
     assert chosen_options("trc", {"origin": "floor"}) == {"origin": "floor"}
     assert chosen_options("csv", {}) == {} and export_choices("csv") == ()
     with pytest.raises(ValueError, match="no export choice"):
@@ -42,18 +42,14 @@ def test_the_bvh_form_greys_out_what_does_not_apply(qtbot):
 
     dialog = ExportOptionsDialog("bvh", "/tmp/walk.bvh")
     qtbot.addWidget(dialog)
-    assert dialog.options() == {"origin": "floor", "floor": "fit", "foot_lock": True}
-    assert "repair_legs" not in dialog.widgets
-    lock = dialog.widgets["foot_lock"]
-    assert lock.isEnabled()
+    assert dialog.options() == {"origin": "floor", "floor": "fit"}
+    assert "repair_legs" not in dialog.widgets and "foot_lock" not in dialog.widgets  # the session plants the feet
+    floor = dialog.widgets["floor"]
+    assert floor.isEnabled()
     dialog.set_choice("floor", "percentile")
-    assert not lock.isEnabled() and "foot_lock" not in dialog.options()
-    dialog.set_choice("floor", "fit")
-    lock.setChecked(False)
-    assert dialog.options()["foot_lock"] is False
+    assert dialog.options() == {"origin": "floor", "floor": "percentile"}
     dialog.set_choice("origin", "camera")
-    assert not dialog.widgets["floor"].isEnabled() and not lock.isEnabled()
-    assert dialog.options() == {"origin": "camera"}
+    assert not floor.isEnabled() and dialog.options() == {"origin": "camera"}
     with pytest.raises(ValueError):
         dialog.set_choice("origin", "moon")
 
@@ -79,7 +75,7 @@ def test_the_app_exports_with_the_chosen_floor_and_cancel_writes_nothing(qtbot, 
     window.ask_export("bvh")
     qtbot.waitUntil(lambda: not window._jobs, timeout=10000)
     report = json.loads((tmp_path / "walk.bvh.json").read_text())
-    assert report["floor"]["reason"] == "floor=percentile" and not report["foot_lock"]["enabled"]
+    assert report["floor"]["reason"] == "floor=percentile" and "foot_lock" not in report
     # the dialog says which people and frames it writes (issue #50 item 5)
     assert shown == [f"Writing {target}\n1 person (id 0), frames 0-39 (40 frames, 1.3 s)"]
 

@@ -4,7 +4,8 @@
 
 RESULT.json: ``posetracker process CLIP --out RESULT.json`` (the finished result every export reads). Per file the
 clip's floor is fitted as the exports fit it (``analysis.ground.ground_from_sequence``: one normal, a floor per
-person, the stance phases of each ankle on still ground), and per person, over every stance phase:
+person, the stance phases of each ankle on still ground), and per person, over every stance phase (those the
+session held on the floor, ``metadata["feet"]``, where it did; else those the fit finds):
 
 - ``world``: the sequence's world coordinates (what CSV / JSON / TRC write), taken to the person's floor frame
   (``FloorFrame.to_person_floor``, TRC's ``--origin floor``);
@@ -62,6 +63,7 @@ def _under(soles: np.ndarray) -> tuple[int, float]:
 def measure(path: Path) -> list[dict]:
     from posetracker.analysis.foot_contact import FEET
     from posetracker.analysis.ground import ground_from_sequence
+    from posetracker.analysis.stance import ContactPhase
     from posetracker.evaluation.feet_on_floor import joint_positions, motion_frames
     from posetracker.export import read_sequence
     from posetracker.export.bvh import BvhOptions, solve_person
@@ -73,8 +75,11 @@ def measure(path: Path) -> list[dict]:
     spec = seq.skeleton
     rows = []
     ankle_idx = [spec.index(f"{s}_ankle") for s in FEET]
+    held = (seq.metadata.get("feet") or {}).get("people", {})
     for tid, tr in person_tracks(seq).items():
         phases = ground.phases.get(tid, [])
+        if str(tid) in held:  # the stance phases the session held on the floor (motion.feet)
+            phases = [ContactPhase(FEET.index(f), a, b) for f, a, b in held[str(tid)]["phases"]]
         a_h = ground.frame.ankle_height.get(tid, 0.0)
         world = ground.frame.to_person_floor(tr.world[:, ankle_idx], tid)
         world[~tr.valid_world(0.2)[:, ankle_idx]] = np.nan
@@ -99,7 +104,7 @@ def measure(path: Path) -> list[dict]:
         stand = a_h  # the rig's floor (fitted) is at Y = 0
         n, deep = _under(np.concatenate([pos[:, feet, 1], toes[..., 1]], axis=1) - stand)
         row["bvh"] = {**_phase_stats(bvh_ankles, phases, stand), "under_frames": n, "under_max": deep,
-                      "frames": len(pos), "locked": motion.report.get("foot_lock", {}).get("locked_phases")}
+                      "frames": len(pos)}
         rows.append(row)
     return rows
 

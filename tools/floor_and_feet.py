@@ -2,15 +2,16 @@
 
     python tools/floor_and_feet.py [--shared ../shared] [--poses DIR] [CLIP ...]
 
-Tracks each clip offline with the shipped model (as ``posetracker process CLIP``; about two
-minutes for the three default clips on two CPU cores), or reads DIR/<clip stem>.json when
---poses holds it (the tracked poses are saved there on the first run). Prints the floor fit
-(camera pitch, roll and height; the feet-only and body-axis estimates) and, per person, three
+Tracks and finishes each clip offline with the shipped model (as ``posetracker process CLIP``;
+about two minutes for the three default clips on two CPU cores; the finishing step holds the
+standing feet on the floor, ``posetracker.motion.feet``), or reads DIR/<clip stem>.json when
+--poses holds it (the finished poses are saved there on the first run). Prints the floor fit
+(camera pitch, roll and height; the feet-only and body-axis estimates) and, per person, two
 BVH exports: ``percentile`` (level camera, floor at the 2nd percentile of the lowest joint: the
-export before), ``fit`` (the fitted floor, feet as solved) and ``fit+lock`` (the default): the
-ankles' height above the floor during stance, their distance from standing on it, the slide
-per stance phase (posetracker.evaluation.feet_on_floor), locked phases, whole-body holds, bone CV and
-the largest joint step and acceleration (pops).
+export before the fit) and ``fit`` (the default): the ankles' height above the floor during
+stance, their distance from standing on it, the slide per stance phase
+(posetracker.evaluation.feet_on_floor), whole-body holds, bone CV and the largest joint step and
+acceleration (pops). ``tools/feet_outputs.py`` measures the world coordinates too.
 """
 
 from __future__ import annotations
@@ -24,17 +25,21 @@ sys.path.insert(0, str(REPO))
 
 CLIPS = ("data/video/more/sports2d_demos/demo4_older_woman_walking.mp4", "data/video/sleap_dance_human/dance.mp4",
          "data/video/more/pose2sim_demo/multi_cam02.mp4")
-VARIANTS = {"percentile": {"floor": "percentile"}, "fit": {"foot_lock": False}, "fit+lock": {}}
+VARIANTS = {"percentile": {"floor": "percentile"}, "fit": {}}
 
 
 def track(video: Path):
-    """The offline-tracked PoseSequence of ``video`` (as ``posetracker process``)."""
+    """The offline-tracked, finished PoseSequence of ``video`` (as ``posetracker process``)."""
     from posetracker.capture import open_source
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
+    from posetracker.session import DepthSettings, SessionConfig, TrackingSession
 
-    session = TrackingSession.open("human18", None, SessionConfig(mode="offline"))
+    camera = camera_before(video, "auto")
+    session = TrackingSession.open("human18", None, SessionConfig(mode="offline",
+                                                                  depth=DepthSettings(fov_deg=fov_to_track(camera))))
     with open_source(str(video)) as source:
-        return session.run(source, fps=source.fps, total=source.frame_count, metadata={"source": str(video)})
+        seq = session.run(source, fps=source.fps, total=source.frame_count, metadata={"source": str(video)})
+    return finish_sequence(seq, camera, rigid_bones=True)[0]
 
 
 def load(video: Path, poses: Path | None):
@@ -90,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(f"| {video.name} | {tid} | {name} | {m.stance_frames} | {_cm(m.height_median)} "
                             f"/ {_cm(m.height_p95)} | {_cm(m.clearance_median)} / {_cm(m.clearance_p95)} "
                             f"| {100 * m.within:.0f} | {m.phases} | {_cm(m.slide_median)} / {_cm(m.slide_max)} "
-                            f"| {100 * m.slide_under:.0f} | {m.locked_phases} | {m.held_frames} | {m.bone_cv:.4f} "
+                            f"| {100 * m.slide_under:.0f} | {m.held_frames} | {m.bone_cv:.4f} "
                             f"| {_cm(m.step_max)} / {_cm(m.accel_p99)} | {m.under_frames} / {len(motion.root)} "
                             f"| {_cm(m.under_max)} |")
     print("| clip | fitted | pitch (deg) | roll (deg) | feet-only pitch | body-axis pitch | camera height (m) "
@@ -99,10 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(floors))
     print()
     print("| clip | person | export | stance frames | ankle height median / p95 (cm) | off the floor median / p95 (cm) "
-          "| within 3 cm (%) | stance phases | slide median / max (cm) | phases under 2 cm (%) | locked | held frames "
+          "| within 3 cm (%) | stance phases | slide median / max (cm) | phases under 2 cm (%) | held frames "
           "| bone CV | largest joint step / accel p99 (cm/frame, cm/frame^2) | frames with an ankle > 3 cm under "
           "standing | deepest (cm) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     return 0
 

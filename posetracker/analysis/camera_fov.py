@@ -228,7 +228,7 @@ def fov_after_tracking(seq: PoseSequence, fov_used: float, rigid_bones: bool = T
     if est.fov_deg != fov_used:
         seq = relift_sequence(seq, fov_used, est.fov_deg)
         if rigid_bones:
-            seq = dataclasses.replace(seq, frames=rigid_tracks(seq.frames, seq.skeleton))
+            seq = dataclasses.replace(seq, frames=rigid_tracks(seq.frames, seq.skeleton, on_rays=True))
     return seq, est.camera_fov()
 
 

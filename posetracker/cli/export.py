@@ -72,8 +72,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
         for message in height_warnings:
             print(f"warning: {message}", file=sys.stderr)
     options = {k: v for k, v in {"rotation_order": args.rotation_order, "units": args.units, "max_gap_s": args.max_gap,
-                                 "min_confidence": args.min_confidence, "origin": args.origin, "floor": args.floor,
-                                 "foot_lock": False if args.no_foot_lock else None}.items() if v is not None}
+                                 "min_confidence": args.min_confidence, "origin": args.origin,
+                                 "floor": args.floor}.items() if v is not None}
     try:
         if exporter.name in ("csv", "json"):
             if args.person is not None:
@@ -111,9 +111,7 @@ def add_export_parser(subparsers: Any) -> argparse.ArgumentParser:
                          "X=Z=0; TRC (default camera): floor gives Y up from that floor; camera keeps camera axes")
     ex.add_argument("--floor", choices=["fit", "percentile"], default=None,
                     help="BVH floor: fit (default: to the stance feet, camera pitch and roll undone) or percentile "
-                         "(level camera, 2nd percentile of the lowest joint, as before; no foot lock)")
-    ex.add_argument("--no-foot-lock", action="store_true",
-                    help="BVH: leave the standing feet as solved (default: locked on the fitted floor)")
+                         "(level camera, 2nd percentile of the lowest joint, as before)")
     ex.add_argument("--max-gap", type=float, default=None,
                     help="BVH: longest gap (s) to interpolate; longer ones hold the pose (default 0.5)")
     ex.add_argument("--min-confidence", type=float, default=None, help="joints below this count as missing")

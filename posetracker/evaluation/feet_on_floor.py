@@ -20,7 +20,7 @@ BVH space: Y = 0 is the person's floor) and the stance phases the floor fit foun
   percentile of the joints' acceleration (second difference, metres per frame squared): pops show
   here.
 
-Every stance phase counts, locked or not. ``tools/floor_and_feet.py`` prints these for the three
+Every stance phase counts. ``tools/floor_and_feet.py`` prints these for the three
 clips of ``docs/experiments/floor-and-feet.md``; ``tests/test_floor_clips.py`` checks the targets.
 """
 
@@ -51,7 +51,6 @@ class FeetOnFloor:
     slide_median: float
     slide_max: float
     slide_under: float
-    locked_phases: int
     held_frames: int
     bone_cv: float
     step_max: float
@@ -101,7 +100,6 @@ def feet_on_floor(motion: BvhMotion, track: PersonTrack, phases: list[ContactPha
     cv = float((lengths.std(0) / np.maximum(lengths.mean(0), 1e-9)).max())
     step = np.linalg.norm(np.diff(pos, axis=0), axis=-1)
     accel = np.linalg.norm(np.diff(pos, 2, axis=0), axis=-1)
-    lock = motion.report.get("foot_lock", {})
     depth = ankle_height - ankles[..., 1].min(axis=1)  # (T,) how far the lower ankle is below standing
     return FeetOnFloor(
         int(track.track_id), len(h), len(s),
@@ -110,7 +108,6 @@ def feet_on_floor(motion: BvhMotion, track: PersonTrack, phases: list[ContactPha
         float(np.mean(c <= within_m)) if len(c) else nan,
         float(np.median(s)) if len(s) else nan, float(s.max()) if len(s) else nan,
         float(np.mean(s < slide_m)) if len(s) else nan,
-        int(lock.get("locked_phases", 0)),
         int(sum(b - a for a, b in (h_["bvh_frames"] for h_ in motion.report.get("held_pose", [])))), cv,
         float(step.max()) if step.size else nan, float(np.percentile(accel, 99)) if accel.size else nan,
         int((depth > within_m).sum()), float(max(depth.max(initial=0.0), 0.0)))

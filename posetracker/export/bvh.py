@@ -29,16 +29,16 @@ clip's stance feet (:mod:`posetracker.analysis.ground`, ``floor="fit"``):
 step 1 maps camera space into the floor frame instead (Y up along the floor's
 normal, so gravity is -Y whatever the camera's pitch and roll; X the camera's
 right along the floor), each person's own floor goes to Y = 0 and the first
-frame's root to X = Z = 0; during each stance phase the ankle is locked on the
-floor, an ankle height above it (:mod:`.bvh_feet`: the root follows the
-standing foot, two-bone IK on the legs, eased in and out; ``foot_lock=False``
-leaves the feet as solved; the rest pose still stands on its ankles at Y = 0). When the feet give no floor (too few stance
+frame's root to X = Z = 0. The standing feet are the motion's: the session
+held each stance foot still on this floor, an ankle height above it, in the
+world coordinates every output reads (:mod:`posetracker.motion.feet`; the
+report's ``feet`` is its report); the export moves no foot (the rest pose
+stands on its ankles at Y = 0). When the feet give no floor (too few stance
 frames, no plane), and with ``floor="percentile"``, the level camera's axes
-above are kept and the floor is the 2nd percentile of the lowest joint, with
-no foot lock (the method before the fit); the report's ``floor`` says which
-and why, ``bvh_from_camera`` gives the whole map (BVH = R camera + t, in the
-file's units) and ``foot_lock`` the slide of each stance phase before and
-after. ``"camera"`` keeps camera coordinates (step 1 only). Several people
+above are kept and the floor is the 2nd percentile of the lowest joint (the
+method before the fit); the report's ``floor`` says which and why, and
+``bvh_from_camera`` gives the whole map (BVH = R camera + t, in the file's
+units). ``"camera"`` keeps camera coordinates (step 1 only). Several people
 share one X, Z origin (the first person's first root) and stand apart where
 they stood; on the fitted floor each stands on their own floor (a monocular
 depth error moves a person's floor along the normal), on the percentile floor
@@ -64,7 +64,6 @@ from typing import Any
 import numpy as np
 
 from posetracker.analysis.ground import Ground, ground_from_tracks
-from posetracker.export.bvh_feet import LockSettings, clamp_swing, lock_feet, lock_report, motion_phases
 from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
     ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
 from posetracker.export.bvh_rig import (
@@ -156,33 +155,8 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     scale = UNITS[options.units]
     if fitted:
         floor = ground.frame.person_floor.get(track.track_id, 0.0)
-        stand = floor + ground.frame.ankle_height.get(track.track_id, 0.0)
     else:
         floor = float(np.percentile(np.nanmin(filled[ok][:, required, 1], axis=1), 2))
-    lock: dict[str, Any] = {"enabled": False}
-    if options.origin != "floor":
-        lock["reason"] = "origin camera: no floor"
-    elif options.floor == "percentile":
-        lock["reason"] = "floor=percentile: no fitted floor"
-    elif not fitted:
-        lock["reason"] = "no fitted floor" + (f" ({ground.frame.report.get('reason')})" if ground is not None else "")
-    elif not options.foot_lock:
-        lock["reason"] = "foot_lock off"
-    elif not humanoid:
-        lock["reason"] = "the generic rig has no legs to lock"
-    else:
-        phases, grid = motion_phases(ground.phases.get(track.track_id, []), slots, first, ok)
-        contacts = ground.contacts.get(track.track_id)
-        swaps = [] if contacts is None else [int(slots[i]) - first for i in contacts.swaps]
-        starts = [a for a, _ in all_takes[1:]]  # no lock eases across a long gap either
-        cuts = sorted({int(np.searchsorted(grid, c)) for c in swaps + starts if 0 <= c < len(ok)})
-        result = lock_feet(world, root, rig, phases, stand, dt, LockSettings(), cuts)
-        world, lift = clamp_swing(result.world, result.root, rig, stand, dt, result.weight)
-        root = result.root
-        lock = {"enabled": True, "reason": "", "blend_frames": int(round(LockSettings().blend_s / dt)),
-                **lock_report(result, grid, phases, scale, stand - floor),
-                "swing_lifted_frames": int((lift > 0).any(1).sum()),
-                "swing_lift_max": round(scale * float(lift.max(initial=0.0)), 3)}
     if humanoid:
         world = level_feet(world, rig.names)
     world, root = world[take], root[take]
@@ -235,7 +209,6 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         "takes": [span_of(a, b) for a, b in takes],
         "dropped_takes": [span_of(a, b) for a, b in all_takes if (a, b) not in takes], "min_take_s": options.min_take_s,
         "floor": floor_report, "bvh_from_camera": map_report(rotation, translation + shift, options.units),
-        "foot_lock": lock,
     }
     return BvhMotion(rig, root + shift, euler, dt, options.rotation_order.upper(), report, floor, shift, fitted,
                      np.array(rotation, np.float64), np.array(translation, np.float64), takes)
@@ -287,6 +260,8 @@ class BvhExporter:
             motion.report["source"] = seq.metadata.get("source", "")
             if "camera" in seq.metadata:  # the field of view the 3-D was lifted with, and where it came from
                 motion.report["camera"] = seq.metadata["camera"]
+            if "feet" in seq.metadata:  # the standing feet the session held on the floor (motion.feet)
+                motion.report["feet"] = seq.metadata["feet"]
             for k, take in enumerate(motion.takes):
                 name = out if len(motion.takes) == 1 else out.with_name(f"{out.stem}_take{k + 1}{out.suffix}")
                 part = motion.take(k)

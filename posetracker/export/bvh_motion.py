@@ -25,8 +25,8 @@ class BvhOptions:
     """rotation_order: channel order (intrinsic); units: cm, m or mm; rig: auto, humanoid or skeleton;
     max_gap_s: longest gap interpolated; min_confidence: below it a joint counts as missing;
     symmetric: equal left/right bone lengths; origin: floor or camera; min_take_s: shorter takes are not written;
-    floor: fit (to the stance feet) or percentile (level camera, as before); foot_lock: lock the standing feet
-    on a fitted floor. The legs are the sequence's: where a side view's left / right labels of the feet swapped,
+    floor: fit (to the stance feet) or percentile (level camera, as before). The standing feet are the sequence's
+    (the session held them on the floor: :mod:`posetracker.motion.feet`), and so are the legs: where a side view's left / right labels of the feet swapped,
     the session exchanged them back in the motion itself (:mod:`posetracker.motion.sides`), for every output."""
 
     rotation_order: str = "ZXY"
@@ -38,7 +38,6 @@ class BvhOptions:
     origin: str = "floor"
     min_take_s: float = 0.25
     floor: str = "fit"
-    foot_lock: bool = True
 
     def __post_init__(self) -> None:
         if self.rotation_order.upper() not in ORDERS:

@@ -2,8 +2,8 @@
 
 Each :class:`ExportChoice` is one keyword of the exporter's ``write`` (``BvhOptions`` fields for
 BVH, ``TrcExporter.write``'s for TRC) with the values a person can pick and how to say them;
-the same keywords as ``posetracker export``'s ``--origin``, ``--floor`` and ``--no-foot-lock``. A choice that only means something with another one set (the foot lock
-needs a fitted floor on the floor origin) names it in ``needs``.
+the same keywords as ``posetracker export``'s ``--origin`` and ``--floor``. A choice that only means something
+with another one set (the floor needs the floor origin) names it in ``needs``.
 """
 
 from __future__ import annotations
@@ -43,14 +43,10 @@ CHOICES: dict[str, tuple[ExportChoice, ...]] = {
                                           ("camera", "camera axes: X right, Y up, Z towards the camera")),
                      help="floor: everyone on one floor, the first person's first root at X = Z = 0"),
         ExportChoice("floor", "Floor", (("fit", "fitted to the standing feet (camera pitch and roll undone)"),
-                                        ("percentile", "level camera, under the lowest joint (no foot lock)")),
+                                        ("percentile", "level camera, under the lowest joint")),
                      needs=(("origin", "floor"),),
                      help="fit: a robust plane through the ankles of every stance phase; percentile: the export "
                           "before the floor fit"),
-        ExportChoice("foot_lock", "Lock the standing feet on the floor",
-                     ((True, "standing feet held still"), (False, "feet as solved")),
-                     needs=(("origin", "floor"), ("floor", "fit")),
-                     help="Each stance phase's ankle held at its median position, the leg solved by two-bone IK"),
     ),
     "trc": (
         ExportChoice("origin", "Origin", (("camera", "camera axes (Y = -camera y, mm)"),

@@ -29,11 +29,12 @@ person's own floor):
    ``ground.drop_raised`` would read it as standing.
 
 On the 4-view trial (``docs/experiments/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
-at all; step 2 costs the knees 0.5-3 degrees in 6 of 8 view-person cells (a near-straight leg bends by 10-15
-degrees for 1 cm of length) and leaves PA-MPJPE within 1 mm.
+at all; step 2 costs the knees 0.5-3 degrees in 7 of 8 view-person cells (a near-straight leg bends by 10-15
+degrees for 1 cm of length) and leaves PA-MPJPE within 1.2 mm.
 
 Stance phases come from :mod:`posetracker.analysis.stance` as the floor fit finds them (the raised foot of a
-person balancing on the other is not standing, ``ground.drop_raised``). Where no floor is fitted (too few stance
+person balancing on the other is not standing, ``ground.drop_raised``), less those whose ankle is more than
+``max_height_m`` (15 cm) from standing height (a foot held up while the other swings, a stair step). Where no floor is fitted (too few stance
 frames, not one plane, an animal without ankles) nothing moves and the report says why.
 
 Shapes: T frames of a track (the sequence's frames), K joints, F = 2 feet (left, right), P stance phases.
@@ -48,6 +49,7 @@ from typing import Any
 
 import numpy as np
 from scipy.linalg import solve_banded
+from scipy.ndimage import gaussian_filter1d
 from scipy.sparse import csr_matrix, diags, vstack
 from scipy.sparse.linalg import spsolve
 
@@ -56,6 +58,8 @@ from posetracker.motion.solve import _prior_bands
 from posetracker.types import PoseSequence
 
 FEET = ("left", "right")
+SIDE_SMOOTH_FRAMES = 2.0  # Gaussian sigma (frames) of the direction a moved knee bends out to
+STRAIGHT_M = 0.02  # a knee within this of the hip -> ankle line bends out the way the frames around it do
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,9 @@ class FeetSettings:
     """blend_s: ease of a stance phase's weight in and out (s); cutoff_hz: the body translation's smoothness
     (the frequency its prior halves at unit weight); eps: weight keeping the translation near 0 where the feet
     leave it free; max_gap_s: a track unseen for longer is solved in separate runs; leg_weight: how strongly an
-    ankle out of stance goes back to as solved (step 2); rounds: the most times the floor is fitted (step 3)."""
+    ankle out of stance goes back to as solved (step 2); rounds: the most times the floor is fitted (step 3);
+    max_height_m: a phase whose ankle is farther from standing height (median) is no stance (a foot held up, a
+    stair step)."""
 
     blend_s: float = 0.1
     cutoff_hz: float = 8.0
@@ -71,6 +77,7 @@ class FeetSettings:
     max_gap_s: float = 0.5
     leg_weight: float = 1.0
     rounds: int = 4
+    max_height_m: float = 0.15
 
     def smoothness(self, frame_s: float) -> float:
         w = 2.0 * math.sin(math.pi * min(self.cutoff_hz * frame_s, 0.5))
@@ -163,8 +170,9 @@ def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple
     Done ``settings.rounds`` times, the floor and the stance phases fitted again each time to the motion the
     round before gave (as the exports will fit them: a foot read higher than the standing one is no stance
     there, ``ground.drop_raised``, and planted it may be). The report (``metadata["feet"]``): whether a floor
-    was fitted (or why not), and per person the stance phases and the largest body translation. The input is
-    not changed; 2-D keypoints and confidences are kept.
+    was fitted (or why not), and per person the largest body translation and the stance phases held
+    (``phases``: [foot, start, stop) in positions of the sequence's frames). The input is not changed; 2-D
+    keypoints and confidences are kept.
     """
     s = settings or FeetSettings()
     out, report, phases = _plant_once(seq, s, None)
@@ -175,13 +183,20 @@ def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple
         if found == phases:  # the floor fitted again finds the feet it planted: done
             break
         out, phases, rounds = again, found, rounds + 1
+        report["floor_pitch_deg"], report["floor_roll_deg"] = more["floor_pitch_deg"], more["floor_roll_deg"]
         for tid, person in more.get("people", {}).items():
             first = report["people"].setdefault(tid, {"stance_phases": 0, "largest_shift_m": 0.0})
-            first["stance_phases"] = person["stance_phases"]
+            first["stance_phases"], first["phases"] = person["stance_phases"], person["phases"]
             first["largest_shift_m"] = max(first["largest_shift_m"], person["largest_shift_m"])
     if report.get("planted"):
         report["rounds"] = rounds
     return out, report
+
+
+def _on_floor(heights: np.ndarray, stand: float, most: float) -> bool:
+    """Whether a phase's (N,) ankle heights (m, nan unknown) lie within ``most`` of standing height (median)."""
+    h = heights[np.isfinite(heights)]
+    return bool(len(h)) and abs(float(np.median(h)) - stand) <= most
 
 
 def _near(phases: list[ContactPhase], num_frames: int, frames: float) -> np.ndarray:
@@ -237,13 +252,14 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
         phases = ground.phases.get(tid, [])
         if allowed is not None:
             phases = _within(phases, allowed.get(tid, np.zeros((tr.num_frames, 2), bool)))
-        if not phases:
-            continue
-        planted[tid] = phases
         stand = frame.ankle_height.get(tid, 0.0)
         pts = frame.to_person_floor(tr.world, tid)  # (T, K, 3)
         feet = pts[:, ankles].copy()  # (T, F, 3)
         feet[~tr.valid_world(0.2)[:, ankles]] = np.nan
+        phases = [p for p in phases if _on_floor(feet[p.start:p.stop, p.foot, 1], stand, s.max_height_m)]
+        if not phases:
+            continue
+        planted[tid] = phases
         shift = np.zeros((tr.num_frames, 3))
         for a, b in _runs(tr.present & np.isfinite(pts).all(-1).any(-1), max_gap):
             mine = [ContactPhase(p.foot, p.start - a, p.stop - a) for p in phases if a <= p.start and p.stop <= b]
@@ -258,7 +274,8 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
         moved = _legs(moved, legs, phases, stand, tr.valid_world(0.2), blend, lam, s.leg_weight)
         new_world[tid] = (moved - frame.to_person_floor(np.zeros(3), tid)) @ frame.rotation  # back to camera space
         people[str(tid)] = {"stance_phases": len(phases),
-                            "largest_shift_m": round(float(np.linalg.norm(shift, axis=1).max()), 4)}
+                            "largest_shift_m": round(float(np.linalg.norm(shift, axis=1).max()), 4),
+                            "phases": [[FEET[p.foot], p.start, p.stop] for p in phases]}
     frames = []
     for i, f in enumerate(seq.frames):
         if f.world is None or not any(int(t) in new_world for t in f.track_ids):
@@ -305,16 +322,21 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
         new_a = a + solve_banded((2, 2), ab, wf[:, None] * goal)
         below = stand - new_a[:, 1]  # a swinging ankle under standing height: lifted to it
         new_a[:, 1] += np.where(np.isfinite(below) & (below > 0), below, 0.0)
-        if not np.abs(np.where(ok[:, None], new_a - a, 0.0)).max() > 1e-9:
+        known = np.isfinite(a).all(1)  # moved wherever it is known (an unsure reading too: no step at its frame)
+        if not np.abs(np.where(known[:, None], new_a - a, 0.0)).max() > 1e-9:
             continue
-        out[:, ankle] = np.where(ok[:, None], new_a, a)
-        out[:, knee] = _knee(pts[:, hip], pts[:, knee], out[:, ankle], a)
+        new_a = np.where(known[:, None], new_a, a)
+        out[:, ankle] = new_a
+        moved = np.linalg.norm(np.nan_to_num(new_a - a), axis=1) > 1e-6  # elsewhere the knee is left exactly
+        out[:, knee] = np.where(moved[:, None], _knee(pts[:, hip], pts[:, knee], out[:, ankle], a), pts[:, knee])
     return out
 
 
 def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray) -> np.ndarray:
     """(T, 3) the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin |old_ankle - knee| lengths with
-    the ankle at ``ankle`` (the circle of such knees; out of reach: on the hip -> ankle line)."""
+    the ankle at ``ankle`` (the circle of such knees; out of reach: on the hip -> ankle line): out from the line
+    the way the knee bent, that way taken over a few frames (a straight leg's is noise, and a knee that took it
+    frame by frame would flip sides)."""
     l1 = np.linalg.norm(knee - hip, axis=1)
     l2 = np.linalg.norm(old_ankle - knee, axis=1)
     v = ankle - hip
@@ -324,6 +346,14 @@ def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.nd
     along = (l1**2 + reach**2 - l2**2) / (2 * np.maximum(reach, 1e-12))
     radius = np.sqrt(np.maximum(l1**2 - along**2, 0.0))
     side = knee - hip - ((knee - hip) * u).sum(1, keepdims=True) * u  # the knee's way out from the line
+    # a near-straight leg's way out is noise: there, taken from the frames around (weighted by how far out the
+    # knee is); a bent leg keeps its own
+    out = np.linalg.norm(side, axis=1, keepdims=True)
+    around = gaussian_filter1d(np.nan_to_num(side), SIDE_SMOOTH_FRAMES, axis=0, mode="nearest")
+    around = around / np.maximum(np.linalg.norm(around, axis=1, keepdims=True), 1e-12)
+    straight = 1.0 - np.clip((np.nan_to_num(out) - STRAIGHT_M) / STRAIGHT_M, 0.0, 1.0)  # 1 within STRAIGHT_M
+    side = np.nan_to_num(side) + straight * STRAIGHT_M * around
+    side = side - (side * u).sum(1, keepdims=True) * u
     n = np.linalg.norm(side, axis=1, keepdims=True)
     side = np.where(n > 1e-9, side / np.maximum(n, 1e-12), 0.0)
     new = hip + along[:, None] * u + radius[:, None] * side

@@ -13,7 +13,8 @@ then, in this order:
 4. one leg each (``config.fix_legs``): where the feet's left / right labels swap (found on the solved motion),
    the legs exchanged back in the readings and solved again, so the solve never smooths across a swap
    (``motion.sides``);
-5. one length per bone and track (``config.rigid_bones``: ``tracking.bones.rigid_tracks``).
+5. one length per bone and track (``config.rigid_bones``: ``tracking.bones.rigid_tracks``), a bone read much
+   shorter than it is given its length in depth, its joint kept on its camera ray (``tracking.ray_bones``).
 
 Frames: T tracked PoseFrames in order (keypoints (P, K, 3) x, y px and depth m, confidence (P, K), world
 (P, K, 3) m or None).
@@ -60,7 +61,7 @@ def whole_track_motion(tracked: list[PoseFrame], spec: SkeletonSpec, config: Ses
             tracked = exchange_legs(read, spec, swaps)
             tracked = solve_tracks(tracked) if config.smoothing else tracked
     if config.rigid_bones:
-        tracked = rigid_tracks(tracked, spec)
+        tracked = rigid_tracks(tracked, spec, on_rays=True)
     return tracked, {k: {str(t): v for t, v in entry.items()} for k, entry in report.items() if entry}
 
 

@@ -26,6 +26,7 @@ from functools import lru_cache
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracking.ray_bones import rigid_on_rays
 from posetracker.types import PoseFrame, PoseSequence
 
 
@@ -262,10 +263,14 @@ class BoneLengthSolver:
 
 
 def rigid_tracks(frames: list[PoseFrame], spec: SkeletonSpec, min_confidence: float = 0.5,
-                 min_samples: int = 5) -> list[PoseFrame]:
+                 min_samples: int = 5, on_rays: bool = False) -> list[PoseFrame]:
     """Every tracked person's ``world`` rescaled to one length per bone for the whole recording: the median
     over all the track's frames where both ends are at least ``min_confidence`` (bones with fewer than
-    ``min_samples`` such frames, and untracked people, stay as measured)."""
+    ``min_samples`` such frames, and untracked people, stay as measured). ``on_rays`` (one camera's readings,
+    ``world`` in its frame): a bone read much shorter than it is takes its length in depth, its joint kept on
+    its camera ray, chosen over each whole track (:func:`posetracker.tracking.ray_bones.rigid_on_rays`); else,
+    and for bones read near their length, each bone is scaled along its measured direction (:func:`rigidify`;
+    without ``on_rays`` for triangulated points, whose depth is as sure as the rest)."""
     if not frames:
         return frames
     est = BoneLengthEstimator(spec, window=len(frames), min_samples=min_samples, min_confidence=min_confidence,
@@ -273,6 +278,8 @@ def rigid_tracks(frames: list[PoseFrame], spec: SkeletonSpec, min_confidence: fl
     for f in frames:
         est.update_frame(f)
     lengths = {tid: est.lengths(tid) for tid in est.track_ids}
+    if on_rays:
+        return _rigid_tracks_on_rays(frames, spec, lengths)
     out = []
     for f in frames:
         people = [p for p, tid in enumerate(f.track_ids.tolist()) if tid in lengths]
@@ -283,6 +290,20 @@ def rigid_tracks(frames: list[PoseFrame], spec: SkeletonSpec, min_confidence: fl
         world[people] = rigidify(f.world[people], np.stack([lengths[int(f.track_ids[p])] for p in people]), spec)
         out.append(dataclasses.replace(f, world=world))
     return out
+
+
+def _rigid_tracks_on_rays(frames: list[PoseFrame], spec: SkeletonSpec, lengths: dict[int, np.ndarray]) -> list[PoseFrame]:
+    """:func:`rigid_tracks` with each track's bones placed by :func:`rigid_on_rays` over the whole track."""
+    worlds = [None if f.world is None else f.world.copy() for f in frames]
+    for tid, length in lengths.items():
+        rows = [(t, p) for t, f in enumerate(frames) if f.world is not None
+                for p in np.flatnonzero(f.track_ids == tid).tolist()]
+        if not rows:
+            continue
+        placed = rigid_on_rays(np.stack([frames[t].world[p] for t, p in rows]), length, spec)
+        for (t, p), w in zip(rows, placed):
+            worlds[t][p] = w
+    return [f if w is None else dataclasses.replace(f, world=w) for f, w in zip(frames, worlds)]
 
 
 def settle_bones(seq: PoseSequence) -> PoseSequence:

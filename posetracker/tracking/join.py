@@ -14,8 +14,8 @@ A long video is tracked in parts (``posetracker.batch``: one Ray task each), par
   (``tracking.mirror``), so two parts can disagree about a side for a whole track; :func:`align_sides` swaps
   a matched track's pairs that sit crossed against the earlier part's in the overlap, so sides do not flip at
   a join;
-- bones: one length per bone and track over the whole joined recording (``tracking.bones.rigid_tracks``; the
-  parts are tracked without it).
+- bones: one length per bone and track over the whole joined recording, each joint on its camera ray
+  (``tracking.bones.rigid_tracks``, as the offline session; the parts are tracked without it).
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def join_parts(parts: list[PoseSequence], starts: list[int]) -> PoseSequence:
         raise RuntimeError("no frame could be read")
     frames = [dataclasses.replace(f, index=i) for i, f in enumerate(frames)]
     meta = {k: v for k, v in parts[0].metadata.items() if k != "bones"}  # not "raw": rigid over the recording now
-    return PoseSequence(rigid_tracks(frames, spec), fps=fps, skeleton=spec, metadata=meta)
+    return PoseSequence(rigid_tracks(frames, spec, on_rays=True), fps=fps, skeleton=spec, metadata=meta)
 
 
 def _renamed(frame: PoseFrame, ids: dict[int, int]) -> PoseFrame:
