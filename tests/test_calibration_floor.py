@@ -95,7 +95,7 @@ def test_process_one_calibrated_view_carries_its_floor(tmp_path):
     import cv2
 
     from posetracker.cli import main
-    from posetracker.cli.process_views import calibrated_camera
+    from posetracker.multiview.one_view import read_view
     from sample_clips import short_clip
 
     R = np.array([[1.0, 0, 0], [0, 0, -1], [0, 1, 0]])  # level, looking along world +y, z up
@@ -106,7 +106,7 @@ def test_process_one_calibrated_view_carries_its_floor(tmp_path):
         if pose:
             fs.write("R", R), fs.write("T", -R @ np.array([0.0, -3.0, 1.5]))  # 1.5 m above the floor
         fs.release()
-    assert calibrated_camera([str(tmp_path / "bare.yml")], "clip.mp4")[1] is None
+    assert read_view([str(tmp_path / "bare.yml")], "clip.mp4").floor() is None
     clip = short_clip(tmp_path / "clip.mp4", 4)
     out = tmp_path / "posed.json"
     assert main(["process", str(clip), "--calibration", str(tmp_path / "posed.yml"), "--out", str(out)]) == 0

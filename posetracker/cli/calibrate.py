@@ -5,7 +5,6 @@ as a Pose2Sim / anipose TOML that ``process --calibration`` reads; each camera i
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -23,7 +22,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     from posetracker.calibration import Board, BoardCalibrationError, BoardError, calibrate_board
     from posetracker.capture import CaptureError
     from posetracker.cli.options import progress_bar
-    from posetracker.multiview.calibration import write_toml
+    from posetracker.calibration.summary import NO_FLOOR, camera_lines, save_calibration
 
     out = Path(args.out)
     missing = [v for v in args.videos if not Path(v).exists()]
@@ -68,25 +67,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     finally:
         for bar, _ in bars.values():
             bar.close()
-    for cam in result.cameras:
-        info = result.report["cameras"][cam.name]
-        w, h = cam.image_size
-        fov = math.degrees(2 * math.atan(max(w, h) / (2 * (cam.K[0, 0] if w >= h else cam.K[1, 1]))))
-        poses = f", poses {info['poses_rms_px']:.2f} px" if "poses_rms_px" in info else ""
-        own = info["intrinsics_rms_px"]
-        own = f"{own:.2f} px" if isinstance(own, float) else own
-        print(f"{cam.name}: board in {info['frames_with_board']} frames; focal {cam.K[0, 0]:.1f} px ({fov:.1f} deg "
-              f"across the long side); reprojection rms: intrinsics {own}{poses}; "
-              f"centre {', '.join(f'{v:.3f}' for v in cam.center)} m", file=sys.stderr)
+    for line in camera_lines(result):
+        print(line, file=sys.stderr)
     if result.floor is None:
-        print("warning: no frame of the board lying still: the world is the first camera's frame, with no floor "
-              "(lay the board on the floor for a second at the end, or give --floor-frame)", file=sys.stderr)
-    errors = [c.get("poses_rms_px", c["intrinsics_rms_px"]) for c in result.report["cameras"].values()]
-    errors = [e for e in errors if isinstance(e, float)] or [0.0]
-    meta = {"board": result.report["board"], "floor": result.report["floor"], "units": "m",
-            "up": "+z (the floor is z = 0)" if result.floor else "none", "error": max(errors),
-            "made_by": "posetracker calibrate"}
-    write_toml(result.cameras, out, meta)
+        print(f"warning: {NO_FLOOR}; or give --floor-frame N", file=sys.stderr)
+    save_calibration(result, out)
     print(f"{len(result.cameras)} camera(s) -> {out}")
     return 0
 

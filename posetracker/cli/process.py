@@ -97,14 +97,17 @@ def _cmd_process(args: argparse.Namespace) -> int:
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
     camera = camera_before(args.input, args.fov)  # given, or the file's tag; None: from the people, after tracking
-    floor = None
-    if args.calibration:  # one calibrated camera: its focal length and its floor
-        from posetracker.cli.process_views import calibrated_camera
+    view = None
+    if args.calibration:  # one calibrated camera: its focal length and its floor (posetracker.multiview.one_view)
+        from posetracker.multiview.calibration import CalibrationError
+        from posetracker.multiview.one_view import read_view
 
-        calibrated = calibrated_camera(args.calibration, args.input)
-        if calibrated is None:
+        try:
+            view = read_view(args.calibration, args.input)
+        except CalibrationError as exc:
+            print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
             return 2
-        camera, floor = calibrated
+        camera = view.camera_fov()
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2
@@ -121,6 +124,14 @@ def _cmd_process(args: argparse.Namespace) -> int:
     except CaptureError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    try:
+        note = "" if view is None else view.check_size(source.size)
+    except ValueError as exc:  # CalibrationError: the video's frames are not the calibrated camera's
+        source.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if note:
+        print(f"warning: {note}", file=sys.stderr)
     bar, update = progress_bar(source.frame_count, f"{args.mode} tracking")
     interrupted = _InterruptFlag()
     try:
@@ -133,8 +144,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
         bar.close()
     if interrupted.hit:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
-    if floor is not None:  # the exports and the feet stand people on the calibration's floor
-        seq.metadata["floor"] = floor
+    if view is not None:  # the exports and the feet stand people on the calibration's floor
+        seq = view.with_floor(seq)
     seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps,
                                     fix_legs=config.fix_legs, heights=args.height)
     used = seq.metadata["camera"]
@@ -174,11 +185,13 @@ def add_process_parser(sub) -> None:
     pr.add_argument("input", nargs="+", help="video file, image folder, camera:N or lavfi:GRAPH; or several "
                     "synchronised videos of calibrated cameras with --calibration (named after their cameras)")
     pr.add_argument("--calibration", action="append", default=None, metavar="FILE",
-                    help="calibration of the cameras of several inputs (Qualisys .qca.txt, Pose2Sim / anipose / "
-                         "FreeMoCap .toml, OpenCV .yml/.xml; give it again for one file per camera): each view is "
-                         "tracked, "
-                         "each person matched across the views and triangulated, and the outputs are in metres in "
-                         "the first camera's frame (posetracker.multiview.fuse)")
+                    help="calibration of the input's camera or of the cameras of several inputs (Qualisys "
+                         ".qca.txt, Pose2Sim / anipose / FreeMoCap .toml, OpenCV .yml/.xml; give it again for one "
+                         "file per camera). One input: tracked with its camera's focal length (the camera named in "
+                         "its file name, or the only one), people stood on its floor (posetracker.multiview."
+                         "one_view). Several: each view is tracked, each person matched across the views and "
+                         "triangulated, and the outputs are in metres in the first camera's frame "
+                         "(posetracker.multiview.fuse)")
     pr.add_argument("--out", help="output file, .csv (tidy) or .json (default: INPUT.poses.csv here)")
     pr.add_argument("--format", "-f", choices=sorted(_format_names()),
                     help="export format by name (e.g. angles, gait); default: from the --out suffix")

@@ -87,22 +87,3 @@ def _session(args: argparse.Namespace, fov_deg: float):
 
     return TrackingSession.open(args.skeleton, args.weights, session_config(args, fov_deg))
 
-
-def calibrated_camera(calibration: list[str], video: str):
-    """One video's camera from its calibration file(s) -> (``CameraFov``: its focal length across the long side,
-    its floor as ``metadata["floor"]`` or None: ``multiview.calibration.calibration_floor``, each person on their
-    own floor along its normal); the camera named after the video, or the only one. None after printing why it
-    cannot be read."""
-    from posetracker.depth.camera_meta import CameraFov
-    from posetracker.multiview.calibration import (CalibrationError, calibration_floor, camera_named,
-                                                   read_calibrations)
-    from posetracker.multiview.fuse import calibrated_fov
-
-    try:
-        cameras = read_calibrations(calibration)
-        camera = cameras[0] if len(cameras) == 1 else camera_named(cameras, Path(video).stem)
-    except (CalibrationError, OSError, ValueError) as exc:
-        print(f"error: {', '.join(calibration)}: {exc}", file=sys.stderr)
-        return None
-    detail = f"calibration {Path(calibration[0]).name}, camera {camera.name}"
-    return CameraFov(calibrated_fov(camera), "user", detail), calibration_floor([camera], detail, people_on_it=False)
