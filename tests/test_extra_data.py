@@ -12,7 +12,9 @@ import pytest
 from posetracker.model.weights import load_posenet
 from posetracker.skeletons import load_skeleton
 from posetracker.train.detector import batch_targets, load_detector_config, new_detector
-from posetracker.train.detector_samples import LabelledSamples, extra_samples, join_samples
+from posetracker.train.detector_samples import (
+    AugmentConfig, LabelledSamples, extra_held_out, extra_samples, join_samples,
+)
 
 
 @pytest.fixture(scope="module")
@@ -78,8 +80,50 @@ def test_extra_data_config_is_checked(tmp_path):
     good = tmp_path / "good.yaml"
     good.write_text(base + "extra_data: [{data: y.json, names: {snout: nose}, every: 2}]\n")
     assert load_detector_config(good).extra_data == [{"data": "y.json", "names": {"snout": "nose"}, "every": 2}]
-    for bad in ("[{names: {}}]", "[{data: y.json, every: 0}]", "[{data: y.json, colour: 1}]", "[y.json]"):
+    for bad in ("[{names: {}}]", "[{data: y.json, every: 0}]", "[{data: y.json, colour: 1}]", "[y.json]",
+                "[{data: y.json, held_out: [[5, 5]]}]"):
         p = tmp_path / "bad.yaml"
         p.write_text(base + f"extra_data: {bad}\n")
         with pytest.raises(ValueError, match="extra_data"):
             load_detector_config(p)
+
+
+def _video_set(tmp_path, n: int) -> str:
+    """A labelled 'video' set of n frames (frame_idx 0..n-1), two mice each, the snout called 'nose'."""
+    frames = [{"file": "v.mp4", "video": "v.mp4", "frame_idx": i, "width": 160, "height": 120,
+               "instances": [{"keypoints": [[80 + i, 40, 2], [70, 50, 2], [90, 50, 2]]}] * (1 if i == 12 else 2)}
+              for i in range(n)]
+    path = tmp_path / "video.json"
+    path.write_text(json.dumps({"keypoint_names": ["nose", "leftear", "rightear"], "images": frames}))
+    return str(path)
+
+
+def test_held_out_segments_never_train_and_are_scored(tmp_path, mouse, monkeypatch):
+    """held_out [[10, 15)] with gap 3: frames 7-17 give no sample; held-out-eval scores 10-14 (with a known
+    count of 2, not frame 12, labelled with one mouse)."""
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    path = _video_set(tmp_path, 30)
+    seen = []
+    monkeypatch.setattr("posetracker.train.detector_samples.prepare_samples",
+                        lambda p, items, cols, *a, **k: seen.append([it.frame_idx for it in items]) or _part(
+                            len(items), 2, mouse.num_joints))
+    aug = AugmentConfig(variants=2)
+    extra_samples(path, {"snout": "nose"}, 1, mouse, None, aug, 0, held_out=[[10, 15]], gap=3)
+    assert seen[-1] == [*range(7), *range(18, 30)]
+    items, cols = extra_held_out(path, {"snout": "nose"}, [[10, 15]], mouse)
+    assert [it.frame_idx for it in items] == [10, 11, 12, 13, 14] and cols.tolist()[:4] == [0, 1, 2, -1]
+    assert [it.frame_idx for it in extra_held_out(path, {"snout": "nose"}, [[10, 15]], mouse, 2)[0]] == \
+        [10, 11, 13, 14]
+
+
+def test_an_extra_set_may_give_more_copies(tmp_path, mouse, monkeypatch):
+    """variants: N warps each of a small set's items N times, whatever the config's augmentation says."""
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    path = _video_set(tmp_path, 3)
+    got = []
+    monkeypatch.setattr("posetracker.train.detector_samples.prepare_samples",
+                        lambda p, items, cols, spec, net, aug, *a, **k: got.append(aug.variants) or _part(
+                            len(items), 2, mouse.num_joints))
+    extra_samples(path, {"snout": "nose"}, 1, mouse, None, AugmentConfig(variants=2), 0, variants=16)
+    extra_samples(path, {"snout": "nose"}, 1, mouse, None, AugmentConfig(variants=2), 0)
+    assert got == [16, 2]

@@ -21,16 +21,21 @@ class JobSignals(QObject):
     failed = Signal(str)
 
 
-def finish_live(seq: PoseSequence, heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
+def finish_live(seq: PoseSequence, heights: Heights | None = None, calibration=None) -> tuple[PoseSequence, list[str]]:
     """What the app writes of ``seq``: the live view's poses or a live recording finished as ``posetracker process
-    --mode live`` finishes its run (``motion.finish``; the app's live sessions track with the default camera, so
-    the file's tag, if any, re-lifts them) with the people's ``heights`` given (the Heights panel); anything else
-    (a whole-file result, finished when it was made and scaled by the window) as it is. Returns (sequence,
-    warnings to show)."""
+    --mode live [--calibration FILE]`` finishes its run (``motion.finish``) with the people's ``heights`` given (the
+    Heights panel); anything else (a whole-file result, finished when it was made and scaled by the window) as it
+    is. ``calibration``: the source's calibrated camera (``multiview.one_view.CalibratedView``), which the live
+    session tracked with: its camera and floor; None: the live session tracked with the default camera, so the
+    file's tag, if any, re-lifts them. Returns (sequence, warnings to show)."""
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
 
     if (seq.metadata or {}).get("mode") != "live":
         return seq, []
+    if calibration is not None:
+        camera = calibration.camera_fov()
+        return finish_sequence(calibration.with_floor(seq), camera, rigid_bones=True,
+                               tracked_fov=camera.fov_deg, heights=heights)
     return finish_sequence(seq, camera_before(seq.metadata.get("source"), "auto"), rigid_bones=True,
                            tracked_fov=fov_to_track(None), heights=heights)
 
@@ -40,15 +45,16 @@ class ExportJob(QRunnable):
     signals."""
 
     def __init__(self, exporter: Exporter, seq: PoseSequence, path: Path, options: dict | None = None,
-                 heights: Heights | None = None):
+                 heights: Heights | None = None, calibration=None):
         super().__init__()
         self.exporter, self.seq, self.path, self.options = exporter, seq, path, dict(options or {})
         self.heights = heights  # the people's statures given: a live sequence is finished with them
+        self.calibration = calibration  # the source's calibrated camera: a live sequence is finished with it
         self.signals = JobSignals()
 
     def run(self) -> None:
         try:
-            seq, notes = finish_live(self.seq, self.heights)
+            seq, notes = finish_live(self.seq, self.heights, self.calibration)
             files, warned = write_reporting(self.exporter, seq, self.path, force=True, **self.options)
             warned = [*notes, *warned]
         except Exception as exc:  # noqa: BLE001 - ExportError, OSError...: shown, never raised

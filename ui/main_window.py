@@ -33,15 +33,18 @@ from .video_view import VideoView
 from .widgets import MessageBanner, PipelineStatusBar
 from .window_events import WindowEvents
 from .window_results import WindowResults
+from .window_calibration import WindowCalibration
+from .window_tools import WindowTools
 from .window_views import WindowViews
 
 DISPLAY_HZ = 30
 
 
-class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
+class MainWindow(WindowEvents, WindowResults, WindowViews, WindowCalibration, WindowTools, QMainWindow):
     """The application window; event handlers and slots live in :class:`ui.window_events.WindowEvents`, the
     heights, recording and export of results in :class:`ui.window_results.WindowResults`, several calibrated
-    cameras in :class:`ui.window_views.WindowViews`."""
+    cameras in :class:`ui.window_views.WindowViews`, the source's calibration in
+    :class:`ui.window_calibration.WindowCalibration`, the Tools menu in :class:`ui.window_tools.WindowTools`."""
 
     def __init__(self, services: Services | None = None, settings: QSettings | None = None):
         super().__init__()
@@ -114,7 +117,9 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
                                                          self.ask_export,
                                                          self.toggle_play, self.controller.step, self.record_action, docks,
                                                          train_mode=self.ask_train_mode, batch=self.ask_batch,
-                                                         open_views=self.ask_open_views))
+                                                         open_views=self.ask_open_views,
+                                                         calibration=self.ask_calibration,
+                                                         calibrate_board=self.ask_calibrate_board))
         self.source_panel.set_cameras(self.services.list_cameras())
 
     def _dock(self, title: str, widget: QWidget, area: Qt.DockWidgetArea, scroll: bool = False) -> QDockWidget:
@@ -173,6 +178,8 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
         sp.loop_toggled.connect(self.on_loop_toggled)
         sp.process_clicked.connect(self.process_whole_file)
         sp.cancel_clicked.connect(c.cancel_processing)
+        sp.calibration_clicked.connect(self.ask_calibration)
+        sp.calibration_cleared.connect(self.clear_calibration)
         mp.skeleton_chosen.connect(self.on_skeleton_chosen)
         mp.mode_chosen.connect(self.set_mode)
         mp.lookahead_changed.connect(self.on_lookahead_changed)
@@ -254,28 +261,6 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
         self.model_panel.set_options(model_options(self.services.weights_path))
         self.model_panel.set_values(self.state.skeleton, self.state.mode, self.state.lookahead, self.state.sync_overlay)
 
-    def ask_train_mode(self) -> None:
-        """Tools > Train animal mode: the (non-modal) Train dialog; a mode it trains joins the skeleton selector."""
-        from .train_dialog import TrainDialog
-
-        if self.train_dialog is None:
-            self.train_dialog = TrainDialog(self.services.train_mode, self)
-            self.train_dialog.mode_trained.connect(lambda _result: self.refresh_model_options())
-        self.train_dialog.show()
-        self.train_dialog.raise_()
-        self.train_dialog.activateWindow()
-
-    def ask_batch(self) -> None:
-        """Tools > Batch process videos: the (non-modal) Batch dialog, one instance, running Services.run_batch."""
-        from .batch_dialog import BatchDialog, batch_skeletons
-
-        if self.batch_dialog is None:
-            skeletons = batch_skeletons(model_options(self.services.weights_path))
-            self.batch_dialog = BatchDialog(self.services.run_batch, skeletons, self)
-        self.batch_dialog.show()
-        self.batch_dialog.raise_()
-        self.batch_dialog.activateWindow()
-
     def set_spec(self, spec: SkeletonSpec) -> None:
         self.spec = spec
         self.video.set_spec(spec)
@@ -292,6 +277,7 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
             self.show_error(f"No file called {spec!r}. To open a camera, use camera:{spec.strip()} (or the Cameras list).")
             return
         kind = classify(spec)
+        self.keep_calibration_for(spec)  # a calibration belongs to its source (ui.window_calibration)
         try:
             opener, factory = self._source_builders(spec, kind)
         except ValueError as exc:
@@ -319,7 +305,8 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
     def live_factory(self):
         choice = ModelChoice(self.state.skeleton, "live", self.state.lookahead, refiners=self.state.refiners,
                              max_people=self.state.max_people, exact_count=self.state.exact_count)
-        return partial(self.services.make_session, choice)
+        fov = self.calibration_fov()  # the source's calibrated camera, else the default
+        return partial(self.services.make_session, choice if fov is None else replace(choice, fov_deg=fov))
 
     def _reset_source(self) -> None:
         self.source_info = None
@@ -392,7 +379,7 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, QMainWindow):
         choice = ModelChoice(self.state.skeleton, "offline", 0, refiners=self.state.refiners,
                              max_people=self.state.max_people, exact_count=self.state.exact_count)
         self.controller.process_file(partial(self.services.open_file, self.state.source),
-                                     partial(with_camera, self.services.make_session, choice))
+                                     partial(with_camera, self.services.make_session, choice), self.calibration)
 
     def show_error(self, message: str) -> None:
         """Non-modal: a dismissable banner above the video; the app stays usable."""

@@ -1,5 +1,6 @@
-"""The window's menu bar: File (open, several calibrated cameras, recent, export by registered suffix, quit),
-Playback, Record, View, Tools (train an animal mode from the user's labels, batch-process videos)."""
+"""The window's menu bar: File (open, several calibrated cameras, the source's camera calibration, export by
+registered suffix, quit), Playback, Record, View, Tools (train an animal mode from the user's labels,
+batch-process videos, calibrate cameras from a board)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class MenuActions:
     train_mode: Callable[[], None] | None = None  # open the Train animal mode dialog (None: the entry is disabled)
     batch: Callable[[], None] | None = None  # open the Batch process videos dialog (None: the entry is disabled)
     open_views: Callable[[], None] | None = None  # File > Open several cameras (None: the entry is disabled)
+    calibration: Callable[[], None] | None = None  # File > Camera calibration: the current source's (None: disabled)
+    calibrate_board: Callable[[], None] | None = None  # Tools > Calibrate cameras from a board (None: disabled)
 
 
 def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
@@ -44,6 +47,9 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
     _tool(file_menu, win, "Open several cameras…", "open_views_action", actions.open_views,
           "Synchronised videos from calibrated cameras, triangulated into one result in metres "
           "(as posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE)")
+    _tool(file_menu, win, "Camera calibration…", "calibration_action", actions.calibration,
+          "The calibration of this video's or camera's camera: tracked with its focal length, people stood on its "
+          "floor (as posetracker process clip.mp4 --calibration FILE)")
     export_menu = file_menu.addMenu("Export poses")
     for name, exporter in sorted(exporters().items()):
         suffixes = ", ".join(exporter.suffixes)
@@ -72,6 +78,9 @@ def build_menus(win: QMainWindow, actions: MenuActions) -> QMenu:
           "Train a new animal mode from your own labels (a SLEAP .slp file or a DeepLabCut project)")
     _tool(tools_menu, win, "Batch process videos…", "batch_action", actions.batch,
           "Track every video of some files and folders into an output folder (as posetracker batch)")
+    _tool(tools_menu, win, "Calibrate cameras from a board…", "calibrate_board_action", actions.calibrate_board,
+          "Cameras calibrated from clips of a ChArUco board or checkerboard, saved as a .toml (as posetracker "
+          "calibrate)")
     return export_menu
 
 

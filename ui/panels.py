@@ -34,9 +34,19 @@ class SourcePanel(QWidget):
     loop_toggled = Signal(bool)
     process_clicked = Signal()
     cancel_clicked = Signal()
+    calibration_clicked = Signal()  # Load…: File > Camera calibration
+    calibration_cleared = Signal()  # Clear: back to the default field of view
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
+        self.calibration_label = QLabel()
+        self.calibration_label.setObjectName("calibrationLabel")
+        self.calibration_label.setWordWrap(True)
+        self.load_calibration = QPushButton("Calibration…")
+        self.load_calibration.setToolTip("Track this video or camera with its calibrated focal length and floor "
+                                         "(as posetracker process --calibration FILE)")
+        self.clear_calibration = QPushButton("Clear")
+        self.clear_calibration.setToolTip("Back to the default field of view (the file's tag, else the people's)")
         self.cameras = QListWidget()
         self.cameras.setMaximumHeight(64)
         self.refresh = QPushButton("Refresh")
@@ -69,6 +79,7 @@ class SourcePanel(QWidget):
         self._connect()
         self.set_source(None)
         self.set_processing(False)
+        self.set_calibration(None)
 
     def _layout(self) -> None:
         cams = QGroupBox("Cameras")
@@ -85,6 +96,11 @@ class SourcePanel(QWidget):
         fl.addLayout(transport)
         fl.addWidget(self.slider)
         fl.addWidget(self.time_label)
+        fl.addWidget(self.calibration_label)
+        calib = QHBoxLayout()
+        calib.addWidget(self.load_calibration, 1)
+        calib.addWidget(self.clear_calibration)
+        fl.addLayout(calib)
         fl.addWidget(self.process)
         prog = QHBoxLayout()
         prog.addWidget(self.progress, 1)
@@ -109,6 +125,8 @@ class SourcePanel(QWidget):
         self.speed.activated.connect(lambda i: self.speed_changed.emit(float(self.speed.itemData(i))))
         self.loop.toggled.connect(self.loop_toggled)
         self.process.clicked.connect(self.process_clicked)
+        self.load_calibration.clicked.connect(self.calibration_clicked)
+        self.clear_calibration.clicked.connect(self.calibration_cleared)
         self.cancel.clicked.connect(self.cancel_clicked)
 
     def _on_slider_action(self, action: int) -> None:
@@ -148,6 +166,12 @@ class SourcePanel(QWidget):
         self._count = (info.frame_count or 0) if info else 0
         self.slider.setRange(0, max(0, self._count - 1))
         self.set_position(-1, False)
+
+    def set_calibration(self, text: str | None, note: str = "") -> None:
+        """The source's calibrated camera in words (``CalibratedView.describe``), or None: the default camera."""
+        self.calibration_label.setText(f"Calibrated: {text}" if text else "Camera: default field of view")
+        self.calibration_label.setToolTip(note)
+        self.clear_calibration.setEnabled(bool(text))
 
     def _icon(self, name: str):
         return self.style().standardIcon(getattr(QStyle.StandardPixmap, name))

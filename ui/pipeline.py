@@ -216,10 +216,11 @@ class PipelineController(QObject):
 
     # ------------------------------------------------------------------ offline
 
-    def process_file(self, opener: SourceOpener, factory: Callable) -> None:
-        """Run a whole-file (bidirectional) pass in its own thread; see processing_* signals."""
+    def process_file(self, opener: SourceOpener, factory: Callable, calibration=None) -> None:
+        """Run a whole-file (bidirectional) pass in its own thread (with the source's calibrated camera, if any:
+        ``OfflineWorker``); see processing_* signals."""
         self.cancel_processing()
-        self.offline = OfflineWorker(opener, factory)
+        self.offline = OfflineWorker(opener, factory, calibration)
         self.offline.progress.connect(self._on_offline_progress)
         self.offline.done.connect(self._on_offline_done)
         self.offline.failed.connect(self._on_worker_failed)

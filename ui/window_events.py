@@ -48,6 +48,7 @@ class WindowEvents:
         self.controller.set_speed(self.state.speed)
         self.controller.set_loop(self.state.loop)
         self.statusBar().showMessage(f"Opened {info.name}: {info.size[0]}x{info.size[1]} at {info.fps:g} fps", 5000)
+        self.check_calibration_size(info.size)  # a camera's size is known only now (ui.window_calibration)
         if self.pending_offline:
             self.pending_offline = False
             self.process_whole_file()

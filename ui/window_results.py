@@ -117,7 +117,8 @@ class WindowResults:
         except KeyError as exc:
             self.show_error(str(exc.args[0]))
             return None
-        job = ExportJob(exporter, seq, with_suffix(path, exporter), options, heights=self.heights)
+        job = ExportJob(exporter, seq, with_suffix(path, exporter), options, heights=self.heights,
+                        calibration=self.calibration)
         job.setAutoDelete(False)
         job.signals.done.connect(lambda files: self._on_export_done(job, files))
         job.signals.failed.connect(lambda msg: self._on_export_failed(job, msg))

@@ -88,10 +88,11 @@ class OfflineWorker(QObject):
     failed = Signal(str)
     finished = Signal()
 
-    def __init__(self, opener: SourceOpener, factory: Callable[[float], Any]):
-        """factory(fov_deg): a session tracking with a camera of ``fov_deg`` degrees across the long side."""
+    def __init__(self, opener: SourceOpener, factory: Callable[[float], Any], calibration: Any = None):
+        """factory(fov_deg): a session tracking with a camera of ``fov_deg`` degrees across the long side;
+        calibration: the source's calibrated camera (``posetracker.multiview.one_view.CalibratedView``) or None."""
         super().__init__()
-        self._opener, self._factory = opener, factory
+        self._opener, self._factory, self._calibration = opener, factory, calibration
         self._stop = threading.Event()
         self._last = 0.0
 
@@ -115,19 +116,26 @@ class OfflineWorker(QObject):
             self.finished.emit()
 
     def _process(self) -> tuple[PoseSequence | None, list[str]]:
-        """Track the whole file and finish it as ``posetracker process`` and a batch do (the camera: the file's
-        tag, else the people's estimate; ``motion.finish``) -> (sequence, warnings); cancelled: not finished."""
+        """Track the whole file and finish it as ``posetracker process`` (``--calibration``) and a batch do (the
+        camera: the calibration's, else the file's tag, else the people's estimate; the calibration's floor;
+        ``motion.finish``) -> (sequence, warnings); cancelled: not finished."""
         from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track, source_metadata
 
+        view = self._calibration
         with self._opener() as source:
             path = getattr(source, "path", None)
-            camera = camera_before(path, "auto")  # the app has no field-of-view setting: auto, the others' default
+            if view is not None:
+                view.check_size(source.size)  # CalibrationError: another camera's frames (the window checks first)
+            # the app has no field-of-view setting: the calibration's, else auto (the others' default)
+            camera = view.camera_fov() if view is not None else camera_before(path, "auto")
             session = self._factory(fov_to_track(camera))
             seq = session.run(source, fps=source.fps, total=source.frame_count, progress=self._report,
                               cancel=self._stop.is_set,
                               metadata=source_metadata(source.name if path is None else path, source.size, session))
         if self._stop.is_set():
             return seq, []
+        if view is not None:
+            seq = view.with_floor(seq)  # people stood on the calibration's floor, sized by it
         return finish_sequence(seq, camera, rigid_bones=session.config.rigid_bones, fix_legs=session.config.fix_legs)
 
     def _report(self, done: int, total: int | None) -> None:

@@ -107,7 +107,7 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
 
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.refiners import available_refiners, load_chain
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
     if args.data:  # another labelled set, every frame of it held out (e.g. a session the config never saw)
@@ -118,6 +118,14 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
             _, val_items, cols = load_split(args.data, spec, 1.0)
         except (OSError, LabelledSetError) as exc:
             raise SystemExit(f"error: {args.data}: {exc}") from None
+    elif args.extra_held_out:  # the held-out segments of the config's extra set (extra_data: held_out)
+        from posetracker.train.detector_samples import extra_held_out
+
+        sets = [e for e in cfg.extra_data if e.get("held_out")]
+        if len(sets) != 1:
+            raise SystemExit(f"error: --extra-held-out needs one extra_data set with held_out, {len(sets)} have it")
+        val_items, cols = extra_held_out(str(cfg.path(cfg.data_root) / sets[0]["data"]), dict(sets[0].get("names", {})),
+                                         sets[0]["held_out"], spec, args.animals)
     elif cfg.teacher_config:
         raise SystemExit("error: this config trains on teacher-labelled clips; score it with "
                          "posetracker eval --refiners ... (labelled sets) and train clip-eval --refiners ...")
@@ -129,9 +137,11 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     results = {}
     for combo in combos:
         kinds = () if combo == "none" else tuple(combo.split("+"))
-        session = TrackingSession.open(spec, weights, SessionConfig(threads=args.threads, refiners=kinds,
-                                                                    known_count=args.animals,
-                                                                    vote_radius=args.vote_radius))
+        session = TrackingSession.open(spec, weights, SessionConfig(mode=args.mode,
+                                                                    network=NetworkSettings(threads=args.threads),
+                                                                    people=PeopleSettings(known_count=args.animals,
+                                                                                          vote_radius=args.vote_radius),
+                                                                    refine=RefineSettings(refiners=kinds)))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -152,17 +162,19 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     from posetracker.capture import open_source
     from posetracker.evaluation.datasets import load_labelled_set
     from posetracker.evaluation.held_out import identity_switches
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     items = [it for it in load_labelled_set(str(cfg.data_path)).items if it.video is not None]
     if not items:
         raise SystemExit("error: --tracking needs a labelled set of video frames")
     video = items[0].video
     items = [it for it in items if it.video == video]
-    session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
-                                                                max_people=args.animals or args.max_people,
-                                                                known_count=args.animals, refiners=(),
-                                                                vote_radius=args.vote_radius))
+    session = TrackingSession.open(spec, weights, SessionConfig(mode="offline",
+                                                                network=NetworkSettings(threads=args.threads),
+                                                                people=PeopleSettings(max_people=args.animals or args.max_people,
+                                                                                      known_count=args.animals,
+                                                                                      vote_radius=args.vote_radius),
+                                                                refine=RefineSettings(refiners=())))
     with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
         seq = session.run(iter(src.read, None), fps=30.0, total=src.frame_count)
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)
@@ -204,6 +216,12 @@ def add_detector_parsers(tsub) -> None:
     e.add_argument("--out", help="write the results as JSON")
     e.add_argument("--data", help="score on this labelled set (normalized.json schema), all of it, instead of the "
                    "config's held-out images (e.g. configs/heldout/mouse4-m3v1.json)")
+    e.add_argument("--mode", choices=("live", "offline"), default="live",
+                   help="the session's mode for the still frames (default live; a top-down mode reads its crops "
+                        "at 8 turns offline, at most 2 live)")
+    e.add_argument("--extra-held-out", action="store_true",
+                   help="score on the held_out segments of the config's extra_data set instead (with --animals N "
+                        "only their frames labelled with N animals)")
     e.add_argument("--tracking", action="store_true",
                    help="also track the labelled video offline and count identity switches against its labelled tracks")
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,

@@ -11,7 +11,8 @@ Orientation (a skeleton's ``orientation: [front, back]``, e.g. a fly's head and 
 is *reversed* when its predicted front joint lies nearer the labelled back than the labelled front.
 
 Returns ``{"pck@0.1", "pck@0.2", "rmse_px", "mean_px", "median_px", "instances", "found", "joints",
-"per_joint_pck@0.1", "reversed", "oriented"}`` (reversed of oriented: the found instances with both
+"per_joint_pck@0.1", "per_joint_mean_px", "per_instance", "reversed", "oriented"}`` (per_instance: each labelled
+instance's frame and per-joint errors, None = unlabelled or not found; reversed of oriented: the found instances with both
 orientation joints labelled; 0 of 0 without ``orientation``).
 """
 
@@ -49,7 +50,7 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
                    spec: SkeletonSpec, progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     real = np.array([k not in spec.virtual for k in range(spec.num_joints)])
     errors, hits1, hits2, per_joint, instances, found = [], 0, 0, np.zeros((2, spec.num_joints)), 0, 0
-    reversed_, oriented = 0, 0
+    reversed_, oriented, per_instance = 0, 0, []
     cache = FrameCache()
     try:
         for n, item in enumerate(items, 1):
@@ -64,10 +65,15 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
                 instances += 1
                 side = float(np.ptp(gt[g][lab], axis=0).max()) or 1.0
                 per_joint[1] += lab
+                frame_no = n - 1 if getattr(item, "frame_idx", None) is None else item.frame_idx
                 if g not in pairs:
+                    per_instance.append({"frame": frame_no, "errors": [None] * spec.num_joints})
                     continue
                 found += 1
-                err = np.linalg.norm(frame.keypoints[pairs[g], :, :2] - gt[g], axis=-1)[lab]
+                every = np.linalg.norm(frame.keypoints[pairs[g], :, :2] - gt[g], axis=-1)
+                per_instance.append({"frame": frame_no, "side": side,
+                                     "errors": [float(v) if ok else None for v, ok in zip(every, lab)]})
+                err = every[lab]
                 errors.extend(err.tolist())
                 hits1 += int((err <= 0.1 * side).sum())
                 hits2 += int((err <= 0.2 * side).sum())
@@ -93,7 +99,16 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
         "instances": instances, "found": found, "joints": int(per_joint[1].sum()),
         "per_joint_pck@0.1": {spec.joint_names[k]: float(per_joint[0][k] / per_joint[1][k])
                               for k in range(spec.num_joints) if per_joint[1][k]},
+        "per_joint_mean_px": joint_means(per_instance, spec),
+        "per_instance": per_instance,
     }
+
+
+def joint_means(per_instance: list[dict], spec: SkeletonSpec) -> dict[str, float]:
+    """Mean pixel error per joint over the found instances of ``evaluate_items``' ``per_instance``."""
+    e = np.array([[np.nan if v is None else v for v in r["errors"]] for r in per_instance], np.float64)
+    e = e.reshape(-1, spec.num_joints)
+    return {spec.joint_names[k]: float(np.nanmean(e[:, k])) for k in range(spec.num_joints) if np.isfinite(e[:, k]).any()}
 
 
 def identity_switches(frames: dict[int, PoseFrame], items: list[LabelledItem], cols: np.ndarray) -> dict[str, Any]:

@@ -84,7 +84,8 @@ class DetectorConfig:
     # e.g. a short run's weights; "" = new heads from init_weights
     resume: str = ""
     # further labelled sets that only train (train.detector_samples.extra_samples), each {data: <normalized*.json,
-    # relative to data_root>, names: {joint: the set's keypoint name}, every: <n-th item, default 1>}
+    # relative to data_root>, names: {joint: the set's keypoint name}, every: <n-th item, default 1>, variants:
+    # <copies per item, default augment's>, held_out: [[first, end), ...] frames scored, not trained, gap: <frames>}
     extra_data: list = field(default_factory=list)
     # the skeleton's top_down options for this run ({crop_px, crop_weights}, as in a skeleton YAML), e.g. to train
     # and score a top-down split of a skeleton that ships bottom-up; {} = the skeleton's own
@@ -103,6 +104,9 @@ class DetectorConfig:
         return self.path(self.out or f"models/posenet-{self.skeleton}.safetensors")
 
 
+EXTRA_KEYS = {"data", "names", "every", "variants", "held_out", "gap"}  # an extra_data entry's keys
+
+
 def load_detector_config(path: str | Path) -> DetectorConfig:
     raw: dict[str, Any] = yaml.safe_load(Path(path).read_text()) or {}
     known = {f.name for f in fields(DetectorConfig)}
@@ -117,10 +121,11 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
     if raw.get("samples", "auto") not in SAMPLE_KINDS:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
     for e in raw.get("extra_data") or []:
-        if not isinstance(e, dict) or "data" not in e or set(e) - {"data", "names", "every"} \
-                or not isinstance(e.get("names", {}), dict) or int(e.get("every", 1)) < 1:
+        if not isinstance(e, dict) or "data" not in e or set(e) - EXTRA_KEYS \
+                or not isinstance(e.get("names", {}), dict) or int(e.get("every", 1)) < 1 \
+                or any(len(x) != 2 or x[0] >= x[1] for x in e.get("held_out", [])):
             raise ValueError(f"{path}: extra_data: expected [{{data: <json>, names: {{joint: name}}, "
-                             f"every: <n >= 1>}}], got {e!r}")
+                             f"every: <n >= 1>, variants: <n>, held_out: [[first, end], ...], gap: <n>}}], got {e!r}")
     return DetectorConfig(**raw)
 
 

@@ -43,14 +43,17 @@ Arrays of a :class:`LabelledSamples` (M samples, P = most instances in one item)
   :func:`extra_samples`, may lack some: their heatmaps carry no loss there); None = every joint
 
 Extra sets (a config's ``extra_data``): further labelled sets of the same kind of footage whose keypoint
-names differ (``names``: skeleton joint -> the set's name) and which may lack joints; all their items train
-(they are other recordings, never the held-out stretch), every ``every``-th item.
+names differ (``names``: skeleton joint -> the set's name) and which may lack joints; their items train
+(they are other recordings, never the held-out stretch), every ``every``-th item, ``variants`` copies each
+(default: the augmentation's), except the ``held_out`` segments ([[first, end), ...] of frame indices, item
+indices for stills) and ``gap`` frames either side of each: those segments are scored instead
+(:func:`extra_held_out`, ``posetracker train held-out-eval --extra-held-out``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -310,25 +313,52 @@ def load_split(path: str, spec: SkeletonSpec, val_fraction: float) -> tuple[list
     return train, val, cols
 
 
-def extra_samples(path: str, names: dict[str, str], every: int, spec: SkeletonSpec, net: PoseNet,
-                  aug: AugmentConfig | None, seed: int, progress: Callable[[int, int], None] | None = None,
-                  samples: str = "auto") -> LabelledSamples:
-    """The samples of an extra labelled set (module docstring): every ``every``-th of all its items, its
-    keypoints found by the skeleton's joint names or ``names`` (joint -> the set's name); joints it lacks
-    are unlabelled and marked so in ``labelled``."""
-    ls = load_labelled_set(path)
-    set_names = list(ls.keypoint_names)
-    unknown = sorted(set(names) - set(spec.joint_names)) + sorted(v for v in names.values() if v not in set_names)
+def extra_columns(keypoint_names: list[str], names: dict[str, str], spec: SkeletonSpec, path: str) -> np.ndarray:
+    """(K,) column of each skeleton joint in an extra set (by ``names``: joint -> the set's name, else the joint's
+    own name), -1 where the set lacks it."""
+    unknown = sorted(set(names) - set(spec.joint_names)) + sorted(v for v in names.values() if v not in keypoint_names)
     if unknown:
         raise ValueError(f"extra_data {path}: names not in the skeleton / the set: {unknown}")
-    cols = np.array([set_names.index(names.get(j, j)) if names.get(j, j) in set_names else -1
+    cols = np.array([keypoint_names.index(names.get(j, j)) if names.get(j, j) in keypoint_names else -1
                      for j in spec.joint_names])
     if (cols < 0).all():
         raise ValueError(f"extra_data {path}: none of the skeleton's joints is in the set")
-    items = list(ls.items)[:: max(1, every)]
-    out = prepare_samples(path, items, cols, spec, net, aug, seed, f"extra-{every}", progress, samples)
+    return cols
+
+
+def segment_flags(items: list[LabelledItem], segments, gap: int = 0) -> np.ndarray:
+    """(N,) bool: the items whose frame index (item index for stills) lies in a segment [first, end) widened
+    by ``gap`` each side."""
+    idx = [i if it.frame_idx is None else it.frame_idx for i, it in enumerate(items)]
+    return np.array([any(a - gap <= f < b + gap for a, b in segments) for f in idx], bool)
+
+
+def extra_samples(path: str, names: dict[str, str], every: int, spec: SkeletonSpec, net: PoseNet,
+                  aug: AugmentConfig | None, seed: int, progress: Callable[[int, int], None] | None = None,
+                  samples: str = "auto", held_out=(), gap: int = 0, variants: int | None = None) -> LabelledSamples:
+    """The samples of an extra labelled set (module docstring): every ``every``-th of its items outside the
+    ``held_out`` segments and their ``gap``, ``variants`` copies each; its keypoints found by
+    :func:`extra_columns`; joints it lacks are unlabelled and marked so in ``labelled``."""
+    ls = load_labelled_set(path)
+    cols = extra_columns(list(ls.keypoint_names), names, spec, path)
+    items = list(ls.items)
+    items = [it for it, out in zip(items, segment_flags(items, held_out, gap)) if not out][:: max(1, every)]
+    if aug is not None and variants:
+        aug = replace(aug, variants=int(variants))
+    tag = f"extra-{every}" + (f"-out{[list(x) for x in held_out]}-{gap}" if held_out else "")
+    out = prepare_samples(path, items, cols, spec, net, aug, seed, tag, progress, samples)
     labelled = np.broadcast_to(cols >= 0, (len(out), len(cols))).copy()
     return LabelledSamples(out.taps, out.images, out.points, labelled)
+
+
+def extra_held_out(path: str, names: dict[str, str], held_out, spec: SkeletonSpec,
+                   count: int | None = None) -> tuple[list[LabelledItem], np.ndarray]:
+    """(items, joint columns) of an extra set's ``held_out`` segments; with ``count`` only those with exactly
+    that many labelled instances (a frame labelled with another number cannot be scored with a known count)."""
+    ls = load_labelled_set(path)
+    cols = extra_columns(list(ls.keypoint_names), names, spec, path)
+    items = [it for it, inside in zip(ls.items, segment_flags(list(ls.items), held_out)) if inside]
+    return [it for it in items if count is None or len(it.instances) == count], cols
 
 
 def teacher_samples(config_path: str, spec: SkeletonSpec, net: PoseNet, aug: AugmentConfig, seed: int,
