@@ -159,7 +159,7 @@ def _pipeline_run(session, path: str, mode: str, frames: int, people: list[int] 
                 pass
             n = len(read_at)
             # the frames held back by the look-ahead come out at the stream's end: not a live latency
-            last = n - 1 - session.config.lookahead
+            last = n - 1 - session.config.network.lookahead
             latencies = [ms for i, ms in done if i <= last]
         else:
             clip = (f for f in iter(src.read, None))
@@ -179,7 +179,7 @@ def _result(session, mode: str, fps: list[float], lat: list[float], runs: int, f
                           med(h[0] for h in hist), med(h[1] for h in hist), med(h[2] for h in hist), runs, frames,
                           lookahead if mode == "live" else 0, tuple(session.refiners.names),
                           float(med(people)) if people else 0.0, "int8" if getattr(session.stream, "int8", False) else "float",
-                          mode == "live" and (use_two_stages(session.config.two_stage) if two_stage is None else two_stage))
+                          mode == "live" and (use_two_stages(session.config.network.two_stage) if two_stage is None else two_stage))
 
 
 def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, threads: int = 1,
@@ -191,14 +191,14 @@ def bench_pipeline(path: str, mode: str, runs: int = 5, frames: int = 60, thread
 
     Live latency runs from reading a frame until its own PoseFrame comes out, i.e. ``lookahead``
     further frames later (read back to back here, so each waits for ``lookahead`` more steps)."""
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
-    extra = {} if max_people is None else {"max_people": max_people}
-    if crop_budget_ms is not None:
-        extra["crop_budget_ms"] = crop_budget_ms
-    config = SessionConfig(mode=mode, threads=threads, lookahead=lookahead, tile_grid=tile_grid,
-                           refiners=None if refiners is None else tuple(refiners), int8=int8, two_stage=two_stage,
-                           **extra)
+    people = PeopleSettings() if max_people is None else PeopleSettings(max_people=max_people)
+    budget = {} if crop_budget_ms is None else {"crop_budget_ms": crop_budget_ms}
+    config = SessionConfig(mode=mode, network=NetworkSettings(threads=threads, lookahead=lookahead, int8=int8,
+                                                              two_stage=two_stage), people=people,
+                           refine=RefineSettings(refiners=None if refiners is None else tuple(refiners),
+                                                 tile_grid=tile_grid, **budget))
     session = TrackingSession.open(skeleton, weights, config)
     _pipeline_run(session, path, mode, frames)  # warm-up
     fps, lat, people = [], [], []
@@ -323,11 +323,13 @@ def bench_paced(path: str, frames: int = 200, threads: int = 1, weights: str | N
     import numpy as np
 
     from posetracker.capture import open_source
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
     from posetracker.types import Frame
 
-    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live", threads=threads, lookahead=lookahead,
-                                                                         int8=int8))
+    session = TrackingSession.open(weights=weights, config=SessionConfig(mode="live",
+                                                                         network=NetworkSettings(threads=threads,
+                                                                                                 lookahead=lookahead,
+                                                                                                 int8=int8)))
     read_at: dict[int, float] = {}
     lock, done = threading.Lock(), threading.Event()
     slot: list = [None]  # (frame, time read) or None: a one-item latest-wins mailbox

@@ -27,13 +27,11 @@ def main(argv: list[str]) -> int:
     from posetracker.session import SessionConfig, TrackingSession
 
     spec = json.loads(argv[0])
-    budget = {} if spec.get("crop_budget_ms") is None else {"crop_budget_ms": spec["crop_budget_ms"]}
-    refiners = spec.get("refiners")
-    config = SessionConfig(mode="live", threads=1, lookahead=spec["lookahead"], tile_grid=spec.get("tile_grid"),
-                           refiners=None if refiners is None else tuple(refiners), int8=spec.get("int8", True),
-                           two_stage=spec.get("two_stage"), **budget)
+    chosen = ("lookahead", "refiners", "tile_grid", "crop_budget_ms", "int8", "two_stage")  # None: the default
+    config = SessionConfig.from_dict({"mode": "live", "threads": 1,
+                                      **{k: spec[k] for k in chosen if spec.get(k) is not None}})
     session = TrackingSession.open(weights=spec.get("weights"), config=config)
-    two_stage = use_two_stages(session.config.two_stage)  # as this (confined) process resolves it
+    two_stage = use_two_stages(session.config.network.two_stage)  # as this (confined) process resolves it
     path, frames = spec["path"], int(spec["frames"])
     _pipeline_run(session, path, "live", frames)  # warm-up
     print(json.dumps({"ready": True}), flush=True)

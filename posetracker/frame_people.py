@@ -44,25 +44,25 @@ class FramePeople:
         people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
         if meta.frame is not None and meta.tiles > 1:
             people = add_tile_people(people, meta.frame, meta.tiles, self._read_tile, meta.box.scale, self.sigmas,
-                                     self.config.max_people)
+                                     self.config.people.max_people)
         if meta.frame is not None and self.spec.top_down:
             crop_px = self.spec.top_down["crop_px"]
             read = people
             people = read_crops(read, meta.frame, self.spec.root, crop_px, self._crop_people,
-                                keep=self.config.known_count, turns=self.crop_turns)
+                                keep=self.config.people.known_count, turns=self.crop_turns)
             if tracked:  # a known number of animals, one not read: searched where the last frame had it
-                missing = with_missing(people, getattr(self, "_last_roots", None), self.config.known_count,
+                missing = with_missing(people, getattr(self, "_last_roots", None), self.config.people.known_count,
                                        self.spec.root, crop_px)
                 if missing.num_people > people.num_people:
                     people = read_crops(DecodedPeople.concat([read, missing.take(np.arange(people.num_people,
                                                                                            missing.num_people))]),
                                         meta.frame, self.spec.root, crop_px, self._crop_people,
-                                        keep=self.config.known_count, turns=self.crop_turns)
+                                        keep=self.config.people.known_count, turns=self.crop_turns)
                     people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
         xy = people_xy = people.keypoints.astype(np.float64)
         confidence = before = people.confidence
         if meta.frame is not None and self.refiners.needs_frame:
-            with _threads(self.config.threads):
+            with _threads(self.config.network.threads):
                 xy, confidence = self.refiners.refine_frame(xy, confidence, meta.frame, budget_ms)
         # the final pose's score; then one skeleton per person: two that the refiners put on one body are one
         final = replace(people, keypoints=xy, confidence=confidence, scores=pose_scores(confidence, self.spec.root))
@@ -70,13 +70,13 @@ class FramePeople:
         probability = calibrated(final.scores[keep], self.spec.score_calibration)
         # a still (or untracked frames): the unlikely people go; video keeps them for the tracker, which judges
         # a person over time (a clearly visible person the precision stage reads badly in one frame stays)
-        if self.spec.score_calibration is not None and not (tracked and self.config.track):
-            keep, probability = keep[probability >= self.config.min_person_probability], \
-                probability[probability >= self.config.min_person_probability]
+        if self.spec.score_calibration is not None and not (tracked and self.config.people.track):
+            keep, probability = keep[probability >= self.config.people.min_person_probability], \
+                probability[probability >= self.config.people.min_person_probability]
         people, xy, confidence = final.take(keep), xy[keep], confidence[keep]
         if self.spec.top_down and tracked:
             self._last_roots = people.keypoints[:, self.spec.root].astype(np.float64)  # (P, 2) px: with_missing
-        if meta.frame is not None and self.refiners.needs_frame and tracked and self.config.track:
+        if meta.frame is not None and self.refiners.needs_frame and tracked and self.config.people.track:
             # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
             self._bottom_up[meta.index] = (people_xy[keep], before[keep])
         w, h = meta.box.source_size
@@ -94,7 +94,7 @@ class FramePeople:
     def _still_people(self, images: np.ndarray) -> list[DecodedPeople]:
         """(N, h, w, 3) uint8 network inputs -> each one's people in input pixels, read as stills (no temporal
         state; one batch): the tiles' and the top-down crops' reading."""
-        with torch.inference_mode(), _threads(self.config.threads):
+        with torch.inference_mode(), _threads(self.config.network.threads):
             x = to_tensor(images)
             out = self.net(x[:, None])
             return [self._decode({k: v[i : i + 1, 0] for k, v in out.items()}, x[i : i + 1] if self.refiners.needs_image
@@ -105,11 +105,11 @@ class FramePeople:
         when the skeleton names one, else this network's (:meth:`_still_people`)."""
         if self.crop_model is None:
             return self._still_people(images)
-        with _threads(self.config.threads):
+        with _threads(self.config.network.threads):
             return self.crop_model(images)
 
     def _read_tile(self, rgb: np.ndarray) -> tuple[DecodedPeople, float]:
-        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
+        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.network.fit_input and not self.refiners.needs_image)
         return self._still_people(img[None])[0], box.scale
 
 

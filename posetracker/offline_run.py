@@ -28,7 +28,7 @@ from posetracker.types import Frame, PoseFrame
 def run_offline(session, frames: Iterable[Frame], total: int | None, progress: Progress | None,
                 cancel: Callable[[], bool] | None, fps: float = 30.0) -> list[PoseFrame]:
     """Every frame's PoseFrame of ``frames`` in order, read by ``session`` (an offline ``TrackingSession``); with
-    ``config.track`` tracked and solved per whole track (the report in ``session.whole_track_report``)."""
+    ``config.people.track`` tracked and solved per whole track (the report in ``session.whole_track_report``)."""
     cfg = session.config
     feats: list[torch.Tensor] = []
     metas: list[Pending] = []
@@ -44,20 +44,20 @@ def run_offline(session, frames: Iterable[Frame], total: int | None, progress: P
             raw.append(session._people({k: v[:, t : t + 1] for k, v in out.items()}, metas[t]))
         feats, metas = feats[n:], metas[n:]
 
-    with torch.inference_mode(), _threads(cfg.threads):
+    with torch.inference_mode(), _threads(cfg.network.threads):
         for i, frame in enumerate(frames):
             if cancel and cancel():
                 break
             x, meta = session._prepare(frame)
             feats.append(session.net.features(x[:, None])[:, 0])
             metas.append(meta)
-            if len(feats) >= cfg.chunk + cfg.overlap:
-                emit(cfg.chunk)
+            if len(feats) >= cfg.network.chunk + cfg.network.overlap:
+                emit(cfg.network.chunk)
             if progress:
                 progress(i + 1, total)
         while feats:
-            emit(min(cfg.chunk, len(feats)))
-    if not cfg.track:
+            emit(min(cfg.network.chunk, len(feats)))
+    if not cfg.people.track:
         return raw
     tracked, session.whole_track_report = whole_track_motion(
         backfill_ids([session._track(p) for p in raw], session.sigmas), session.spec, cfg, fps)

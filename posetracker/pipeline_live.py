@@ -39,15 +39,15 @@ IN_FLIGHT = 2  # frames past the network whose finish() may wait on the helper b
 
 
 def use_two_stages(two_stage: bool | None) -> bool:
-    """``SessionConfig.two_stage`` resolved: None -> two stages where more than one CPU is usable."""
+    """``NetworkSettings.two_stage`` resolved: None -> two stages where more than one CPU is usable."""
     return usable_cpus() > 1 if two_stage is None else two_stage
 
 
 def poses(session: LiveStages, frames: Iterable[Frame], total: int | None = None,
           progress: Callable[[int, int | None], None] | None = None, cancel: Callable[[], bool] | None = None,
           on_finish: Callable[[PoseFrame], None] | None = None) -> Iterator[PoseFrame]:
-    """Live poses of ``frames`` in one or two stages, as ``session.config.two_stage`` says (see :func:`use_two_stages`)."""
-    run = live_poses if use_two_stages(session.config.two_stage) else sequential_poses
+    """Live poses of ``frames`` in one or two stages, as ``session.config.network.two_stage`` says (see :func:`use_two_stages`)."""
+    run = live_poses if use_two_stages(session.config.network.two_stage) else sequential_poses
     return run(session, frames, total, progress, cancel, on_finish=on_finish)
 
 

@@ -63,7 +63,8 @@ from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import (  # noqa: F401 (re-exported)
-    LIVE_CROP_TURNS, TILE_GRID, Mode, SessionConfig,
+    LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
+    SessionConfig,
 )
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
@@ -79,13 +80,13 @@ class TrackingSession(FramePeople):
 
     def __init__(self, net: PoseNet, config: SessionConfig | None = None, refiners_dir: str | Path | None = None):
         """A session around a network already in memory (tests, teachers); from a weights file use :meth:`open`.
-        The refiners named in ``config.refiners`` are read from ``refiners_dir`` (None: the shipped models)."""
+        The refiners named in ``config.refine.refiners`` are read from ``refiners_dir`` (None: the shipped models)."""
         self.net = net.eval()
         self.spec = net.spec
         self.config = config or SessionConfig()
-        limit_blas_threads(self.config.threads)
+        limit_blas_threads(self.config.network.threads)
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
-        kinds = self.config.refiners
+        kinds = self.config.refine.refiners
         if kinds is None:
             kinds = default_refiners(self.spec.name, self.config.mode, refiners_dir)
             if missing := [k for k in default_refiners(self.spec.name, self.config.mode) if k not in kinds]:
@@ -94,30 +95,30 @@ class TrackingSession(FramePeople):
                                     f"(copy them there from the shipped models, or name refiners to use)")
         self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir)
         self.refiners.check_budgets(net)
-        if self.config.runtime == "auto":
-            self.refiners.accelerate(self.config.threads)
-        self.runtime = accelerate(net, self.config.threads) if self.config.runtime == "auto" else "torch"
+        if self.config.network.runtime == "auto":
+            self.refiners.accelerate(self.config.network.threads)
+        self.runtime = accelerate(net, self.config.network.threads) if self.config.network.runtime == "auto" else "torch"
         self.depth_trained = "depth" in getattr(net, "meta", {}).get("trained", "")
-        prior = self._load_pose_prior() if self.depth_trained and self.config.pose_prior else None
-        self.depth = DepthEstimator(self.spec, self.config.fov_deg, self.depth_trained, prior, self.config.far_depth)
+        prior = self._load_pose_prior() if self.depth_trained and self.config.depth.pose_prior else None
+        self.depth = DepthEstimator(self.spec, self.config.depth.fov_deg, self.depth_trained, prior, self.config.depth.far_depth)
         decoder_settings = dict(self.spec.decoder)  # the skeleton's, then the session's own choices
-        if self.config.vote_radius is not None:
-            decoder_settings["vote_radius"] = self.config.vote_radius
+        if self.config.people.vote_radius is not None:
+            decoder_settings["vote_radius"] = self.config.people.vote_radius
         self.decoder = TreeDecoder(
             self.spec, stride=net.stride,
-            score_threshold=self.config.score_threshold,
+            score_threshold=self.config.people.score_threshold,
             max_people=self._centres_wanted(),
-            min_people=min(self.config.known_count or 0, self._centres_wanted()), **decoder_settings,
+            min_people=min(self.config.people.known_count or 0, self._centres_wanted()), **decoder_settings,
         )
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
         self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
-        if self.crop_model is not None and self.config.runtime == "auto":  # the crops' batch in ONNX Runtime
-            self.crop_model.runtime = accelerate(self.crop_model.net, self.config.threads)
-        own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (SessionConfig)
-        self.crop_turns = self.config.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if self.config.mode == "live"
-                                                     else own_turns)
-        tiles = self.config.tile_grid
+        if self.crop_model is not None and self.config.network.runtime == "auto":  # the crops' batch in ONNX Runtime
+            self.crop_model.runtime = accelerate(self.crop_model.net, self.config.network.threads)
+        own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (RefineSettings)
+        self.crop_turns = self.config.refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS)
+                                                            if self.config.mode == "live" else own_turns)
+        tiles = self.config.refine.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
         self.image_tile_grid = tiles if tiles is not None else TILE_GRID["image"] if self.spec.kind == "human" else 1
@@ -141,7 +142,7 @@ class TrackingSession(FramePeople):
     def open(cls, skeleton: str | SkeletonSpec | None = None, weights: str | Path | None = None,
              config: SessionConfig | None = None) -> TrackingSession:
         """The one way to build a session from files: the network from ``weights`` (default: the shipped model
-        of ``skeleton``, human18 when neither is given) and the refiners named in ``config.refiners``, read
+        of ``skeleton``, human18 when neither is given) and the refiners named in ``config.refine.refiners``, read
         beside ``weights`` (default: the shipped ones). Raises WeightsError / RefinerError for a missing or
         unfitting file."""
         from posetracker.model.weights import load_posenet
@@ -157,7 +158,8 @@ class TrackingSession(FramePeople):
         if cfg.mode != "live":
             return "pose network, offline (whole file, both directions)"
         bits = "8-bit" if getattr(getattr(self, "stream", None), "int8", False) else "float"
-        ahead = f"look-ahead {cfg.lookahead} frame{'s' if cfg.lookahead != 1 else ''}" if cfg.lookahead else "no look-ahead"
+        n = cfg.network.lookahead
+        ahead = f"look-ahead {n} frame{'s' if n != 1 else ''}" if n else "no look-ahead"
         return f"pose network, live, {bits}, {ahead}"
 
     def reset(self, keep_ids: bool = False) -> None:
@@ -167,19 +169,19 @@ class TrackingSession(FramePeople):
         first_id = self.tracker.ids_handed_out if keep_ids and hasattr(self, "tracker") else 0
         mode = self.config.mode
         if getattr(self, "stream", None) is None:  # live: backbone, temporal step and heads as one runtime call
-            self.stream = live_stream(self.net, self.config.lookahead, self.config.threads, self.config.int8,
-                                      sparse=True) \
+            network = self.config.network
+            self.stream = live_stream(self.net, network.lookahead, network.threads, network.int8, sparse=True) \
                 if mode == "live" \
-                else CausalStream(self.net, self.config.lookahead)
+                else CausalStream(self.net, network.lookahead)
         self.stream.reset()
         self._pending: deque[Pending] = deque()
         self.whole_track_report: dict = {}  # offline: what motion.whole_track changed (the metadata's entries)
         # one subject (max people 1): every detection continues its track, so it keeps one id
-        oks = {"oks_threshold": 0.0} if self.config.max_people == 1 else {}
-        self.tracker = PoseTracker(self.spec, fix_swaps=self.config.fix_swaps, **oks)
+        oks = {"oks_threshold": 0.0} if self.config.people.max_people == 1 else {}
+        self.tracker = PoseTracker(self.spec, fix_swaps=self.config.motion.fix_swaps, **oks)
         self.tracker.reset(first_id)
         self.smoother = PoseSmoother(self.spec, mode)
-        self.bones = BoneLengthSolver(self.spec, rigidify=self.config.rigid_bones, window=LIVE_BONE_WINDOW)
+        self.bones = BoneLengthSolver(self.spec, rigidify=self.config.motion.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
         self.refiners.reset()
         self._bottom_up: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # frame index -> joints before the crop stage
@@ -198,28 +200,28 @@ class TrackingSession(FramePeople):
             pose, keypoints=np.concatenate([xy, pose.keypoints[..., 2:]], -1).astype(np.float32),
             confidence=confidence.astype(np.float32)))
         out = replace(pose, track_ids=linked.track_ids)
-        if self.config.fix_swaps and self.config.mode == "offline":  # the refined sides follow the track's
+        if self.config.motion.fix_swaps and self.config.mode == "offline":  # the refined sides follow the track's
             out = same_sides(out, linked, self.tracker.pairs)  # (offline: the hand-counted heel strikes agree)
         return self.depth.blend_tracks(out)
 
     def _centres_wanted(self) -> int:
         """Most people the whole-frame decoder looks for: Max people, or with a known number of animals in a
         top-down mode twice that, the crops keeping the surest (``decoding.top_down``)."""
-        if self.config.known_count and self.spec.top_down:
-            return 2 * self.config.known_count
-        return self.config.max_people
+        if self.config.people.known_count and self.spec.top_down:
+            return 2 * self.config.people.known_count
+        return self.config.people.max_people
 
     # ------------------------------------------------------------------ frames
 
     def _input(self, rgb: np.ndarray) -> tuple[torch.Tensor, Letterbox]:
         """(H, W, 3) uint8 RGB -> the network input (1, 3, h, w) float 0..255 and its letterbox."""
-        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.fit_input and not self.refiners.needs_image)
+        img, box = letterbox(rgb, INPUT_SIZE, fit=self.config.network.fit_input and not self.refiners.needs_image)
         return to_tensor(img)[None], box
 
     def _prepare(self, frame: Frame, tiles: int | None = None) -> tuple[torch.Tensor, Pending]:
         """tiles: the tile grid for this frame (None: the video one, ``self.tile_grid``)."""
         tiles = self.tile_grid if tiles is None else tiles
-        image = brighten_if_dark(frame.image) if self.config.low_light else frame.image
+        image = brighten_if_dark(frame.image) if self.config.network.low_light else frame.image
         x, box = self._input(image)
         return x, Pending(frame.index, frame.timestamp, box, x if self.refiners.needs_image else None,
                            image if self.refiners.needs_frame or tiles > 1 or self.spec.top_down else None,
@@ -234,7 +236,7 @@ class TrackingSession(FramePeople):
             maps = {k: v for k, v in maps.items() if k != "head_features"} | dense_maps(torch_parts(self.net)[3], features)
             sparse = False
         if self.refiners:
-            with _threads(self.config.threads):
+            with _threads(self.config.network.threads):
                 maps = self.refiners.refine_maps(maps, image)
         arrays = {k: maps[k][0].numpy() for k in ("heatmaps", "offsets", "vectors", "depth") if k in maps}
         if sparse:
@@ -242,7 +244,7 @@ class TrackingSession(FramePeople):
             arrays.update(self._cell_heads.maps(maps["head_features"][0].numpy()))
         people = suppress_duplicates(self.decoder.decode(arrays), self.sigmas)
         if self.refiners:
-            with _threads(self.config.threads):
+            with _threads(self.config.network.threads):
                 people = self.refiners.refine_people(people, maps, self.net.stride)
         return people
 
@@ -252,16 +254,16 @@ class TrackingSession(FramePeople):
         tracks are judged at the end: ``tracking.offline.drop_unsure_tracks``)."""
         if self.spec.score_calibration is None or pose.num_people == 0:
             return pose
-        sure = pose.scores >= self.config.min_person_probability
+        sure = pose.scores >= self.config.people.min_person_probability
         self._sure_tracks.update(int(t) for t in pose.track_ids[sure & (pose.track_ids >= 0)])
         keep = sure | np.isin(pose.track_ids, list(self._sure_tracks))
         return pose if keep.all() else pose.select(keep)
 
     def _post_live(self, pose: PoseFrame, network_ms: float) -> PoseFrame:
         t0 = time.perf_counter()
-        if self.config.track:
+        if self.config.people.track:
             pose = self._shown(self._track(pose))
-            if self.config.smoothing:
+            if self.config.motion.smoothing:
                 pose = self.smoother.update(pose)
             pose = self.bones.update(pose)
         self.times.track_ms = (time.perf_counter() - t0) * 1000
@@ -279,7 +281,7 @@ class TrackingSession(FramePeople):
         """Live, stage 1b: push a prepared frame through the network; the outputs of the frame ``lookahead``
         pushes ago (None while the look-ahead fills). The only stage with the network's state."""
         t0 = time.perf_counter()
-        with torch.inference_mode(), _threads(self.config.threads):
+        with torch.inference_mode(), _threads(self.config.network.threads):
             self._pending.append(prepared.meta)
             out = self.stream.push(prepared.x)
         self.times.network_ms = prepared.ms + (time.perf_counter() - t0) * 1000
@@ -287,14 +289,14 @@ class TrackingSession(FramePeople):
 
     def infer_flush(self) -> list[Inferred]:
         """Live, stage 1 at the end of a stream: the outputs the look-ahead still holds back."""
-        with torch.inference_mode(), _threads(self.config.threads):
+        with torch.inference_mode(), _threads(self.config.network.threads):
             outs = self.stream.flush()
         return [Inferred(o, self._pending.popleft(), self.times.network_ms) for o in outs]
 
     def finish(self, item: Inferred) -> PoseFrame:
         """Live, stage 2: people, 3-D, ids, smoothing and bone lengths of an inferred frame. Frames must come
         in their order, one at a time (the tracker's, smoother's and depth's state); any thread."""
-        return self._post_live(self._people(item.out, item.meta, self.config.crop_budget_ms), item.network_ms)
+        return self._post_live(self._people(item.out, item.meta, self.config.refine.crop_budget_ms), item.network_ms)
 
     def step(self, frame: Frame) -> PoseFrame | None:
         """Live mode: push one frame; returns the PoseFrame of the frame ``lookahead`` frames
@@ -309,7 +311,7 @@ class TrackingSession(FramePeople):
     def process_image(self, rgb: np.ndarray) -> PoseFrame:
         """One still image (H, W, 3) uint8 RGB -> untracked PoseFrame (no temporal context)."""
         frame = Frame(0, 0.0, rgb)
-        with torch.inference_mode(), _threads(self.config.threads):
+        with torch.inference_mode(), _threads(self.config.network.threads):
             x, meta = self._prepare(frame, self.image_tile_grid)
             out = self.net(x[:, None])
         return self._people(out, meta, tracked=False)
@@ -332,7 +334,7 @@ class TrackingSession(FramePeople):
         (``tracking.offline.backfill_ids``), which a live stream cannot do; people
         still at id -1 then (detections never confirmed as a track, such as a
         table taken for a person in one frame) are left out unless
-        ``config.keep_unconfirmed``, and so are tracks never read as a likely person
+        ``config.people.keep_unconfirmed``, and so are tracks never read as a likely person
         (``tracking.offline.drop_unsure_tracks``; their ids in ``metadata["unsure_tracks"]``).
         """
         self.reset()
@@ -348,21 +350,21 @@ class TrackingSession(FramePeople):
 
         if self.config.mode == "live":
             poses = list(live_stages(self, guarded(), total, progress, cancel))
-            if self.config.track:  # the whole source is at hand: ids for the frames before each track's confirmation
+            if self.config.people.track:  # the whole source is at hand: ids for the frames before a track's confirmation
                 poses = backfill_ids(poses, self.sigmas)
         else:
             poses = self._run_offline(guarded(), total, progress, cancel, fps)
         unsure: list[int] = []
-        if self.config.track and not self.config.keep_unconfirmed:
+        if self.config.people.track and not self.config.people.keep_unconfirmed:
             poses = [p.select(p.track_ids >= 0) for p in poses]
             if self.spec.score_calibration is not None:  # scores are probabilities: tracks never likely a person go
-                poses, unsure = drop_unsure_tracks(poses, self.config.min_person_probability)
+                poses, unsure = drop_unsure_tracks(poses, self.config.people.min_person_probability)
         meta = {"mode": self.config.mode, "skeleton": self.spec.name, **(metadata or {})}
         if unsure:
             meta["unsure_tracks"] = unsure  # ids left out: never read as a likely person (tracking.offline)
-        if not self.config.rigid_bones:
+        if not self.config.motion.rigid_bones:
             meta["bones"] = "raw"  # the lengths as estimated; exports keep them (tracking.bones.settle_bones)
-        if not self.config.smoothing:
+        if not self.config.motion.smoothing:
             meta["motion"] = "as read"  # no motion solve: the readings themselves (process --raw)
         meta.update(self.whole_track_report)
         if failure:

@@ -1,29 +1,67 @@
-"""SessionConfig: the parameters of a ``TrackingSession`` (``posetracker.session``), all with working defaults."""
+"""SessionConfig: the parameters of a ``TrackingSession`` (``posetracker.session``), all with working defaults,
+in five small groups besides the mode:
+
+=============  ====================  ===================================================================
+attribute      group                 what it decides
+=============  ====================  ===================================================================
+``network``    ``NetworkSettings``   how the network runs: threads, runtime, input, look-ahead, chunks
+``people``     ``PeopleSettings``    who is read and output: how many, how sure, tracked or not
+``refine``     ``RefineSettings``    the second look at the frame: refiners, tiles, turned animal crops
+``motion``     ``MotionSettings``    each track's motion: the solve, rigid bones, left/right repairs
+``depth``      ``DepthSettings``     3-D: the camera's field of view and the depth head's helpers
+=============  ====================  ===================================================================
+
+``SessionConfig(mode="offline", people=PeopleSettings(max_people=2))``; each group checks its own fields.
+:meth:`SessionConfig.from_dict` reads settings written as one flat mapping of field names (the form before the
+groups) as well as the grouped form.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any, Literal
 
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 Mode = Literal["live", "offline"]
-# SessionConfig.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
+# RefineSettings.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
 # 5.1 fps with them, the precision stage on; docs/experiments/tiles-and-crowds.md)
 TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 
-LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (SessionConfig.crop_turns)
+LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (RefineSettings.crop_turns)
 
 
 @dataclass(frozen=True)
-class SessionConfig:
-    """Parameters of a TrackingSession (all have working defaults)."""
+class NetworkSettings:
+    """How the network runs (``session``, ``pipeline_live``, ``offline_run``)."""
 
-    mode: Mode = "live"
+    threads: int = 1  # threads for inference
+    runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
+    int8: bool = True  # live, ONNX Runtime: the 8-bit backbone body where its companion ships (model/int8.py)
+    # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
+    # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
+    fit_input: bool = True
+    # frames too dark for the network (its brightest pixels under 32 of 255) are stretched first (model.low_light)
+    low_light: bool = True
     lookahead: int = DEFAULT_LOOKAHEAD  # live: frames of look-ahead for the backward GRU (latency = lookahead / fps)
     chunk: int = 16  # offline: frames emitted per bidirectional pass
     overlap: int = 8  # offline: extra frames the backward GRU sees past each chunk
+    # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
+    # (pipeline_live.live_poses; the same poses as one step() after another); None: two stages where the process
+    # may run on more than one CPU (pipeline_live.use_two_stages)
+    two_stage: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0:
+            raise ValueError("lookahead and overlap must be >= 0, chunk >= 1")
+
+
+@dataclass(frozen=True)
+class PeopleSettings:
+    """Who is read and output (the decoder, ``frame_people``, the tracker, ``TrackingSession.run``)."""
+
     max_people: int = DEFAULT_MAX_PEOPLE
     score_threshold: float = 0.15  # minimum centre-heatmap peak for a person
     # still images and untracked frames: people whose final score (calibrated: the probability of a real person,
@@ -36,28 +74,27 @@ class SessionConfig:
     # cells around a keypoint peak whose offsets vote for its position (decoding.peaks.vote_offsets); None: the
     # decoder's default (tree.VOTE_RADIUS, or the skeleton's decoder setting); 0: the peak cell's offset alone
     vote_radius: int | None = None
-    fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
-    smoothing: bool = True
-    far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
-    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
-    rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
-    track: bool = True
-    fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
     # exactly this many animals: that many readings kept a frame; offline, track fragments joined into that many ids
     known_count: int | None = None
-    fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
-    # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg), and the whole legs
-    # from where the feet's left / right labels swap (motion.sides; a live result gets the latter when finished)
-    fix_legs: bool = True
+    track: bool = True  # people followed from frame to frame under ids (False: each frame on its own)
     keep_unconfirmed: bool = False  # run(): keep people never confirmed as a track (id -1; e.g. a one-frame false positive)
-    threads: int = 1  # threads for inference
-    runtime: Literal["auto", "torch"] = "auto"  # auto: the backbone runs in ONNX Runtime when installed
-    int8: bool = True  # live, ONNX Runtime: the 8-bit backbone body where its companion ships (model/int8.py)
-    # letterbox into a canvas fitted to the frame's aspect (256 x 160 for 16:9), not 256 x 256; a refiner that reads
-    # the network's input image (method B's heatmap refiner, trained on squares) keeps the square
-    fit_input: bool = True
-    # frames too dark for the network (its brightest pixels under 32 of 255) are stretched first (model.low_light)
-    low_light: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_people < 1:
+            raise ValueError(f"max_people must be >= 1, got {self.max_people}")
+        if self.known_count is not None and self.known_count < 1:
+            raise ValueError(f"known_count must be at least 1, got {self.known_count}")
+        if self.vote_radius is not None and self.vote_radius < 0:
+            raise ValueError(f"vote_radius must be >= 0, got {self.vote_radius}")
+        if not 0.0 <= self.min_person_probability < 1.0:
+            raise ValueError(f"min_person_probability must be in [0, 1), got {self.min_person_probability}")
+
+
+@dataclass(frozen=True)
+class RefineSettings:
+    """The second look at the frame: refiners, tiles and the turned crops of animals (``refiners``,
+    ``decoding.tiles``, ``decoding.top_down``)."""
+
     # refiners to switch on ("heatmap": method B, "graph": method C, "crop": the precision stage); None: the mode's
     # defaults (refiners.default_refiners: offline and still images the precision stage, live its fast variant where
     # more than one CPU is usable), where trained
@@ -72,24 +109,72 @@ class SessionConfig:
     # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
     # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, docs/experiments/fly13.md)
     crop_turns: int | None = None
-    # live run(): the network on the calling thread, reading, decoding, 3-D and tracking on a second one
-    # (pipeline_live.live_poses; the same poses as one step() after another); None: two stages where the process
-    # may run on more than one CPU (pipeline_live.use_two_stages)
-    two_stage: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):
+            raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
+        if self.tile_grid is not None and self.tile_grid < 1:
+            raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
+
+
+@dataclass(frozen=True)
+class MotionSettings:
+    """Each track's motion: its solve and repairs (the tracker, ``motion.whole_track``, ``motion.finish``)."""
+
+    smoothing: bool = True  # the motion solve (offline: each track over the whole clip; live: the running smoother)
+    rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
+    fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
+    fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
+    # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg), and the whole legs
+    # from where the feet's left / right labels swap (motion.sides; a live result gets the latter when finished)
+    fix_legs: bool = True
+
+
+@dataclass(frozen=True)
+class DepthSettings:
+    """3-D: the camera and the trained depth head's helpers (``depth``)."""
+
+    fov_deg: float = 60.0  # field of view of the source camera across the long side of the frame
+    far_depth: bool = True  # trained depth head: blend body scale into the depth of people beyond its range
+    pose_prior: bool = True  # trained depth head: mix its joint depths with the shipped pose prior's (depth.pose_prior)
+
+
+GROUPS = {"network": NetworkSettings, "people": PeopleSettings, "refine": RefineSettings, "motion": MotionSettings,
+          "depth": DepthSettings}
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    """Parameters of a TrackingSession (all have working defaults): the mode and five groups (module docstring)."""
+
+    mode: Mode = "live"
+    network: NetworkSettings = NetworkSettings()
+    people: PeopleSettings = PeopleSettings()
+    refine: RefineSettings = RefineSettings()
+    motion: MotionSettings = MotionSettings()
+    depth: DepthSettings = DepthSettings()
 
     def __post_init__(self) -> None:
         if self.mode not in ("live", "offline"):
             raise ValueError(f"unknown mode {self.mode!r}; choices: live, offline")
-        if self.lookahead < 0 or self.chunk < 1 or self.overlap < 0 or self.max_people < 1:
-            raise ValueError("lookahead and overlap must be >= 0, chunk and max_people >= 1")
-        if self.known_count is not None and self.known_count < 1:
-            raise ValueError(f"known_count must be at least 1, got {self.known_count}")
-        if self.vote_radius is not None and self.vote_radius < 0:
-            raise ValueError(f"vote_radius must be >= 0, got {self.vote_radius}")
-        if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):
-            raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
-        if not 0.0 <= self.min_person_probability < 1.0:
-            raise ValueError(f"min_person_probability must be in [0, 1), got {self.min_person_probability}")
-        if self.tile_grid is not None and self.tile_grid < 1:
-            raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 
+    @classmethod
+    def from_dict(cls, settings: Mapping[str, Any]) -> SessionConfig:
+        """Settings read from a file: ``{"mode": ..., "lookahead": 2, "fov_deg": 70.0, ...}`` (one flat mapping of
+        field names, the form before the groups) or ``{"mode": ..., "network": {"lookahead": 2}, ...}``, or both
+        mixed; a list (JSON) where a tuple is meant becomes one. An unknown name raises ValueError."""
+        owner = {f.name: group for group, kind in GROUPS.items() for f in fields(kind)}
+        values: dict[str, dict[str, Any]] = {group: {} for group in GROUPS}
+        for name, value in settings.items():
+            if name in GROUPS and isinstance(value, Mapping):
+                unknown = set(value) - {f.name for f in fields(GROUPS[name])}
+                if unknown:
+                    raise ValueError(f"unknown {name} setting(s) {', '.join(sorted(unknown))}")
+                values[name].update(value)
+            elif name in owner:
+                values[owner[name]][name] = value
+            elif name != "mode":
+                raise ValueError(f"unknown setting {name!r}")
+        if isinstance(values["refine"].get("refiners"), list):
+            values["refine"]["refiners"] = tuple(values["refine"]["refiners"])
+        return cls(mode=settings.get("mode", "live"), **{g: GROUPS[g](**v) for g, v in values.items()})

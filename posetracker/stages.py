@@ -71,7 +71,7 @@ class Inferred:
 
 class LiveStages(Protocol):
     """What the drivers of ``posetracker.pipeline_live`` call of a session (``TrackingSession`` is one):
-    the three stages, ``step`` and ``flush`` (the three in a row), and ``config.two_stage``."""
+    the three stages, ``step`` and ``flush`` (the three in a row), and ``config.network.two_stage``."""
 
     config: Any
 

@@ -24,7 +24,7 @@ def test_mouse_held_out_scores():
     """models/refiners-and-animals.md: PCK@0.1 0.783 plain, 0.935 with the heatmap refiner (23 frames)."""
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
     from posetracker.train.detector_samples import load_split
 
@@ -34,7 +34,7 @@ def test_mouse_held_out_scores():
     net = load_posenet(REPO / "models" / "posenet-mouse4.safetensors", mouse)
     scores = {}
     for kinds in ((), ("heatmap",)):
-        session = TrackingSession(net, SessionConfig(refiners=kinds))
+        session = TrackingSession(net, SessionConfig(refine=RefineSettings(refiners=kinds)))
         scores[kinds] = evaluate_items(session.process_image, held_out, cols, mouse)
     assert len(held_out) == 23 and scores[()]["found"] == 23
     assert scores[()]["pck@0.1"] == pytest.approx(0.783, abs=0.03)
@@ -48,7 +48,7 @@ def test_mouse4_runs_its_refiners_by_default_and_the_human_model_its_precision_s
     without naming refiners loads them; --refiners alone still turns them off."""
     from posetracker import cpu_threads
     from posetracker.refiners.base import default_refiners
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
 
     assert load_skeleton("mouse4").refiners == {"offline": ("heatmap", "graph"), "live": ("heatmap", "graph")}
@@ -58,7 +58,8 @@ def test_mouse4_runs_its_refiners_by_default_and_the_human_model_its_precision_s
     assert default_refiners("mouse4", "live") == ()  # one CPU: the network alone
     session = TrackingSession.open("mouse4", config=SessionConfig(mode="offline"))
     assert sorted(session.refiners.names) == ["graph", "heatmap"]
-    assert TrackingSession.open("mouse4", config=SessionConfig(mode="offline", refiners=())).refiners.names == []
+    assert TrackingSession.open("mouse4", config=SessionConfig(mode="offline",
+                                                               refine=RefineSettings(refiners=()))).refiners.names == []
 
 
 def test_process_finishes_a_real_mouse_clip(tmp_path):

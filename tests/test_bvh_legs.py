@@ -64,12 +64,13 @@ def _offline(seq: PoseSequence, monkeypatch, fix_legs: bool = True) -> PoseSeque
     rigid bones), the network's reading of each frame replaced by them. The tracker's frame-to-frame mirror fix
     and the near-leg repair (depth) are off, so that the feet's swaps reach the step under test."""
     from posetracker.model.network import PoseNet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import MotionSettings, RefineSettings, SessionConfig, TrackingSession
 
     torch.manual_seed(0)
     monkeypatch.setattr("posetracker.motion.whole_track.repair_near_leg", lambda frames, spec: (frames, {}))
     session = TrackingSession(PoseNet(seq.skeleton).eval(),
-                              SessionConfig(mode="offline", refiners=(), fix_swaps=False, fix_legs=fix_legs))
+                              SessionConfig(mode="offline", refine=RefineSettings(refiners=()),
+                                            motion=MotionSettings(fix_swaps=False, fix_legs=fix_legs)))
     people = {f.index: f for f in seq.frames}
     session._people = lambda out, meta, budget_ms=None, tracked=True: dataclasses.replace(
         people[meta.index], track_ids=np.full(people[meta.index].num_people, -1, np.int64))

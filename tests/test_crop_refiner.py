@@ -9,7 +9,7 @@ import torch
 from conftest import REPO
 from posetracker.capture import open_source
 from posetracker.refiners import RefinerError, build_refiner, load_refiner, refiner_path
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import MotionSettings, NetworkSettings, RefineSettings, SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
 
 HUMAN = load_skeleton("human18")
@@ -207,8 +207,10 @@ def frames():
 @pytest.mark.parametrize("kind", ["crop", "crop-fast"])
 def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames, kind):
     assert refiner_path(kind, "human18").is_file()
-    plain = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=()))
-    refined = TrackingSession.open(config=SessionConfig(mode="offline", smoothing=False, refiners=(kind,)))
+    plain = TrackingSession.open(config=SessionConfig(mode="offline", refine=RefineSettings(refiners=()),
+                                                      motion=MotionSettings(smoothing=False)))
+    refined = TrackingSession.open(config=SessionConfig(mode="offline", refine=RefineSettings(refiners=(kind,)),
+                                                        motion=MotionSettings(smoothing=False)))
     a, b = plain.process_image(frames[3].image), refined.process_image(frames[3].image)
     assert a.num_people == b.num_people == 1
     moved = np.abs(a.keypoints[0, :17, :2] - b.keypoints[0, :17, :2]).max(axis=1)
@@ -219,7 +221,8 @@ def test_the_shipped_stage_replaces_the_coco_joints_of_each_person(frames, kind)
 
 
 def test_live_mode_runs_it_within_the_budget(frames):
-    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop",)))
+    session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(lookahead=0),
+                                                        refine=RefineSettings(refiners=("crop",))))
     crop = session.refiners.refiners[0]
     budgets = []
     choose = crop.choose
@@ -227,7 +230,7 @@ def test_live_mode_runs_it_within_the_budget(frames):
                                                                                                   since)
     poses = [session.step(f) for f in frames]
     assert all(p is not None for p in poses) and crop.last_refined == 1
-    assert set(budgets) == {session.config.crop_budget_ms}  # the live budget reaches the stage every frame
+    assert set(budgets) == {session.config.refine.crop_budget_ms}  # the live budget reaches the stage every frame
     assert crop.__dict__.get("_runner") is not None  # ONNX Runtime (or torch where it is missing)
     assert crop._carried  # a correction carried for the dancer
     session.reset(keep_ids=True)  # a seek: the corrections are forgotten with the tracks
@@ -243,7 +246,8 @@ def test_offline_runs_it_by_default_and_live_its_fast_form_on_two_cpus(tmp_path,
     monkeypatch.setattr(cpu_threads, "usable_cpus", lambda: 1)  # no second thread for it: live runs none
     assert TrackingSession.open(config=SessionConfig(mode="live")).refiners.names == []
     assert TrackingSession.open(config=SessionConfig(mode="offline")).refiners.names == ["crop"]
-    assert TrackingSession.open(config=SessionConfig(mode="offline", refiners=())).refiners.names == []
+    assert TrackingSession.open(config=SessionConfig(mode="offline",
+                                                     refine=RefineSettings(refiners=()))).refiners.names == []
     # custom weights without a crop refiner beside them: the default finds none there, and says nothing
     from posetracker.model.weights import default_weights_path
 
@@ -302,7 +306,9 @@ def test_a_joint_thunder_does_not_see_keeps_the_bottom_up_reading(monkeypatch):
 def test_people_are_linked_by_their_bottom_up_joints_and_keep_the_refined_ones(frames):
     """A crop reading that jumps (a crowd's neighbour read at the crop's centre) must not break the track:
     the tracker links the bottom-up joints; the output keeps the refined ones."""
-    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop",), smoothing=False))
+    session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(lookahead=0),
+                                                        refine=RefineSettings(refiners=("crop",)),
+                                                        motion=MotionSettings(smoothing=False)))
     crop = session.refiners.refiners[0]
     jumps = {3}
 
@@ -335,7 +341,8 @@ def test_live_with_only_the_frame_stage_keeps_the_heads_at_cells(frames, monkeyp
     monkeypatch.setattr(session_module, "dense_maps", lambda *a: dense_calls.append(1) or real_dense(*a))
 
     def run() -> list:
-        session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0, refiners=("crop-fast",)))
+        session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(lookahead=0),
+                                                            refine=RefineSettings(refiners=("crop-fast",))))
         return [session.step(f) for f in frames]
 
     assert not RefinerChain([build_refiner("crop-fast", HUMAN)]).needs_maps

@@ -162,14 +162,15 @@ def test_eval_live_mode_scores_the_live_pipeline(tmp_path, capsys):
 def test_a_live_still_is_read_after_the_look_ahead_and_the_tracker(shipped_net):
     from posetracker.evaluation.live_stills import live_still_predictor
     from posetracker.capture.image_folder import load_image_rgb
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
     frame = load_image_rgb(shared_path("data", "human", "mmpose_mpii", "004645041.jpg"))
-    live = TrackingSession(shipped_net, SessionConfig(mode="live", refiners=()))
+    live = TrackingSession(shipped_net, SessionConfig(mode="live", refine=RefineSettings(refiners=())))
     pose = live_still_predictor(live, hold=6)(frame)
     assert pose.index == 5 and pose.num_people >= 1 and (pose.track_ids >= 0).all()
     with pytest.raises(ValueError, match="live-mode"):
-        live_still_predictor(TrackingSession(shipped_net, SessionConfig(mode="offline", refiners=())))
+        live_still_predictor(TrackingSession(shipped_net, SessionConfig(mode="offline",
+                                                                        refine=RefineSettings(refiners=()))))
 
 
 def test_thunder_given_the_true_boxes_is_scored_beside_ours(tmp_path, capsys):

@@ -188,11 +188,11 @@ def test_the_dancer_seen_from_behind_faces_away_in_the_bvh():
     from posetracker.capture import open_source
     from posetracker.export.bvh import BvhOptions, solve_person
     from posetracker.export.bvh_solve import world_rotations
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import MotionSettings, SessionConfig, TrackingSession
     from posetracker.tracks import person_tracks
 
     def chest_forward_z(fix: bool) -> np.ndarray:
-        session = TrackingSession.open(config=SessionConfig(mode="offline", fix_facing=fix))
+        session = TrackingSession.open(config=SessionConfig(mode="offline", motion=MotionSettings(fix_facing=fix)))
         with open_source(str(shared_path("data", "video", "sleap_dance_human", "dance.mp4"))) as src:
             seq = session.run(src, fps=src.fps)
         motion = solve_person(person_tracks(seq)[0], seq.skeleton, seq.fps, BvhOptions())

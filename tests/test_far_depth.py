@@ -3,7 +3,7 @@ import pytest
 
 from posetracker.depth import Camera, FarDepthBlend
 from posetracker.depth.scale_depth import TORSO_M
-from posetracker.session import SessionConfig
+from posetracker.session import DepthSettings, SessionConfig
 from posetracker.types import PoseFrame
 
 SIZE = (1280, 720)
@@ -57,6 +57,6 @@ def test_ratio_is_capped_and_untracked_people_pass(human18):
 
 
 def test_blend_is_on_by_default_and_can_be_switched_off(human18):
-    assert SessionConfig().far_depth and not SessionConfig(far_depth=False).far_depth
+    assert SessionConfig().depth.far_depth and not SessionConfig(depth=DepthSettings(far_depth=False)).depth.far_depth
     with pytest.raises(ValueError, match="near_m"):
         FarDepthBlend(human18, 60.0, near_m=5.0, far_m=4.0)

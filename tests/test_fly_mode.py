@@ -13,14 +13,16 @@ def test_fly_held_out_scores():
     of those frames (40 flies) with two flies known to be there, as ``--animals 2``."""
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import PeopleSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
     from posetracker.train.detector_samples import load_split
 
     data = shared_path("data", "animal", "sleap_flies_clip_train", "normalized.json")
     fly = load_skeleton("fly13")
     _, held_out, cols = load_split(str(data), fly, 0.2)
-    session = TrackingSession(load_posenet(None, fly), SessionConfig(mode="offline", refiners=(), known_count=2))
+    session = TrackingSession(load_posenet(None, fly), SessionConfig(mode="offline",
+                                                                     people=PeopleSettings(known_count=2),
+                                                                     refine=RefineSettings(refiners=())))
     assert session.crop_turns == 8
     s = evaluate_items(session.process_image, held_out[::10], cols, fly)
     assert len(held_out) == 200 and s["found"] == 40
@@ -30,15 +32,17 @@ def test_fly_held_out_scores():
 
 def test_the_shipped_fly_mode_reads_eight_turns_offline_and_two_live():
     from posetracker.model.weights import load_posenet
-    from posetracker.session import LIVE_CROP_TURNS, SessionConfig, TrackingSession
+    from posetracker.session import LIVE_CROP_TURNS, NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
 
     spec = load_skeleton("fly13")
     net = load_posenet(None, spec)  # the shipped centre model; its crop model beside it
-    turns = {m: TrackingSession(net, SessionConfig(mode=m, refiners=(), runtime="torch")).crop_turns
+    turns = {m: TrackingSession(net, SessionConfig(mode=m, network=NetworkSettings(runtime="torch"),
+                                                   refine=RefineSettings(refiners=()))).crop_turns
              for m in ("offline", "live")}
     assert spec.top_down["turns"] == 8 and turns == {"offline": 8, "live": LIVE_CROP_TURNS} and LIVE_CROP_TURNS == 2
-    chosen = TrackingSession(net, SessionConfig(mode="live", refiners=(), runtime="torch", crop_turns=8))
+    chosen = TrackingSession(net, SessionConfig(mode="live", network=NetworkSettings(runtime="torch"),
+                                                refine=RefineSettings(refiners=(), crop_turns=8)))
     assert chosen.crop_turns == 8 and chosen.crop_model is not None
     with pytest.raises(ValueError, match="crop_turns"):
-        SessionConfig(crop_turns=3)
+        SessionConfig(refine=RefineSettings(crop_turns=3))

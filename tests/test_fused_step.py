@@ -8,7 +8,7 @@ from test_runtime import busy_net
 from posetracker.model.fused import FusedStream, LiveStep, live_stream
 from posetracker.model.network import CausalStream
 from posetracker.model.runtime import accelerate
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, PeopleSettings, SessionConfig, TrackingSession
 from posetracker.types import Frame
 
 pytest.importorskip("onnxruntime")
@@ -84,7 +84,9 @@ def test_fused_lookahead_zero_never_sees_the_future(human18, tmp_path, monkeypat
 def test_a_live_session_runs_one_call_a_frame(human18, tmp_path, monkeypatch):
     """The product path: the live session's stream is fused; torch runtime keeps the plain stream."""
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
-    session = TrackingSession(busy_net(human18, seed=5), SessionConfig(mode="live", lookahead=1, score_threshold=0.0))
+    session = TrackingSession(busy_net(human18, seed=5), SessionConfig(mode="live",
+                                                                       network=NetworkSettings(lookahead=1),
+                                                                       people=PeopleSettings(score_threshold=0.0)))
     assert isinstance(session.stream, FusedStream)
     stream = session.stream
     session.reset()
@@ -92,5 +94,6 @@ def test_a_live_session_runs_one_call_a_frame(human18, tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     poses = [session.step(Frame(i, i / 30, rng.integers(0, 256, (72, 128, 3), dtype=np.uint8))) for i in range(4)]
     assert poses[0] is None and all(p is not None for p in poses[1:])
-    plain = TrackingSession(busy_net(human18, seed=5), SessionConfig(mode="live", runtime="torch"))
+    plain = TrackingSession(busy_net(human18, seed=5), SessionConfig(mode="live",
+                                                                     network=NetworkSettings(runtime="torch")))
     assert type(plain.stream) is CausalStream

@@ -27,9 +27,9 @@ MAX_MAE = 2.0  # frames
 
 def track(video: Path):
     from posetracker.capture import open_source
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import PeopleSettings, SessionConfig, TrackingSession
 
-    session = TrackingSession.open("human18", None, SessionConfig(mode="offline", max_people=1))
+    session = TrackingSession.open("human18", None, SessionConfig(mode="offline", people=PeopleSettings(max_people=1)))
     with open_source(str(video)) as source:
         return session.run(source, fps=source.fps, total=source.frame_count)
 

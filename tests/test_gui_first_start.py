@@ -73,7 +73,7 @@ def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, 
     import sys
 
     from posetracker.model.runtime import cache_dir
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
     root = logging.getLogger()
@@ -85,7 +85,7 @@ def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, 
     try:
         capfd.readouterr()
         with caplog.at_level(logging.DEBUG):
-            session = TrackingSession.open(config=SessionConfig(mode="live", threads=1))
+            session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(threads=1)))
     finally:
         root.removeHandler(console)
         root.setLevel(level)

@@ -211,7 +211,7 @@ def test_a_tracking_session_runs_in_two_stages_with_the_poses_of_one_step_at_a_t
     import torch
 
     from posetracker.model.network import PoseNet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
     from posetracker.skeletons import load_skeleton
 
     torch.manual_seed(0)
@@ -219,11 +219,11 @@ def test_a_tracking_session_runs_in_two_stages_with_the_poses_of_one_step_at_a_t
     results = []
     controller.pose_ready.connect(results.append)
     with qtbot.waitSignal(controller.source_ended, timeout=15000):
-        controller.start(partial(VideoFileSource, clip), lambda: TrackingSession(net, SessionConfig(lookahead=1)))
+        controller.start(partial(VideoFileSource, clip), lambda: TrackingSession(net, SessionConfig(network=NetworkSettings(lookahead=1))))
     qtbot.waitUntil(lambda: results and results[-1].pose.index == 44, timeout=5000)  # the held pose, flushed
     indices = [r.pose.index for r in results]
     assert indices == sorted(set(indices)) and all(r.frame.index == r.pose.index for r in results)
-    again = TrackingSession(net, SessionConfig(lookahead=1))
+    again = TrackingSession(net, SessionConfig(network=NetworkSettings(lookahead=1)))
     with VideoFileSource(clip) as src:
         frames = {f.index: f for f in src}
     poses = [p for i in indices if (p := again.step(frames[i])) is not None] + again.flush()

@@ -195,12 +195,12 @@ def test_real_session_loads_the_refiners(tmp_path):
     weights.symlink_to(MODELS_DIR / "posenet-human18.safetensors")
     save_refiner(build_refiner("graph", load_skeleton("human18")), tmp_path / "refiner-graph-human18.safetensors", {})
     session = real_session(ModelChoice(weights=weights, refiners=("graph",)))
-    assert session.refiners.names == ["graph"] and session.config.refiners == ("graph",)
+    assert session.refiners.names == ["graph"] and session.config.refine.refiners == ("graph",)
     with pytest.raises(RefinerError, match=str(tmp_path)):
         real_session(ModelChoice(weights=weights, refiners=("heatmap",)))
     shipped = real_session(ModelChoice(refiners=("graph",), max_people=2))
-    assert shipped.refiners.names == ["graph"] and shipped.config.refiners == ("graph",)
-    assert shipped.config.max_people == 2 == shipped.decoder.max_people
+    assert shipped.refiners.names == ["graph"] and shipped.config.refine.refiners == ("graph",)
+    assert shipped.config.people.max_people == 2 == shipped.decoder.max_people
     assert shipped.refiners.refiners[0].gnn.adjacency.shape == (18, 18)
     with pytest.raises(RefinerError, match="models"):
         real_session(ModelChoice(refiners=("heatmap",)))  # not shipped for people
@@ -264,7 +264,7 @@ def test_an_exact_count_reaches_the_session_and_persists(qtbot, clip):
     from ui.services import real_session
 
     session = real_session(ModelChoice(skeleton="mouse4", mode="offline", max_people=1, exact_count=True))
-    assert session.config.known_count == 1 and session.decoder.min_people == 1
+    assert session.config.people.known_count == 1 and session.decoder.min_people == 1
     assert real_session(ModelChoice(skeleton="mouse4", max_people=2)).decoder.min_people == 0
 
 

@@ -106,7 +106,7 @@ def test_no_companion_keeps_the_float_graph(human18, tmp_path, monkeypatch):
 
 def test_the_shipped_model_runs_live_with_the_8_bit_body():
     """The companion in models/ fits the shipped weights: live sessions use it, int8=False and offline do not."""
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
     live = TrackingSession.open(config=SessionConfig(mode="live"))
     assert isinstance(live.stream, FusedStream) and live.stream.int8
@@ -114,7 +114,7 @@ def test_the_shipped_model_runs_live_with_the_8_bit_body():
     assert int8.companion_parts(tensors)[1] is not None  # the body fine-tuned for 8 bits (posetracker train int8-qat)
     assert len(json.loads(meta["ranges"])) > 50 and json.loads(meta["keep_float"]) == list(int8.KEEP_FLOAT)
     assert tuple(json.loads(meta["quantise"])) == int8.QUANTISE  # body and temporal recurrences
-    assert not TrackingSession.open(config=SessionConfig(mode="live", int8=False)).stream.int8
+    assert not TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(int8=False))).stream.int8
     assert not isinstance(TrackingSession.open(config=SessionConfig(mode="offline")).stream, FusedStream)
 
 
@@ -122,9 +122,9 @@ def test_the_shipped_model_runs_live_with_the_8_bit_body():
 def test_the_shipped_model_at_another_look_ahead_runs_the_8_bit_body(lookahead, recwarn):
     """The shipped ranges were calibrated on the look-ahead-1 graph; at another look-ahead (the app offers
     0-15) the body is still 8-bit and the recurrences float, with no warning and outputs close to float."""
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
-    live = TrackingSession.open(config=SessionConfig(mode="live", lookahead=lookahead))
+    live = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(lookahead=lookahead)))
     assert isinstance(live.stream, FusedStream) and live.stream.int8
     assert not [w for w in recwarn if "8-bit" in str(w.message)]
     model = onnx.load(str(live.stream.session._model_path))

@@ -134,13 +134,13 @@ def test_the_first_preparation_prints_nothing(tmp_path, monkeypatch, capfd):
     """The real first live session with an empty cache (export and 8-bit quantisation, ~35 s), through the
     library as ``posetracker process`` runs it: no quantiser lines on stderr, logging as it was."""
     from posetracker.model.runtime import cache_dir
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
     with root_logging("cli"):
         before = logging_state()
         capfd.readouterr()
-        session = TrackingSession.open(config=SessionConfig(mode="live", threads=1))
+        session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(threads=1)))
         after = logging_state()
         err = capfd.readouterr().err
     assert getattr(session.stream, "int8", False)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from posetracker.session_config import SessionConfig
+from posetracker.session_config import PeopleSettings, SessionConfig
 from posetracker.tracking.known_count import join_fragments
 from posetracker.types import PoseFrame
 
@@ -57,4 +57,4 @@ def test_bad_counts_are_refused():
     with pytest.raises(ValueError, match="animals"):
         join_fragments([], 0, root=0)
     with pytest.raises(ValueError, match="known_count"):
-        SessionConfig(known_count=0)
+        SessionConfig(people=PeopleSettings(known_count=0))

@@ -38,7 +38,7 @@ def test_the_session_reads_a_darkened_clip_as_it_reads_the_bright_one():
 
     import av
 
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.types import Frame
 
     clip = Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4"
@@ -46,7 +46,8 @@ def test_the_session_reads_a_darkened_clip_as_it_reads_the_bright_one():
         frames = [f.to_ndarray(format="rgb24") for _, f in zip(range(12), c.decode(video=0))]
 
     def read(dark: int, low_light: bool) -> np.ndarray:
-        session = TrackingSession.open(config=SessionConfig(mode="live", low_light=low_light, refiners=()))
+        session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(low_light=low_light),
+                                                            refine=RefineSettings(refiners=())))
         poses = session.run([Frame(i, i / 30, (f // dark).astype(np.uint8)) for i, f in enumerate(frames)], 30.0)
         return np.stack([p.keypoints[0, :, :2] for p in poses.frames])  # (T, K, 2): one dancer in every frame
 

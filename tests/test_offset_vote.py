@@ -14,7 +14,7 @@ import pytest
 
 from posetracker.decoding.peaks import keypoint_candidates, vote_offsets
 from posetracker.decoding.tree import VOTE_RADIUS, TreeDecoder
-from posetracker.session_config import SessionConfig
+from posetracker.session_config import PeopleSettings, SessionConfig
 
 H = W = 24
 
@@ -92,4 +92,4 @@ def test_the_radius_is_a_decoder_and_session_setting():
     with pytest.raises(ValueError):
         TreeDecoder(spec, vote_radius=-1)
     with pytest.raises(ValueError):
-        SessionConfig(vote_radius=-1)
+        SessionConfig(people=PeopleSettings(vote_radius=-1))

@@ -10,7 +10,7 @@ from posetracker.decoding.person_scores import calibrated, pose_scores
 from posetracker.evaluation.metrics import ImageEval, summarize
 from posetracker.evaluation.people_sets import claim_people, duplicate_count, people_set_metrics
 from posetracker.refiners.base import Refiner, RefinerChain
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
 K = 5
 SIGMAS = np.full(K, 0.08)
@@ -100,8 +100,9 @@ def frame():
     return np.concatenate([one, one[:, ::-1]], axis=1)  # the dancer and her mirror image: two people
 
 
-def _session(net, refiner: Refiner | None, **config) -> TrackingSession:
-    session = TrackingSession(net, SessionConfig(mode="offline", refiners=(), tile_grid=1, **config))
+def _session(net, refiner: Refiner | None, people: PeopleSettings = PeopleSettings()) -> TrackingSession:
+    session = TrackingSession(net, SessionConfig(mode="offline", people=people,
+                                                 refine=RefineSettings(refiners=(), tile_grid=1)))
     if refiner is not None:
         session.refiners = RefinerChain([refiner])
     return session
@@ -115,7 +116,7 @@ def test_the_score_comes_from_the_final_pose(shipped_net, frame):
     root = sure.confidence[:, spec.root].astype(np.float64)
     np.testing.assert_allclose(sure.scores, calibrated(root * 0.95, spec.score_calibration), rtol=1e-5)
     assert (sure.scores > plain.scores.max()).all() or (sure.scores > 0.99).all()
-    unsure = _session(shipped_net, _FrameStage(spec, 0.01, pull=False), min_person_probability=0.0)
+    unsure = _session(shipped_net, _FrameStage(spec, 0.01, pull=False), people=PeopleSettings(min_person_probability=0.0))
     assert (unsure.process_image(frame).scores < plain.scores.min()).all()
     # a final pose the refiners could not find is not shown at the default threshold
     assert _session(shipped_net, _FrameStage(spec, 0.01, pull=False)).process_image(frame).num_people == 0
@@ -129,7 +130,7 @@ def test_two_readings_the_refiners_put_on_one_body_are_one_person(shipped_net, f
 def test_live_shows_a_track_once_it_was_read_as_a_likely_person(shipped_net):
     from posetracker.types import PoseFrame
 
-    session = TrackingSession(shipped_net, SessionConfig(mode="live", refiners=()))
+    session = TrackingSession(shipped_net, SessionConfig(mode="live", refine=RefineSettings(refiners=())))
 
     def pose(scores, ids):
         n = len(ids)

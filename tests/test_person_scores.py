@@ -35,9 +35,9 @@ def test_human18_ships_a_calibration_that_lifts_clear_people(tmp_path):
 
 def test_session_outputs_calibrated_scores_and_the_same_people():
     from posetracker.capture import VideoFileSource
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
-    session = TrackingSession.open(config=SessionConfig(mode="offline", refiners=()))
+    session = TrackingSession.open(config=SessionConfig(mode="offline", refine=RefineSettings(refiners=())))
     with VideoFileSource(str(REPO / "assets" / "sample_dance.mp4")) as src:
         rgb = next(iter(src)).image
     out = session.process_image(rgb)

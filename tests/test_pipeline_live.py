@@ -11,7 +11,7 @@ import torch
 from posetracker.capture import CaptureError
 from posetracker.model.network import PoseNet
 from posetracker.pipeline_live import live_poses, sequential_poses
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 from posetracker.types import Frame
 
 
@@ -42,7 +42,8 @@ def _same(a, b):
 
 @pytest.mark.parametrize("lookahead", [0, 1, 2])
 def test_two_stages_give_the_sequential_poses_bit_for_bit(tiny_net, lookahead):
-    runs = {two: TrackingSession(tiny_net, SessionConfig(lookahead=lookahead, two_stage=two)).run(_frames(9), 30.0)
+    runs = {two: TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=lookahead,
+                                                                                 two_stage=two))).run(_frames(9), 30.0)
             for two in (False, True)}
     assert len(runs[True]) == 9
     _same(runs[False], runs[True])
@@ -55,7 +56,7 @@ def test_the_shipped_model_on_the_sample_clip_bit_for_bit(shipped_net):
 
     seqs = []
     for two in (False, True):
-        session = TrackingSession(shipped_net, SessionConfig(two_stage=two))
+        session = TrackingSession(shipped_net, SessionConfig(network=NetworkSettings(two_stage=two)))
         with VideoFileSource(REPO / "assets" / "sample_dance.mp4") as src:
             seqs.append(session.run((f for _, f in zip(range(24), src)), fps=src.fps))
     assert len(seqs[0]) == 24 and sum(f.num_people for f in seqs[0].frames) >= 20
@@ -63,7 +64,7 @@ def test_the_shipped_model_on_the_sample_clip_bit_for_bit(shipped_net):
 
 
 def test_order_holds_when_finishing_is_slower_than_the_network(tiny_net):
-    session = TrackingSession(tiny_net, SessionConfig(lookahead=1))
+    session = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1)))
     finish = session.finish
     delays = iter([0.03, 0.0, 0.02, 0.0, 0.04, 0.0, 0.01, 0.0, 0.0, 0.0])
     threads = set()
@@ -81,13 +82,13 @@ def test_order_holds_when_finishing_is_slower_than_the_network(tiny_net):
 
 
 def test_a_capture_failure_mid_stream_keeps_the_frames_read_before(tiny_net):
-    seq = TrackingSession(tiny_net, SessionConfig(lookahead=1)).run(_frames(10, fail_at=6), 30.0)
+    seq = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1))).run(_frames(10, fail_at=6), 30.0)
     assert [f.index for f in seq.frames] == list(range(6))
     assert "unplugged" in seq.metadata["incomplete"]
 
 
 def test_other_errors_come_out_after_the_poses_before_them(tiny_net):
-    session = TrackingSession(tiny_net, SessionConfig(lookahead=0))
+    session = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=0)))
     got = []
     with pytest.raises(ValueError, match="unplugged"):
         for pose in live_poses(session, _frames(10, fail_at=5, error=ValueError)):
@@ -113,7 +114,7 @@ def test_other_errors_come_out_after_the_poses_before_them(tiny_net):
 def test_cancel_and_progress_as_the_sequential_path(tiny_net):
     out = {}
     for name, run in (("sequential", sequential_poses), ("two stages", live_poses)):
-        session = TrackingSession(tiny_net, SessionConfig(lookahead=1))
+        session = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1)))
         calls = []
         poses = list(run(session, _frames(10), total=10, progress=lambda d, t: calls.append((d, t)),
                          cancel=lambda: len(calls) >= 4))
@@ -123,7 +124,7 @@ def test_cancel_and_progress_as_the_sequential_path(tiny_net):
 
 
 def test_on_finish_sees_each_pose_on_the_helper_thread(tiny_net):
-    session = TrackingSession(tiny_net, SessionConfig(lookahead=1))
+    session = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1)))
     seen = []
     poses = list(live_poses(session, _frames(5), on_finish=lambda p: seen.append((p.index, threading.current_thread().name))))
     assert [i for i, _ in seen] == [p.index for p in poses] == list(range(5))
@@ -132,8 +133,8 @@ def test_on_finish_sees_each_pose_on_the_helper_thread(tiny_net):
 
 def test_step_is_the_three_stages(tiny_net):
     """The app's worker calls step(); it is prepare, infer and finish in a row."""
-    a = TrackingSession(tiny_net, SessionConfig(lookahead=1))
-    b = TrackingSession(tiny_net, SessionConfig(lookahead=1))
+    a = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1)))
+    b = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=1)))
     for frame in _frames(4):
         one = a.step(frame)
         item = b.infer(b.prepare(frame))
@@ -147,7 +148,7 @@ def test_step_is_the_three_stages(tiny_net):
 def test_finisher_keeps_order_bounds_the_wait_and_hands_errors_back(tiny_net):
     from posetracker.pipeline_live import Finisher
 
-    session = TrackingSession(tiny_net, SessionConfig(lookahead=0))
+    session = TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(lookahead=0)))
     got = []
     finisher = Finisher(session, lambda pose, tag: got.append((pose.index, tag, threading.current_thread().name)))
     items = [session.infer(session.prepare(f)) for f in _frames(6)]
@@ -177,7 +178,7 @@ def test_two_stages_by_default_only_where_more_than_one_cpu_is_usable(tiny_net, 
     monkeypatch.setattr(pl, "sequential_poses", lambda *a, **k: used.append("one") or iter(()))
     for cpus, forced, want in ((1, None, "one"), (2, None, "two"), (1, True, "two"), (4, False, "one")):
         monkeypatch.setattr(pl, "usable_cpus", lambda n=cpus: n)
-        TrackingSession(tiny_net, SessionConfig(two_stage=forced)).run(_frames(2), 30.0)
+        TrackingSession(tiny_net, SessionConfig(network=NetworkSettings(two_stage=forced))).run(_frames(2), 30.0)
         assert used[-1] == want, (cpus, forced)
     monkeypatch.undo()
     assert 1 <= pl.usable_cpus() <= (__import__("os").cpu_count() or 1)

@@ -130,24 +130,24 @@ def test_weights_round_trip_and_errors(tmp_path):
 
 
 def test_the_session_mixes_in_the_shipped_prior():
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import DepthSettings, SessionConfig, TrackingSession
 
     assert default_prior_path("human18").is_file()
     session = TrackingSession.open()
     assert session.depth_trained and session.depth.prior is not None
-    assert TrackingSession.open(config=SessionConfig(pose_prior=False)).depth.prior is None
+    assert TrackingSession.open(config=SessionConfig(depth=DepthSettings(pose_prior=False))).depth.prior is None
     assert session.notices == []
 
 
 def test_an_unreadable_prior_leaves_depth_to_the_head_with_a_notice(tmp_path, monkeypatch):
     import posetracker.session
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
     from posetracker.types import Frame
 
     bad = tmp_path / "pose-prior-human18.safetensors"
     bad.write_bytes(b"not a weights file")
     monkeypatch.setattr(posetracker.session, "default_prior_path", lambda skeleton: bad)
-    session = TrackingSession.open(config=SessionConfig(lookahead=0))
+    session = TrackingSession.open(config=SessionConfig(network=NetworkSettings(lookahead=0)))
     assert session.depth.prior is None
     assert len(session.notices) == 1 and "Pose prior not used" in session.notices[0] and "cannot read" in session.notices[0]
     assert session.step(Frame(0, 0.0, np.zeros((96, 128, 3), np.uint8))).keypoints.shape[1:] == (18, 3)  # tracks on

@@ -61,17 +61,17 @@ def test_method_b_detector_and_refiner_fit_one_budget(mouse, monkeypatch):
     from posetracker.model.weights import load_posenet
     from posetracker.refiners import load_refiner
     from posetracker.refiners.heatmap import MODEL_BUDGET
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
     net = load_posenet(Path(__file__).resolve().parents[1] / "models" / "posenet-mouse4.safetensors", mouse)
     refiner = load_refiner(refiner_path("heatmap", "mouse4"), mouse)
     total = refiner.num_parameters() + sum(p.numel() for p in net.parameters())
     assert total <= MODEL_BUDGET
     refiner.check_budget(net)
-    TrackingSession(net, SessionConfig(refiners=("heatmap",)))  # loads
+    TrackingSession(net, SessionConfig(refine=RefineSettings(refiners=("heatmap",))))  # loads
     monkeypatch.setattr(HeatmapRefiner, "model_budget", total - 1)
     with pytest.raises(RefinerError, match="together, over their budget"):
-        TrackingSession(net, SessionConfig(refiners=("heatmap",)))
+        TrackingSession(net, SessionConfig(refine=RefineSettings(refiners=("heatmap",))))
 
 
 def test_merge_keeps_every_keypoint_peak(mouse):
@@ -195,7 +195,7 @@ def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
 
     from posetracker.capture import open_source
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     net = load_posenet()
     with open_source(str(Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4")) as src:
@@ -204,7 +204,8 @@ def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
     for refiner in (heat, graph):
         save_refiner(refiner, refiner_path(refiner.kind, net.spec.name, tmp_path), {})
     for mode in ("live", "offline"):
-        cfg = SessionConfig(mode=mode, score_threshold=0.0, track=False, refiners=())
+        cfg = SessionConfig(mode=mode, people=PeopleSettings(score_threshold=0.0, track=False),
+                            refine=RefineSettings(refiners=()))
         plain = TrackingSession(net, cfg).run(frames, 30)
         same = TrackingSession(net, replace(cfg, refiners=("heatmap", "graph")), tmp_path).run(frames, 30)
         for a, b in zip(plain.frames, same.frames):  # live: the one-graph step and the separate calls a maps-stage
@@ -212,7 +213,9 @@ def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
     with torch.no_grad():  # a refiner that erases every keypoint heatmap: nothing is found in them any more
         heat.net.out.bias.fill_(-30.0)
     save_refiner(heat, refiner_path("heatmap", net.spec.name, tmp_path), {})
-    session = TrackingSession(net, SessionConfig(mode="offline", score_threshold=0.0, track=False, refiners=("heatmap",)),
+    session = TrackingSession(net, SessionConfig(mode="offline",
+                                                 people=PeopleSettings(score_threshold=0.0, track=False),
+                                                 refine=RefineSettings(refiners=("heatmap",))),
                               tmp_path)
     assert session.refiners.needs_image
     moved = session.run(frames, 30)

@@ -15,7 +15,7 @@ from posetracker.decoding import TreeDecoder
 from posetracker.decoding.synthetic import ideal_outputs, make_person
 from posetracker.model.network import CausalStream
 from posetracker.model.weights import load_posenet
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, PeopleSettings, SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
 from posetracker.types import Frame
 
@@ -109,8 +109,9 @@ def test_a_live_session_at_lookahead_zero_never_sees_the_future(net):
     images = [rng.integers(0, 256, (96, 128, 3), dtype=np.uint8) for _ in range(4)]
 
     def run(last: np.ndarray) -> list:
-        session = TrackingSession(net, SessionConfig(mode="live", lookahead=0, score_threshold=0.0,
-                                                       min_person_probability=0.0))
+        session = TrackingSession(net, SessionConfig(mode="live", network=NetworkSettings(lookahead=0),
+                                                     people=PeopleSettings(score_threshold=0.0,
+                                                                           min_person_probability=0.0)))
         poses = [session.step(Frame(i, i / 30, img)) for i, img in enumerate(images[:-1] + [last])]
         return poses[:-1]
 

@@ -6,7 +6,7 @@ import torch
 
 from posetracker.model.network import PoseNet
 from posetracker.refiners import default_refiners
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 from posetracker.types import Frame
 
 
@@ -24,7 +24,8 @@ def tiny_net(human18):
 
 @pytest.mark.parametrize("mode", ["live", "offline"])
 def test_every_frame_comes_out_once_in_order(tiny_net, mode):
-    session = TrackingSession(tiny_net, SessionConfig(mode=mode, chunk=4, overlap=2, lookahead=1))
+    session = TrackingSession(tiny_net, SessionConfig(mode=mode,
+                                                      network=NetworkSettings(chunk=4, overlap=2, lookahead=1)))
     seq = session.run(_frames(7), fps=30.0, total=7)
     assert [f.index for f in seq.frames] == list(range(7))
     ts = [f.timestamp for f in seq.frames]
@@ -35,7 +36,7 @@ def test_every_frame_comes_out_once_in_order(tiny_net, mode):
 
 
 def test_live_step_lookahead_delays_output(tiny_net):
-    session = TrackingSession(tiny_net, SessionConfig(mode="live", lookahead=2))
+    session = TrackingSession(tiny_net, SessionConfig(mode="live", network=NetworkSettings(lookahead=2)))
     frames = list(_frames(4))
     assert session.step(frames[0]) is None and session.step(frames[1]) is None
     assert session.step(frames[2]).index == 0
@@ -48,7 +49,7 @@ def test_live_step_lookahead_delays_output(tiny_net):
 
 def test_cancel_stops_early(tiny_net):
     calls = []
-    session = TrackingSession(tiny_net, SessionConfig(mode="offline", chunk=2, overlap=1))
+    session = TrackingSession(tiny_net, SessionConfig(mode="offline", network=NetworkSettings(chunk=2, overlap=1)))
     seq = session.run(_frames(10), fps=30.0, cancel=lambda: len(calls) >= 3, progress=lambda d, t: calls.append(d))
     assert len(seq) == 3
 
@@ -79,12 +80,14 @@ def test_run_leaves_out_people_never_confirmed_unless_asked():
     from conftest import REPO
     from posetracker.capture import open_source
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     net = load_posenet()
     for keep in (False, True):
         # no refiner: the ghost below is added after the precision stage would have run
-        session = TrackingSession(net, SessionConfig(mode="live", lookahead=0, keep_unconfirmed=keep, refiners=()))
+        session = TrackingSession(net, SessionConfig(mode="live", network=NetworkSettings(lookahead=0),
+                                                     people=PeopleSettings(keep_unconfirmed=keep),
+                                                     refine=RefineSettings(refiners=())))
         real = session._people
 
         def with_ghost(out, meta, budget_ms=None, real=real):
@@ -128,11 +131,11 @@ def test_reset_keeping_ids_hands_out_new_ones():
     """After a seek the tracker starts afresh, but no id names two people within one recording."""
     from posetracker.capture import open_source
     from posetracker.resources import sample_clip
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
     with open_source(str(sample_clip())) as src:
         frames = [f for _, f in zip(range(12), src)]
-    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=0))
+    session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(lookahead=0)))
     first = {int(i) for f in frames for i in session.step(f).track_ids}
     session.reset(keep_ids=True)
     again = {int(i) for f in frames for i in session.step(f).track_ids}

@@ -80,12 +80,12 @@ def test_sigmas():
 
 def test_decoder_window_options(tmp_path):
     from posetracker.model.network import PoseNet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
     assert load_skeleton("human18").decoder == {}
     assert load_skeleton("mouse4").decoder == {"window_frac": 1.0, "min_window": 4.0, "min_person_score": 0.1,
                                               "min_centre_distance": 4.0}
-    session = TrackingSession(PoseNet(load_skeleton("mouse4")), SessionConfig(runtime="torch"))
+    session = TrackingSession(PoseNet(load_skeleton("mouse4")), SessionConfig(network=NetworkSettings(runtime="torch")))
     assert (session.decoder.window_frac, session.decoder.min_window, session.decoder.min_person_score,
             session.decoder.min_centre_distance) == (1.0, 4.0, 0.1, 4.0)
     base = (load_skeleton.__globals__["SKELETON_DIR"] / "mouse4.yaml").read_text()

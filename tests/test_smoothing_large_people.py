@@ -121,12 +121,12 @@ def test_dancer_live_jitter_within_issue_target() -> None:
     import torch
 
     from posetracker.capture import VideoFileSource
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
     from posetracker.train.metrics import jitter, sequence_tracks
 
     torch.set_num_threads(1)
     clip = shared_path("data", "video", "sleap_dance_human", "dance.mp4")
-    session = TrackingSession.open(config=SessionConfig(mode="live", threads=1))
+    session = TrackingSession.open(config=SessionConfig(mode="live", network=NetworkSettings(threads=1)))
     with VideoFileSource(clip) as src:
         seq = session.run(src, fps=src.fps)
     assert len(seq) == 450

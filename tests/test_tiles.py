@@ -55,26 +55,28 @@ def test_the_session_adds_tile_people_once(monkeypatch):
     """On the sample dancer the tiles see her again: she stays one person, and a 2 x 2 grid runs 4 more stills."""
     from posetracker.capture import open_source
     from posetracker.resources import sample_clip
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
     with open_source(str(sample_clip())) as src:
         rgb = next(iter(src)).image
-    session = TrackingSession.open(config=SessionConfig(mode="offline", refiners=()))
+    session = TrackingSession.open(config=SessionConfig(mode="offline", refine=RefineSettings(refiners=())))
     assert session.image_tile_grid == 2 and session.tile_grid == 1  # stills get tiles, video not
-    assert TrackingSession.open(config=SessionConfig(mode="offline", tile_grid=3)).tile_grid == 3
+    assert TrackingSession.open(config=SessionConfig(mode="offline",
+                                                     refine=RefineSettings(tile_grid=3))).tile_grid == 3
     calls = []
     net_call = type(session.net).__call__
     monkeypatch.setattr(type(session.net), "__call__", lambda self, x: calls.append(x.shape) or net_call(self, x))
     tiled = session.process_image(rgb)
     assert len(calls) == 5 and tiled.num_people == 1
-    whole = TrackingSession.open(config=SessionConfig(mode="offline", refiners=(), tile_grid=1)).process_image(rgb)
+    whole = TrackingSession.open(config=SessionConfig(mode="offline", refine=RefineSettings(refiners=(),
+                                                                                            tile_grid=1))).process_image(rgb)
     np.testing.assert_array_equal(tiled.keypoints, whole.keypoints)  # the whole frame's reading is kept
 
 
 @pytest.mark.skipif(not SHARED.exists(), reason="needs ../shared")
 def test_tiles_find_the_small_dancers_of_a_crowd_frame():
     from posetracker.evaluation import evaluate_set, load_labelled_set
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
     from dataclasses import replace
 
@@ -82,6 +84,7 @@ def test_tiles_find_the_small_dancers_of_a_crowd_frame():
     ls = replace(ls, items=ls.items[:1])  # ten wheelchair dancers, ~1/5 of a 1080p frame high, in a crowd
     recall = {}
     for grid in (1, 2):
-        s = TrackingSession.open(config=SessionConfig(mode="offline", refiners=(), tile_grid=grid))
+        s = TrackingSession.open(config=SessionConfig(mode="offline",
+                                                      refine=RefineSettings(refiners=(), tile_grid=grid)))
         recall[grid] = evaluate_set(ls, s.process_image, keep_predictions=False)["recall_tall"]
     assert recall[2] >= recall[1] + 0.3, recall  # measured 0.18 -> 0.64 (without the precision stage)

@@ -70,11 +70,12 @@ def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch):
     import torch
 
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
     net = new_detector(FLY, load_posenet()).eval()
-    session = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch"))
+    session = TrackingSession(net, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
+                                                 refine=RefineSettings(refiners=())))
     kp = np.full((2, FLY.num_joints, 2), np.nan, np.float32)
     kp[0, :] = (300, 300)
     kp[1, :] = (700, 650)
@@ -139,14 +140,17 @@ def test_a_known_count_keeps_the_readings_surest_of_their_joints():
 
 def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres():
     from posetracker.model.weights import load_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
     net = new_detector(FLY, load_posenet()).eval()
-    two = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch", max_people=2,
-                                             known_count=2))
+    two = TrackingSession(net, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
+                                             people=PeopleSettings(max_people=2, known_count=2),
+                                             refine=RefineSettings(refiners=())))
     assert two.decoder.max_people == 4
-    plain = TrackingSession(net, SessionConfig(mode="offline", refiners=(), runtime="torch", max_people=2))
+    plain = TrackingSession(net, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
+                                               people=PeopleSettings(max_people=2),
+                                               refine=RefineSettings(refiners=())))
     assert plain.decoder.max_people == 2
 
 

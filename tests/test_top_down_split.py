@@ -139,7 +139,7 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
 
     from posetracker.model.network import PoseNet
     from posetracker.model.weights import WeightsError, load_posenet, save_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
     centre = new_detector(FLY, load_posenet()).eval()
@@ -147,7 +147,8 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
     with torch.no_grad():
         crop.heads.centre.out.bias.fill_(5.0)  # the crop model finds someone in every crop
     save_posenet(crop, tmp_path / "crops.safetensors", source="test")
-    config = SessionConfig(mode="offline", refiners=(), runtime="torch")
+    config = SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
+                           refine=RefineSettings(refiners=()))
     session = TrackingSession(centre, config, tmp_path)
     assert session.crop_model is not None and session.crop_model.net is not centre
     calls = []
@@ -175,7 +176,7 @@ def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
 
     from posetracker.model.runtime import OnnxBackbone
     from posetracker.model.weights import load_posenet, save_posenet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
     centre = new_detector(FLY, load_posenet()).eval()
@@ -183,8 +184,10 @@ def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
     with torch.no_grad():
         crop.heads.centre.out.bias.fill_(5.0)
     save_posenet(crop, tmp_path / "crops.safetensors", source="test")
-    fast = TrackingSession(centre, SessionConfig(mode="offline", refiners=(), runtime="auto"), tmp_path)
-    slow = TrackingSession(centre, SessionConfig(mode="offline", refiners=(), runtime="torch"), tmp_path)
+    fast = TrackingSession(centre, SessionConfig(mode="offline", network=NetworkSettings(runtime="auto"),
+                                                 refine=RefineSettings(refiners=())), tmp_path)
+    slow = TrackingSession(centre, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
+                                                 refine=RefineSettings(refiners=())), tmp_path)
     assert fast.crop_model.runtime == "onnxruntime" and isinstance(fast.crop_model.net.backbone, OnnxBackbone)
     assert slow.crop_model.runtime == "torch"
     crops = np.random.default_rng(0).integers(0, 255, (2, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)

@@ -224,8 +224,10 @@ def test_one_subject_keeps_one_id_through_a_misread_frame() -> None:
 
 def test_session_tracks_one_subject_with_any_match() -> None:
     from posetracker.model.network import PoseNet
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, SessionConfig, TrackingSession
 
     net = PoseNet(SPEC)
-    assert TrackingSession(net, SessionConfig(runtime="torch", max_people=1)).tracker.oks_threshold == 0.0
-    assert TrackingSession(net, SessionConfig(runtime="torch", max_people=2)).tracker.oks_threshold == 0.2
+    assert TrackingSession(net, SessionConfig(network=NetworkSettings(runtime="torch"),
+                                              people=PeopleSettings(max_people=1))).tracker.oks_threshold == 0.0
+    assert TrackingSession(net, SessionConfig(network=NetworkSettings(runtime="torch"),
+                                              people=PeopleSettings(max_people=2))).tracker.oks_threshold == 0.2

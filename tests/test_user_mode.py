@@ -17,7 +17,7 @@ from test_importers import make_slp  # a SLEAP project: a video and an image lis
 from posetracker.cli import main
 from posetracker.importers import import_project
 from posetracker.refiners import available_refiners
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
 from posetracker.train.user_mode import (
     TrainingCancelled, TrainingError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
@@ -92,7 +92,7 @@ def test_train_install_list_and_open(modes, project):
     assert user_mode_for("mouse4") is None
     spec = load_skeleton(mode.skeleton)
     assert spec.name == "My_mouse" and available_refiners(spec.name, mode.folder) == ["graph"]
-    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refiners=("graph",)))
+    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refine=RefineSettings(refiners=("graph",))))
     assert session.refiners.names == ["graph"]
     frame = session.process_image(cv2.imread(str(project / "labeled-data/m1/img000.png"))[:, :, ::-1].copy())
     assert frame.keypoints.shape[1:] == (spec.num_joints, 3)
@@ -128,7 +128,7 @@ def test_a_sleap_project_trains_into_a_mode_that_reads_an_image(modes, tmp_path)
     (mode,) = user_modes()
     spec = load_skeleton(mode.skeleton)
     assert {"head", "thorax", "abdomen", "wingL", "wingR"} <= set(spec.joint_names)
-    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refiners=()))
+    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refine=RefineSettings(refiners=())))
     frame = session.process_image(cv2.imread(str(tmp_path / "sleap" / "imgs" / "f1.png"))[:, :, ::-1].copy())
     assert frame.keypoints.shape[1:] == (spec.num_joints, 3)
 

@@ -9,7 +9,7 @@ import yaml
 from conftest import shared_path
 
 from posetracker.evaluation.datasets import load_labelled_set, read_image
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
 from posetracker.train.user_mode import create_user_mode, user_modes
 
@@ -35,7 +35,7 @@ def test_a_real_project_becomes_a_mode(tmp_path, monkeypatch, project, predicted
     assert result.history[-1]["loss"] < result.history[0]["loss"]  # it learnt something in 40 steps
     (mode,) = user_modes()
     spec = load_skeleton(mode.skeleton)
-    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refiners=()))
+    session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refine=RefineSettings(refiners=())))
     item = load_labelled_set(mode.folder / "training" / "normalized.json").items[-1]  # a held-out frame
     frame = session.process_image(read_image(item))
     assert frame.keypoints.shape[1:] == (spec.num_joints, 3)

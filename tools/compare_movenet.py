@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from posetracker.evaluation.movenet_baseline import MoveNetBaseline  # noqa: E402
 from posetracker.model.weights import load_posenet  # noqa: E402
-from posetracker.session import SessionConfig, TrackingSession  # noqa: E402
+from posetracker.session import NetworkSettings, SessionConfig, TrackingSession  # noqa: E402
 from posetracker.oks import joint_sigmas, oks  # noqa: E402
 
 MIN_SCORE = 0.2  # people drawn/counted on both sides
@@ -60,7 +60,7 @@ def main() -> int:
     ap.add_argument("--pngs", type=int, default=4)
     args = ap.parse_args()
     net = load_posenet()
-    ours = TrackingSession(net, SessionConfig(runtime="torch"))
+    ours = TrackingSession(net, SessionConfig(network=NetworkSettings(runtime="torch")))
     base = MoveNetBaseline(args.shared / "pretrained/movenet/movenet-multipose.json", net.backbone, net.spec)
     sig = joint_sigmas(net.spec)[:17]
     images = sorted((args.shared / "data/video/images_openpose_coco_val2014_unlabeled").glob("*.jpg"))

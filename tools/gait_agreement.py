@@ -30,9 +30,9 @@ HAND = REPO / "tests" / "data" / "gait_hand_events.json"
 def track(video: Path):
     """The offline-tracked PoseSequence of one person in ``video`` (as ``posetracker process --max-people 1``)."""
     from posetracker.capture import open_source
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import PeopleSettings, SessionConfig, TrackingSession
 
-    session = TrackingSession.open("human18", None, SessionConfig(mode="offline", max_people=1))
+    session = TrackingSession.open("human18", None, SessionConfig(mode="offline", people=PeopleSettings(max_people=1)))
     with open_source(str(video)) as source:
         return session.run(source, fps=source.fps, total=source.frame_count, metadata={"source": str(video)})
 

@@ -12,7 +12,7 @@ import sys, json, numpy as np, torch
 torch.set_num_threads(1)
 from pathlib import Path
 from posetracker.model import int8
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import MotionSettings, NetworkSettings, SessionConfig, TrackingSession
 from posetracker.capture import open_source
 from posetracker.train.metrics import lag_frames
 
@@ -28,7 +28,9 @@ def run(comp):
         int8.companion_for = lambda net, p=comp: Path(p)
     out = {}
     for clip in clips:
-        s = TrackingSession.open(config=SessionConfig(mode="live", lookahead=1, smoothing=False, int8=comp != "float"))
+        s = TrackingSession.open(config=SessionConfig(mode="live",
+                                                      network=NetworkSettings(lookahead=1, int8=comp != "float"),
+                                                      motion=MotionSettings(smoothing=False)))
         assert (comp == "float") != bool(getattr(s.stream, "int8", False)), comp
         with open_source(clip) as src:
             frames = [f for _, f in zip(range(N), iter(src.read, None))]

@@ -11,7 +11,7 @@ both: one joint set for the two sides); its 95% interval comes from 2,000 resamp
 """
 import os, sys, numpy as np, torch
 torch.set_num_threads(1)
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
 from posetracker.capture import VideoFileSource
 from posetracker.train.metrics import sequence_tracks, jitter
 R = "../shared/data/video/more/"  # run from the repository root, ../shared beside it
@@ -19,14 +19,18 @@ clips = {"demo4": R + "sports2d_demos/demo4_older_woman_walking.mp4", "pose_1": 
          "asl_sister": R + "intel_sample_videos/asl_sister.mkv"}
 N = 120
 VS = sys.argv[sys.argv.index("--vs") + 1] if "--vs" in sys.argv else "int8"
-CONFIGS = {"int8": ({"int8": False}, {"int8": True}),
-           "crop-fast": ({"refiners": ()}, {"refiners": ("crop-fast",), "crop_budget_ms": 10.0})}[VS]
+ONE = NetworkSettings(lookahead=1)
+CONFIGS = {"int8": (SessionConfig(mode="live", network=NetworkSettings(lookahead=1, int8=False)),
+                    SessionConfig(mode="live", network=ONE)),
+           "crop-fast": (SessionConfig(mode="live", network=ONE, refine=RefineSettings(refiners=())),
+                         SessionConfig(mode="live", network=ONE,
+                                       refine=RefineSettings(refiners=("crop-fast",), crop_budget_ms=10.0)))}[VS]
 rng = np.random.default_rng(0)
 pooled = []
 for name, clip in clips.items():
     acc = {}
-    for side, extra in enumerate(CONFIGS):
-        s = TrackingSession.open(config=SessionConfig(mode="live", lookahead=1, **extra))
+    for side, config in enumerate(CONFIGS):
+        s = TrackingSession.open(config=config)
         with VideoFileSource(clip) as src:
             seq = s.run((f for f in src if f.index < N), fps=src.fps)
         p = sequence_tracks(seq)

@@ -34,8 +34,8 @@ class ModelChoice:
     weights: Path | None = None
     refiners: tuple[str, ...] = ()
     max_people: int = DEFAULT_MAX_PEOPLE
-    exact_count: bool = False  # max_people is the exact number in every frame (SessionConfig.known_count)
-    fov_deg: float = 60.0  # the camera's field of view across the long side (SessionConfig.fov_deg's default)
+    exact_count: bool = False  # max_people is the exact number in every frame (PeopleSettings.known_count)
+    fov_deg: float = 60.0  # the camera's field of view across the long side (DepthSettings.fov_deg's default)
 
 
 def with_camera(make_session: Callable[[ModelChoice], PoseSession], choice: ModelChoice,
@@ -48,7 +48,9 @@ def with_camera(make_session: Callable[[ModelChoice], PoseSession], choice: Mode
 def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
     Refiners come from models/, or from the folder of custom ``weights`` (a user mode: its own folder)."""
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import (
+        DepthSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession,
+    )
 
     from posetracker.refiners import default_refiners
 
@@ -59,9 +61,10 @@ def real_session(choice: ModelChoice) -> PoseSession:
     if choice.mode == "offline":  # whole-file processing adds the offline defaults (the precision stage)
         folder = Path(weights).parent if weights else None
         kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
-    config = SessionConfig(mode=choice.mode, lookahead=choice.lookahead, threads=1, refiners=kinds,
-                           max_people=choice.max_people, known_count=choice.max_people if choice.exact_count else None,
-                           fov_deg=choice.fov_deg)
+    config = SessionConfig(mode=choice.mode, network=NetworkSettings(lookahead=choice.lookahead, threads=1),
+                           people=PeopleSettings(max_people=choice.max_people,
+                                                 known_count=choice.max_people if choice.exact_count else None),
+                           refine=RefineSettings(refiners=kinds), depth=DepthSettings(fov_deg=choice.fov_deg))
     return TrackingSession.open(spec, weights, config)
 
 

@@ -136,7 +136,8 @@ class OfflineWorker(QObject):
             return seq, []
         if view is not None:
             seq = view.with_floor(seq)  # people stood on the calibration's floor, sized by it
-        return finish_sequence(seq, camera, rigid_bones=session.config.rigid_bones, fix_legs=session.config.fix_legs)
+        motion = session.config.motion
+        return finish_sequence(seq, camera, rigid_bones=motion.rigid_bones, fix_legs=motion.fix_legs)
 
     def _report(self, done: int, total: int | None) -> None:
         t = time.monotonic()

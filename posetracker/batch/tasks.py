@@ -60,11 +60,15 @@ def _session(settings: BatchSettings, fov_deg: float):
     """This worker's TrackingSession for ``settings`` and a camera of ``fov_deg``. Its bones are not made rigid
     (``rigid_bones`` False): one length per bone over the whole recording is ``tracking.join.join_parts``' step,
     once the chunks are one."""
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import (
+        DepthSettings, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession,
+    )
 
-    config = SessionConfig(mode=settings.mode, threads=1, fov_deg=fov_deg, max_people=settings.max_people,
-                           refiners=None if settings.refiners is None else tuple(settings.refiners),
-                           tile_grid=settings.tile_grid, rigid_bones=False)
+    config = SessionConfig(mode=settings.mode, network=NetworkSettings(threads=1),
+                           people=PeopleSettings(max_people=settings.max_people),
+                           refine=RefineSettings(refiners=None if settings.refiners is None else tuple(settings.refiners),
+                                                 tile_grid=settings.tile_grid),
+                           motion=MotionSettings(rigid_bones=False), depth=DepthSettings(fov_deg=fov_deg))
     key = (settings.skeleton, settings.weights, config)
     if key not in _SESSIONS:
         _SESSIONS[key] = TrackingSession.open(settings.skeleton, settings.weights, config)

@@ -17,7 +17,7 @@ def cmd_depth_order(args: argparse.Namespace) -> int:
 
     import torch
 
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import DepthSettings, MotionSettings, NetworkSettings, SessionConfig, TrackingSession
     from posetracker.train.config import load_config
     from posetracker.train.depth_order import clip_depths, held_out_clips, held_out_rows, val_rows
     from posetracker.tracking.mirror import mirror_pairs
@@ -26,7 +26,9 @@ def cmd_depth_order(args: argparse.Namespace) -> int:
     torch.set_num_threads(1)
     cfg = load_config(args.config)
     teachers = make_teacher(replace(cfg, blazepose="full")), make_teacher(replace(cfg, blazepose="heavy"))
-    config = SessionConfig(mode="offline", smoothing=args.smoothing, threads=1, pose_prior=not args.no_pose_prior)
+    config = SessionConfig(mode="offline", network=NetworkSettings(threads=1),
+                           motion=MotionSettings(smoothing=args.smoothing),
+                           depth=DepthSettings(pose_prior=not args.no_pose_prior))
     session = TrackingSession.open(weights=args.weights, config=config)
     depths = partial(clip_depths, session, cfg, teachers, reference=args.reference)
     pairs = mirror_pairs(session.spec)

@@ -31,7 +31,7 @@ def find_sets(paths: list[str]) -> list[Path]:
 
 
 def _predictor(args: argparse.Namespace, baseline: str | None):
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     if baseline == "thunder-boxes":
         from posetracker.evaluation.thunder_boxes import ThunderOnBoxes
@@ -45,9 +45,10 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
         return MoveNetBaseline(args.movenet, net.backbone, net.spec).predict, "original MoveNet MultiPose decode"
     # still photos are offline work: the offline mode's defaults (precision stage, tiles) unless chosen; --mode
     # live: the live mode's (its fast precision stage where two CPUs are usable, no tiles), each photo held as a clip
-    config = SessionConfig(mode=args.mode, threads=args.threads,
-                           refiners=chosen_refiners(args), tile_grid=args.tiles, vote_radius=args.vote_radius,
-                           low_light=not args.no_low_light)
+    config = SessionConfig(mode=args.mode,
+                           network=NetworkSettings(threads=args.threads, low_light=not args.no_low_light),
+                           people=PeopleSettings(vote_radius=args.vote_radius),
+                           refine=RefineSettings(refiners=chosen_refiners(args), tile_grid=args.tiles))
     session = TrackingSession.open(weights=args.weights, config=config)
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
@@ -58,7 +59,7 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
     if args.mode == "live":
         from posetracker.evaluation.live_stills import HOLD_FRAMES, live_still_predictor
 
-        label += f", live (look-ahead {session.config.lookahead}, each photo held {HOLD_FRAMES} frames)"
+        label += f", live (look-ahead {session.config.network.lookahead}, each photo held {HOLD_FRAMES} frames)"
         return live_still_predictor(session), label
     return session.process_image, label
 

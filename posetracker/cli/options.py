@@ -35,7 +35,7 @@ def add_refiners_argument(parser: argparse.ArgumentParser, help: str) -> None:
 
 
 def chosen_refiners(args: argparse.Namespace) -> tuple[str, ...] | None:
-    """The ``--refiners`` choice as ``SessionConfig.refiners`` takes it (None: the mode's defaults)."""
+    """The ``--refiners`` choice as ``RefineSettings.refiners`` takes it (None: the mode's defaults)."""
     return None if args.refiners is None else tuple(args.refiners)
 
 
@@ -59,21 +59,21 @@ def add_height_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def add_tiles_argument(parser: argparse.ArgumentParser) -> None:
-    """``--tiles N``: ``SessionConfig.tile_grid`` (absent: the mode's default)."""
+    """``--tiles N``: ``RefineSettings.tile_grid`` (absent: the mode's default)."""
     parser.add_argument("--tiles", type=int, default=None, metavar="N",
                         help="also read N x N overlapping tiles of each frame for small people "
                              "(default: photos 2, video 1 = off)")
 
 
 def add_crop_budget_argument(parser: argparse.ArgumentParser) -> None:
-    """``--crop-budget MS``: ``SessionConfig.crop_budget_ms`` (absent: the session's default)."""
+    """``--crop-budget MS``: ``RefineSettings.crop_budget_ms`` (absent: the session's default)."""
     parser.add_argument("--crop-budget", type=float, default=None, metavar="MS",
                         help="live: time a frame may spend in the precision stage (at least one person a frame; "
                              "the others keep their last correction; default 10)")
 
 
 def crop_budget(args: argparse.Namespace) -> dict:
-    """``--crop-budget`` as SessionConfig keyword arguments ({} when absent)."""
+    """``--crop-budget`` as RefineSettings keyword arguments ({} when absent)."""
     value = getattr(args, "crop_budget", None)
     return {} if value is None else {"crop_budget_ms": value}
 
@@ -107,12 +107,17 @@ def progress_bar(total: int | None, desc: str):
 
 def session_config(args: argparse.Namespace, fov_deg: float):
     """The ``SessionConfig`` of ``process``'s options, tracking with a field of view of ``fov_deg``."""
-    from posetracker.session import SessionConfig
+    from posetracker.session import (
+        DepthSettings, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig,
+    )
 
-    return SessionConfig(mode=args.mode, lookahead=args.lookahead,
-                         max_people=args.animals or args.max_people, known_count=args.animals, fov_deg=fov_deg,
-                         keep_unconfirmed=args.keep_unconfirmed, rigid_bones=not (args.raw_bones or args.raw),
-                         fix_facing=not (args.no_facing_repair or args.raw),
-                         fix_legs=not (args.no_leg_repair or args.raw), smoothing=not args.raw,
-                         low_light=not args.no_low_light, refiners=chosen_refiners(args), tile_grid=args.tiles,
-                         **crop_budget(args))
+    return SessionConfig(mode=args.mode,
+                         network=NetworkSettings(lookahead=args.lookahead, low_light=not args.no_low_light),
+                         people=PeopleSettings(max_people=args.animals or args.max_people, known_count=args.animals,
+                                               keep_unconfirmed=args.keep_unconfirmed),
+                         refine=RefineSettings(refiners=chosen_refiners(args), tile_grid=args.tiles,
+                                               **crop_budget(args)),
+                         motion=MotionSettings(smoothing=not args.raw, rigid_bones=not (args.raw_bones or args.raw),
+                                               fix_facing=not (args.no_facing_repair or args.raw),
+                                               fix_legs=not (args.no_leg_repair or args.raw)),
+                         depth=DepthSettings(fov_deg=fov_deg))

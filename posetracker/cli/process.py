@@ -146,8 +146,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
         seq.metadata["incomplete"] = f"interrupted (Ctrl-C) after {len(seq)} frames"
     if view is not None:  # the exports and the feet stand people on the calibration's floor
         seq = view.with_floor(seq)
-    seq, warnings = finish_sequence(seq, camera, rigid_bones=config.rigid_bones, repair_swaps=args.repair_swaps,
-                                    fix_legs=config.fix_legs, heights=args.height)
+    seq, warnings = finish_sequence(seq, camera, rigid_bones=config.motion.rigid_bones, repair_swaps=args.repair_swaps,
+                                    fix_legs=config.motion.fix_legs, heights=args.height)
     used = seq.metadata["camera"]
     print(f"field of view: {used['fov_deg']:.1f} deg across the long side ({used['source']}: {used['detail']})",
           file=sys.stderr)

@@ -80,7 +80,9 @@ def cmd_distill(args: argparse.Namespace) -> int:
 
 
 def cmd_clip_eval(args: argparse.Namespace) -> int:
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import (
+        DepthSettings, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession,
+    )
     from posetracker.train.clip_labels import cached_clip_labels
     from posetracker.train.metrics import evaluate_clip
     from posetracker.train.prepare import make_teacher, selection_for
@@ -98,12 +100,14 @@ def cmd_clip_eval(args: argparse.Namespace) -> int:
             path = cfg.data_path / rel
             sel = selection_for(path, cfg)
             labels = cached_clip_labels(teacher, path, net.spec, sel.key(), lambda: iter_frames(path, sel))
-            config = SessionConfig(mode=args.mode, lookahead=args.lookahead, threads=args.threads,
-                                   smoothing=not args.no_smoothing, pose_prior=not args.no_pose_prior,
-                                   refiners=chosen_refiners(args), tile_grid=args.tiles,
-                                   fix_swaps=not args.no_swap_fix, fix_legs=not args.no_leg_repair,
-                                   vote_radius=args.vote_radius,
-                                   **crop_budget(args))
+            config = SessionConfig(mode=args.mode,
+                                   network=NetworkSettings(lookahead=args.lookahead, threads=args.threads),
+                                   people=PeopleSettings(vote_radius=args.vote_radius),
+                                   refine=RefineSettings(refiners=chosen_refiners(args), tile_grid=args.tiles,
+                                                         **crop_budget(args)),
+                                   motion=MotionSettings(smoothing=not args.no_smoothing,
+                                                         fix_swaps=not args.no_swap_fix, fix_legs=not args.no_leg_repair),
+                                   depth=DepthSettings(pose_prior=not args.no_pose_prior))
             session = TrackingSession.open(weights=weights, config=config)
             for notice in session.notices:
                 _log(f"warning: {Path(weights).name}: {notice}")

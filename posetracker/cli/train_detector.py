@@ -107,7 +107,7 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
 
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.refiners import available_refiners, load_chain
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
     if args.data:  # another labelled set, every frame of it held out (e.g. a session the config never saw)
@@ -137,9 +137,11 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     results = {}
     for combo in combos:
         kinds = () if combo == "none" else tuple(combo.split("+"))
-        session = TrackingSession.open(spec, weights, SessionConfig(mode=args.mode, threads=args.threads,
-                                                                    refiners=kinds, known_count=args.animals,
-                                                                    vote_radius=args.vote_radius))
+        session = TrackingSession.open(spec, weights, SessionConfig(mode=args.mode,
+                                                                    network=NetworkSettings(threads=args.threads),
+                                                                    people=PeopleSettings(known_count=args.animals,
+                                                                                          vote_radius=args.vote_radius),
+                                                                    refine=RefineSettings(refiners=kinds)))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
@@ -160,17 +162,19 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     from posetracker.capture import open_source
     from posetracker.evaluation.datasets import load_labelled_set
     from posetracker.evaluation.held_out import identity_switches
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     items = [it for it in load_labelled_set(str(cfg.data_path)).items if it.video is not None]
     if not items:
         raise SystemExit("error: --tracking needs a labelled set of video frames")
     video = items[0].video
     items = [it for it in items if it.video == video]
-    session = TrackingSession.open(spec, weights, SessionConfig(mode="offline", threads=args.threads,
-                                                                max_people=args.animals or args.max_people,
-                                                                known_count=args.animals, refiners=(),
-                                                                vote_radius=args.vote_radius))
+    session = TrackingSession.open(spec, weights, SessionConfig(mode="offline",
+                                                                network=NetworkSettings(threads=args.threads),
+                                                                people=PeopleSettings(max_people=args.animals or args.max_people,
+                                                                                      known_count=args.animals,
+                                                                                      vote_radius=args.vote_radius),
+                                                                refine=RefineSettings(refiners=())))
     with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
         seq = session.run(iter(src.read, None), fps=30.0, total=src.frame_count)
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)

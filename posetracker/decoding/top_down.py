@@ -18,7 +18,7 @@ that read the same fly, perhaps shifted along it or turned end to end) are caugh
 less sure of its joints is dropped (:func:`drop_repeats`). Two animals side by side with their centres
 closer than about 0.2 x the crop (their points as sets then overlap, :func:`point_gaps`) are taken for one.
 
-With a known number of animals N (``SessionConfig.known_count``, ``--animals N``) the whole-frame pass looks
+With a known number of animals N (``PeopleSettings.known_count``, ``--animals N``) the whole-frame pass looks
 for 2N centres and the N readings surest of their joints are kept (:func:`most_confident`): where two flies
 touch nose to tail the centre model puts a stronger peak between them than on one of the flies, so N centres
 would drop that fly; its crop then reads a fly less surely than the crops around the real centres do.

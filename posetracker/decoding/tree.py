@@ -70,7 +70,7 @@ class TreeDecoder:
     ``assign``: "greedy" (descending score) or "hungarian" (maximum total score);
     ``min_person_score``: people whose score (centre peak x mean joint confidence) is
     below it are dropped (a centre peak with no confident joint around it is no one).
-    ``min_people``: a known number of animals (``SessionConfig.known_count``): the
+    ``min_people``: a known number of animals (``PeopleSettings.known_count``): the
     ``min_people`` strongest readings are kept whatever their score, their centre peaks
     looked for down to ``KNOWN_COUNT_FLOOR`` where fewer stand above ``score_threshold``
     (the animal is there; a faint reading of it beats none).

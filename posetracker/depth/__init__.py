@@ -15,7 +15,7 @@ frame (``estimate``) and once per tracked frame (``blend_tracks``)::
 
 Without a trained depth head the body-scale layer (:func:`depth_from_scale`) gives each
 person the depth of its torso's size instead, and the two other layers are off. The
-switches are ``SessionConfig.pose_prior``, ``far_depth`` and ``fov_deg`` (the camera).
+switches are ``DepthSettings.pose_prior``, ``far_depth`` and ``fov_deg`` (the camera).
 
 - :mod:`.lift`        the core: :func:`joint_depths`, :class:`Camera`, :func:`lift_keypoints`
 - :mod:`.pose_prior`  the pose-prior layer (numpy forward of ``model.pose_prior.PosePriorNet``)

@@ -159,12 +159,13 @@ def held_out_report(spec, weights: Path, val_items, cols, combos=REPORT_REFINERS
     items, per refiner combination: {combo: evaluate_items' dict (pck@0.1, pck@0.2, mean_px, median_px,
     found, instances, ...)}."""
     from posetracker.evaluation.held_out import evaluate_items
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
 
     results = {}
     for combo in combos:
         kinds = () if combo == "none" else tuple(combo.split("+"))
-        session = TrackingSession.open(spec, weights, SessionConfig(threads=threads, refiners=kinds))
+        session = TrackingSession.open(spec, weights, SessionConfig(network=NetworkSettings(threads=threads),
+                                                                    refine=RefineSettings(refiners=kinds)))
         what = "no refiner" if combo == "none" else f"{combo} refiner"
 
         def update(done: int, total: int, what=what) -> None:

@@ -26,7 +26,7 @@ from posetracker.model.heads import PoseHeads
 from posetracker.model.live_graph import export_live_step
 from posetracker.model.preprocess import INPUT_SIZE, letterbox, to_tensor
 from posetracker.model.runtime import _session, plain
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 from posetracker.train.config import load_config
 from posetracker.train.features import iter_frames
 from posetracker.types import Frame
@@ -128,8 +128,8 @@ def make_companion(config: str | Path, out: str | Path, calib: int = 24, frames:
     train = [cfg.data_path / c for c in cfg.train]
     val = [cfg.data_path / c for c in cfg.val]
     keep, prefixes = int8.KEEP_FLOAT, int8.QUANTISE
-    session = TrackingSession.open(config=SessionConfig(mode="live", lookahead=int8.CALIBRATED_LOOKAHEAD,
-                                                        fit_input=False, int8=False))
+    network = NetworkSettings(lookahead=int8.CALIBRATED_LOOKAHEAD, fit_input=False, int8=False)
+    session = TrackingSession.open(config=SessionConfig(mode="live", network=network))
     net = session.net
     log("calibrating")
     feeds = calibration_feeds(session, train, calib, step)

@@ -35,7 +35,9 @@ from posetracker.model.network import PoseNet
 from posetracker.model.temporal import TemporalBlock
 from posetracker.model.weights import weights_key
 from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
-from posetracker.session import SessionConfig, TrackingSession
+from posetracker.session import (
+    MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession,
+)
 from posetracker.train.clip_labels import PersonLabel
 
 THUNDER_JSON = Path(__file__).resolve().parents[3] / "shared" / "pretrained" / "movenet" / "movenet-thunder.json"
@@ -95,8 +97,9 @@ class PipelineTeacher:
         self.name = f"pipeline-{weights_key(used)[:10]}"
         # pinned: the bottom-up network alone, one read of the whole frame (not the offline defaults, which
         # add the precision stage and, for still images, tiles: labels must not move when those change)
-        cfg = SessionConfig(mode="offline", track=False, smoothing=False, threads=threads,
-                            score_threshold=score_threshold, refiners=(), tile_grid=1)
+        cfg = SessionConfig(mode="offline", network=NetworkSettings(threads=threads),
+                            people=PeopleSettings(track=False, score_threshold=score_threshold),
+                            refine=RefineSettings(refiners=(), tile_grid=1), motion=MotionSettings(smoothing=False))
         self.session = TrackingSession(image_model, cfg)
         self.min_confidence = min_confidence
 

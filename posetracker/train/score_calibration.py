@@ -72,9 +72,9 @@ def calibrate(paths: Sequence[str | Path], threads: int = 1) -> tuple[list[str],
     """The shipped human18 model run as ``posetracker eval`` runs it (offline defaults) on the labelled sets
     ``paths`` (normalized.json files), raw scores -> (the report's lines, (slope, offset) fitted on every set)."""
     from posetracker.evaluation import evaluate_set, load_labelled_set
-    from posetracker.session import SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
 
-    session = TrackingSession.open(config=SessionConfig(mode="offline", threads=threads))
+    session = TrackingSession.open(config=SessionConfig(mode="offline", network=NetworkSettings(threads=threads)))
     session.spec = replace(session.spec, score_calibration=None)  # raw scores
     per_set: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for path in paths:
