@@ -11,7 +11,8 @@
           -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
-          -> offline: the motion solve over each whole track (``motion.solve``); live: One Euro smoothing
+          -> offline: the motion solve over each whole track (``motion.solve``); live: each reading weighed
+             against the track's motion (``motion.live_solve``), then One Euro smoothing
           -> offline: the legs exchanged back where the feet's left / right labels swap, solved again (``motion.sides``)
           -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
@@ -26,7 +27,8 @@ The CLI, the tests and the GUI worker all use this class and nothing below it.
 
 Modes:
 - ``live``: one frame in, one PoseFrame out (``step``), delayed by
-  ``lookahead`` frames; forward GRU state carried; One Euro smoothing.
+  ``lookahead`` frames; forward GRU state carried; readings weighed against each track's motion, then One
+  Euro smoothing (``motion.live_solve``).
   ``step`` is ``prepare``, ``infer`` (the network) and ``finish`` (the rest);
   ``run`` overlaps them on two threads (``posetracker.pipeline_live``).
 - ``offline``: whole sources (``run``) in bidirectional chunks of ``chunk``
@@ -57,6 +59,7 @@ from posetracker.model.network import CausalStream, PoseNet
 from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
+from posetracker.motion.live_solve import LiveSolve
 from posetracker.offline_run import run_offline
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
@@ -180,7 +183,7 @@ class TrackingSession(FramePeople):
         oks = {"oks_threshold": 0.0} if self.config.people.max_people == 1 else {}
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.motion.fix_swaps, **oks)
         self.tracker.reset(first_id)
-        self.smoother = PoseSmoother(self.spec, mode)
+        self.smoother = LiveSolve(PoseSmoother(self.spec, mode)) if mode == "live" else PoseSmoother(self.spec, mode)
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.motion.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
         self.refiners.reset()

@@ -10,7 +10,7 @@ import pytest
 
 from posetracker.skeletons import load_skeleton
 from posetracker.tracking import PoseSmoother
-from posetracker.tracking.smoothing import LARGE_PERSON_PX, _person_size
+from posetracker.tracking.smoothing import LARGE_PERSON_PX, person_size
 from posetracker.types import PoseFrame
 
 from conftest import shared_path
@@ -46,7 +46,7 @@ def _jitter(y: np.ndarray) -> float:
 
 
 def test_the_synthetic_person_is_large() -> None:
-    assert _person_size(_pose()[None, :, :2])[0] > LARGE_PERSON_PX[1]
+    assert person_size(_pose()[None, :, :2])[0] > LARGE_PERSON_PX[1]
 
 
 def test_jumps_of_a_large_person_make_less_jitter() -> None:

@@ -48,6 +48,10 @@ the previous frame's (a seek) resets every filter.
 recording (a seek resets it and ids start again at 0: a timestamp going back
 resets the filters too); ``smoother.forget(tracker.last_retired)`` after each
 tracker update frees the filters of retired tracks at once.
+
+Live, each reading's pull on its filter is first weighed against the track's motion
+(``motion.live_solve.LiveSolve``: ``update(frame, weight)``, ``last_xy``): a reading far from where the
+body's motion puts the joint moves it by a fraction of its jump.
 """
 
 from __future__ import annotations
@@ -154,10 +158,22 @@ class PoseSmoother:
             self._slot[tid] = s
         return s
 
-    def update(self, frame: PoseFrame) -> PoseFrame:
+    def last_xy(self, track_ids: Iterable[int]) -> np.ndarray:
+        """(M, K, 2) the filters' last image x, y (px) of these track ids; nan where a joint (or track) has none."""
+        track_ids = list(track_ids)
+        out = np.full((len(track_ids), self.spec.num_joints, 2), np.nan)
+        for i, tid in enumerate(track_ids):
+            s = self._slot.get(int(tid))
+            if s is not None:
+                out[i] = self._x[s, :, :2]
+        return out
+
+    def update(self, frame: PoseFrame, weight: np.ndarray | None = None) -> PoseFrame:
         """Smooth the tracked people of ``frame``; returns a new PoseFrame (same dtypes).
 
-        People with id -1, and repeats of an id within a frame, pass through.
+        People with id -1, and repeats of an id within a frame, pass through. weight: (P, K) in [0, 1] per
+        person of the frame and joint, the reading's pull on its filter (the filter takes x_hat + w (x - x_hat)
+        for image x, y, depth and world); None: every reading in full.
         """
         t = float(frame.timestamp)
         if t < self._last_t:
@@ -179,7 +195,7 @@ class PoseSmoother:
         ok = np.broadcast_to((frame.confidence[people] >= self.min_confidence)[..., None], x.shape)
         finite = ~np.isnan(x)
         min_cutoff, beta, d_cutoff = self._args
-        size = _person_size(x[..., :2])
+        size = person_size(x[..., :2])
         if self._large is not None:  # large people: towards LARGE_LIVE_PX with their size
             lo, hi = LARGE_PERSON_PX
             w = np.zeros((m, 1, 6))
@@ -189,7 +205,13 @@ class PoseSmoother:
             scale = np.ones((m, 1, 6))
             scale[:, 0, :2] = np.where(np.isnan(size), 1.0, np.maximum(self.reference_size / size, 1.0))[:, None]
             beta = beta * scale
-        xs, dxs, ts = one_euro_step(x, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], min_cutoff, beta, d_cutoff)
+        if weight is not None:  # a weighed reading pulls its filter by that share of its distance
+            last = self._x[rows]
+            w = np.asarray(weight, np.float64)[people][..., None]
+            x_in = np.where(np.isnan(last), x, last + w * (x - last))
+        else:
+            x_in = x
+        xs, dxs, ts = one_euro_step(x_in, t, ok & finite, self._x[rows], self._dx[rows], self._t[rows], min_cutoff, beta, d_cutoff)
         out = np.where(np.isnan(xs), x, xs)  # never observed: raw
         # Low-confidence joints keep their last offset from the smoothed root.
         root = out[:, self.spec.root : self.spec.root + 1]  # (M, 1, 6)
@@ -211,7 +233,7 @@ class PoseSmoother:
     __call__ = update
 
 
-def _person_size(xy: np.ndarray, min_px: float = 8.0) -> np.ndarray:
+def person_size(xy: np.ndarray, min_px: float = 8.0) -> np.ndarray:
     """xy (M, K, 2) px, nan = no joint -> (M,) diagonal of the box around each person's keypoints (px, at
     least ``min_px``; every joint the network placed, so the box does not jump as joints' confidence
     flickers); nan for a person without keypoints."""
