@@ -80,7 +80,8 @@ class FramePeople:
             # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
             self._bottom_up[meta.index] = (people_xy[keep], before[keep])
         w, h = meta.box.source_size
-        depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h))
+        read_xy = people_xy[keep] if meta.frame is not None and self.refiners.needs_frame else None
+        depth, world = self.depth.estimate(xy, confidence, people.depth_reads, (w, h), read_xy)
         pose = PoseFrame(
             index=meta.index, timestamp=meta.timestamp,
             keypoints=np.concatenate([xy, depth[..., None]], -1).astype(np.float32),

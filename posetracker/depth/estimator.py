@@ -13,6 +13,26 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
 
 
+#: the pose prior's share of a joint's depth once the refiners moved it ``MOVED_FRACTION`` of the person's size
+MOVED_PRIOR_WEIGHT = 0.75
+MOVED_FRACTION = 0.05
+
+
+def moved_prior_weight(xy: np.ndarray, read_xy: np.ndarray, weight: float, full: float = MOVED_PRIOR_WEIGHT,
+                       fraction: float = MOVED_FRACTION) -> np.ndarray:
+    """(P, K) the pose prior's share of each joint's relative depth: ``weight`` where the refiners left the joint
+    where the network found it (``read_xy`` (P, K, 2) px; ``xy`` (P, K, 2) the final joints), rising linearly to
+    ``full`` where they moved it ``fraction`` of the person's keypoint-box diagonal or more. The depth head's
+    difference belongs to the joint the network found; the prior reads the final 2-D pose (issue #47,
+    ``docs/experiments/refined-depth.md``)."""
+    xy, read_xy = np.asarray(xy, np.float64), np.asarray(read_xy, np.float64)
+    with np.errstate(invalid="ignore"):
+        box = np.nanmax(xy, axis=1) - np.nanmin(xy, axis=1)  # (P, 2)
+    diag = np.maximum(np.nan_to_num(np.hypot(box[:, 0], box[:, 1])), 1.0)
+    move = np.nan_to_num(np.linalg.norm(xy - read_xy, axis=-1)) / diag[:, None]
+    return weight + (full - weight) * np.clip(move / fraction, 0.0, 1.0)
+
+
 class DepthEstimator:
     """People of one frame -> joint depths and metric xyz; tracked frames -> far people's depth blended.
 
@@ -39,14 +59,19 @@ class DepthEstimator:
             self.far.reset()
 
     def estimate(self, xy: np.ndarray, confidence: np.ndarray, depth_reads: np.ndarray,
-                 image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-        """xy: (P, K, 2) source pixels; confidence: (P, K); depth_reads: (P, 1+E) the decoder's;
-        image_size: (W, H) -> (depth (P, K) float32 m, world (P, K, 3) float32 camera-space m)."""
+                 image_size: tuple[int, int], read_xy: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """xy: (P, K, 2) source pixels, the final joints (after the refiners); confidence: (P, K); depth_reads:
+        (P, 1+E) the decoder's; image_size: (W, H); read_xy: (P, K, 2) source pixels where the network found the
+        joints, whose depths the head read (None: ``xy``) -> (depth (P, K) float32 m, world (P, K, 3) float32
+        camera-space m). A joint the refiners moved takes more of its depth from the pose prior, which reads the
+        final joints (:func:`moved_prior_weight`)."""
         camera = Camera(*image_size, fov_deg=self.fov_deg)
         if self.trained:  # the head's depths are the network camera's; the source camera moves them
             depth = joint_depths(depth_reads, self.path)
             if self.prior is not None:  # numpy, ~0.4 ms for one person
-                depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal)
+                weight = None if read_xy is None else moved_prior_weight(xy, read_xy, self.prior.weight)
+                depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal,
+                                        weight)
             depth = camera_depths(depth, self.spec.root, self.depth_scale)
         else:
             depth = depth_from_scale(xy, confidence, self.spec, camera.focal)

@@ -123,16 +123,18 @@ class PosePrior:
         out[rows, self.spec.root] = 0.0
         return out
 
-    def fuse(self, xy: np.ndarray, confidence: np.ndarray, depth: np.ndarray, focal: float) -> np.ndarray:
+    def fuse(self, xy: np.ndarray, confidence: np.ndarray, depth: np.ndarray, focal: float,
+             weight: np.ndarray | None = None) -> np.ndarray:
         """The depth head's depths (P, K) m -> the same with each joint's depth relative to the hip
-        midpoint mixed with the prior's (``weight`` on the prior); roots keep their depth, people whose
-        torso is not seen are returned unchanged."""
-        if len(depth) == 0 or self.weight == 0.0:
+        midpoint mixed with the prior's (``weight`` on the prior; ``weight`` (P, K) per joint where given);
+        roots keep their depth, people whose torso is not seen are returned unchanged."""
+        w = self.weight if weight is None else np.asarray(weight, np.float64)
+        if len(depth) == 0 or (weight is None and self.weight == 0.0):
             return depth
         root = depth[:, self.spec.root]
         prior = self.relative_depth(xy, confidence >= self.min_confidence, root, focal)
         hip = depth[:, self.hips].mean(1, keepdims=True)
-        mixed = hip + (1.0 - self.weight) * (depth - hip) + self.weight * prior
+        mixed = hip + (1.0 - w) * (depth - hip) + w * prior
         mixed[:, self.spec.root] = root
         return np.where(np.isfinite(prior), mixed, depth).astype(depth.dtype)
 
