@@ -188,6 +188,7 @@ def test_the_windows_result_is_the_clis_on_the_real_trial(qtbot, tmp_path):
     cli = sequence_from_dict(json.loads((tmp_path / "cli.json").read_text()))
     window = MainWindow(services=Services())
     qtbot.addWidget(window)
+    window.state.refiners = ()  # the offline defaults only, as process runs (the app adds its live ones)
     window.open_source(str(clip), mode="offline")
     assert window.load_calibration([calib])
     seq = _processed_with(qtbot, window, "calibration calibration.qca.txt, camera cam01")
@@ -305,3 +306,17 @@ def test_the_window_uses_a_board_calibration_for_its_source(qtbot, tmp_path, win
     assert window.views_dialog.calibration_files() == [str(path)]
     window.views_dialog.close()
     dialog.close()
+
+
+def test_main_takes_a_sources_calibration_and_board_clips():
+    from ui.app import parse_args
+
+    args = parse_args(["--source", "cam01.mp4", "--calibration", "calib.qca.txt"])
+    assert args.calibration == ["calib.qca.txt"] and args.views is None
+    args = parse_args(["--calibrate-board", "cam1.mp4", "cam2.mp4", "--board", "checkerboard:7x6:80"])
+    assert args.calibrate_board == ["cam1.mp4", "cam2.mp4"] and args.board == ("checkerboard", 7, 6, 80.0, None)
+    assert parse_args([]).board == ("charuco", 7, 5, 40.0, 30.0)
+    for bad in (["--views", "a.mp4", "b.mp4"], ["--views", "a.mp4", "--calibration", "c", "--source", "x"],
+                ["--board", "charuco"]):
+        with pytest.raises(SystemExit):
+            parse_args(bad)

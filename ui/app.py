@@ -1,12 +1,15 @@
 """Application entry: argument parsing and the QApplication (``python main.py``, ``posetracker-gui``).
 
-    python main.py [--source PATH|camera:N] [--mode live|offline]
+    python main.py [--source PATH|camera:N] [--mode live|offline] [--calibration FILE]
                    [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE]
+                   [--calibrate-board CLIP1.mp4 ... --board charuco:7x5:40:30]
                    [--screenshot OUT.png --quit-after SECONDS]
 
 Without --source the bundled sample clip opens (no camera needed). --screenshot saves
 OUT.png (window), OUT-3d.png (3-D scene) and OUT-plots.png after --quit-after seconds (and OUT-setup.png, the
-several-camera dialog, when it is open), then quits. --views fills File > Open several cameras and processes them.
+several-camera dialog, and OUT-board.png, the board calibration dialog, when they are open), then quits. --views
+fills File > Open several cameras and processes them; --calibration alone is the source's (File > Camera
+calibration); --calibrate-board fills Tools > Calibrate cameras from a board and runs it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,17 @@ from pathlib import Path
 from posetracker.cli.options import RefinerKinds
 
 
+def board_spec(text: str) -> tuple[str, int, int, float, float | None]:
+    """``--board charuco:7x5:40:30`` -> (kind, columns, rows, square mm, marker mm or None)."""
+    parts = text.split(":")
+    try:
+        cols, rows = (int(v) for v in parts[1].lower().split("x"))
+        return parts[0], cols, rows, float(parts[2]), float(parts[3]) if len(parts) > 3 else None
+    except (IndexError, ValueError):
+        raise argparse.ArgumentTypeError(f"expected KIND:CxR:SQUARE_MM[:MARKER_MM] such as charuco:7x5:40:30, "
+                                         f"got {text!r}") from None
+
+
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="posetracker-gui", description="PoseTracker desktop application")
     parser.add_argument("--source", help="video file, recording folder or camera:N (default: the bundled sample clip)")
@@ -30,7 +44,15 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="several synchronised videos of calibrated cameras (needs --calibration): File > Open "
                              "several cameras, filled and processed")
     parser.add_argument("--calibration", metavar="FILE", action="append",
-                        help="the cameras' calibration for --views (.qca.txt, .toml; again for each OpenCV .yml / .xml)")
+                        help="the cameras' calibration for --views (.qca.txt, .toml; again for each OpenCV .yml / "
+                             ".xml); without --views, the calibration of --source's camera (File > Camera "
+                             "calibration: the camera named in its file name, or the only one)")
+    parser.add_argument("--calibrate-board", nargs="+", metavar="CLIP",
+                        help="clips of a calibration board, one per camera: Tools > Calibrate cameras from a board, "
+                             "filled and run (the calibration saved beside the first clip)")
+    parser.add_argument("--board", type=board_spec, default="charuco:7x5:40:30",
+                        metavar="KIND:CxR:SQUARE_MM[:MARKER_MM]",
+                        help="the board of --calibrate-board (default charuco:7x5:40:30)")
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
                         help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")
@@ -49,8 +71,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         args.height = parse_heights(args.height)
     except HeightError as exc:
         parser.error(f"--height: {exc}")
-    if (args.views is None) != (args.calibration is None) or (args.views and args.source):
-        parser.error("--views needs --calibration (and no --source), and --calibration goes with --views")
+    if args.views and (args.calibration is None or args.source):
+        parser.error("--views needs --calibration (and no --source)")
     if args.screenshot is not None and args.quit_after is None:
         parser.error("--screenshot needs --quit-after SECONDS")
     return args
@@ -83,9 +105,10 @@ def _schedule_quit(window, seconds: float, screenshot: Path | None) -> None:
     def finish() -> None:
         if screenshot is not None:
             saved = window.save_screenshots(screenshot)
-            dialog, setup = window.views_dialog, screenshot.with_name(f"{screenshot.stem}-setup.png")
-            if dialog is not None and dialog.isVisible() and dialog.grab().save(str(setup)):
-                saved.append(setup)
+            for dialog, name in ((window.views_dialog, "setup"), (window.board_dialog, "board")):
+                shot = screenshot.with_name(f"{screenshot.stem}-{name}.png")
+                if dialog is not None and dialog.isVisible() and dialog.grab().save(str(shot)):
+                    saved.append(shot)
             stats = window.controller.snapshot()
             print(f"saved {', '.join(map(str, saved))}")
             print(f"source {stats.source_fps:.1f} fps, inference {stats.inference_fps:.1f} fps, "
@@ -139,6 +162,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.ask_open_views(args.views, args.calibration, start=True)
     else:
         window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
+        if args.calibration:
+            window.load_calibration(args.calibration)
+    if args.calibrate_board:
+        window.ask_calibrate_board(args.calibrate_board)
+        window.board_dialog.set_board(args.board)
+        window.board_dialog.start_run()
     if args.height:
         window.set_heights(args.height)  # after opening: a new source starts with no heights
     if args.quit_after is not None:

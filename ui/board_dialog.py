@@ -247,6 +247,17 @@ class BoardDialog(WorkerDialog):
             self.clips.takeItem(self.clips.row(item))
         self.refresh()
 
+    def set_board(self, spec: tuple[str, int, int, float, float | None]) -> None:
+        """Fill the board's fields from (kind, columns, rows, square mm, marker mm or None) (``main.py --board``)."""
+        kind, cols, rows, square_mm, marker_mm = spec
+        self.kind.setCurrentIndex(max(0, self.kind.findData(kind)))
+        self.columns.setValue(cols)
+        self.rows.setValue(rows)
+        self.square_mm.setValue(square_mm)
+        if marker_mm is not None:
+            self.marker_mm.setValue(marker_mm)
+        self.refresh()
+
     def board(self) -> Board:
         """The board as the fields describe it (BoardError: what is wrong with it)."""
         charuco = self.kind.currentData() == "charuco"

@@ -67,6 +67,8 @@ class WindowCalibration:
         self.calibration, self._calibrated_source = view, self.state.source
         self.source_panel.set_calibration(view.describe(), note)
         self.statusBar().showMessage(f"Calibrated: {view.describe()}" + (f" ({note})" if note else ""), 8000)
+        if view.floor() is not None:
+            self.heights_dock.raise_()  # the statures its floor gives ("1.71 m (floor)") are seen
         self._rerun_with_camera()
         return True
 
