@@ -207,7 +207,7 @@ def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
         cfg = SessionConfig(mode=mode, people=PeopleSettings(score_threshold=0.0, track=False),
                             refine=RefineSettings(refiners=()))
         plain = TrackingSession(net, cfg).run(frames, 30)
-        same = TrackingSession(net, replace(cfg, refiners=("heatmap", "graph")), tmp_path).run(frames, 30)
+        same = TrackingSession(net, replace(cfg, refine=RefineSettings(refiners=("heatmap", "graph"))), tmp_path).run(frames, 30)
         for a, b in zip(plain.frames, same.frames):  # live: the one-graph step and the separate calls a maps-stage
             np.testing.assert_allclose(a.keypoints, b.keypoints, atol=5e-3)  # refiner needs agree to ~1e-5 relative
     with torch.no_grad():  # a refiner that erases every keypoint heatmap: nothing is found in them any more
