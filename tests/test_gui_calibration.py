@@ -134,6 +134,9 @@ def test_mismatches_are_messages_and_the_calibration_stays(qtbot, tmp_path, wind
 
 @gui
 def test_live_tracking_uses_the_calibration_and_a_camera_of_another_size_drops_it(qtbot, tmp_path, calib):
+    import dataclasses
+
+    from ui.jobs import finish_live
     from ui.main_window import MainWindow
 
     window = MainWindow(fake_services(camera={"size": (160, 120)}))
@@ -143,9 +146,20 @@ def test_live_tracking_uses_the_calibration_and_a_camera_of_another_size_drops_i
     fov = read_view(calib, camera="cam01").camera_fov().fov_deg
     wait_until(qtbot, lambda: window.model_ok and window.poses_received > 2, 10)
     assert window.services.choices[-1].mode == "live" and window.services.choices[-1].fov_deg == pytest.approx(fov)
-    seq, _ = __import__("ui.jobs", fromlist=["finish_live"]).finish_live(window.current_sequence(),
-                                                                          calibration=window.calibration)
+    live = window.current_sequence()
+    seq, _ = finish_live(live, calibration=window.calibration)
     assert seq.metadata["camera"]["detail"] == "calibration calib.toml, camera cam01" and "floor" in seq.metadata
+    folder = window.start_recording(tmp_path / "rec")  # a live recording keeps its calibration for its export
+    wait_until(qtbot, lambda: window.controller.recorder is not None, 5)
+    window.stop_recording()
+    kept = json.loads((folder / "meta.json").read_text())["metadata"]["calibration"]
+    assert kept == {"files": [str(Path(calib).resolve())], "camera": "cam01", "fov_deg": pytest.approx(fov)}
+    replayed = dataclasses.replace(live, metadata={**live.metadata, "calibration": kept})
+    seq, notes = finish_live(replayed)
+    assert seq.metadata["camera"]["detail"] == "calibration calib.toml, camera cam01" and not notes
+    gone = dataclasses.replace(live, metadata={**live.metadata, "calibration": {**kept, "files": ["gone.toml"]}})
+    seq, notes = finish_live(gone)
+    assert notes[0].startswith("the recording's calibration cannot be read") and "floor" not in seq.metadata
     window.close()
     wide = MainWindow(fake_services(camera={"size": (320, 180)}))
     qtbot.addWidget(wide)

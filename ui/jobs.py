@@ -26,18 +26,31 @@ def finish_live(seq: PoseSequence, heights: Heights | None = None, calibration=N
     --mode live [--calibration FILE]`` finishes its run (``motion.finish``) with the people's ``heights`` given (the
     Heights panel); anything else (a whole-file result, finished when it was made and scaled by the window) as it
     is. ``calibration``: the source's calibrated camera (``multiview.one_view.CalibratedView``), which the live
-    session tracked with: its camera and floor; None: the live session tracked with the default camera, so the
-    file's tag, if any, re-lifts them. Returns (sequence, warnings to show)."""
+    session tracked with: its camera and floor (a live recording names its own, ``metadata["calibration"]``);
+    None: the live session tracked with the default camera, so the file's tag, if any, re-lifts them. Returns
+    (sequence, warnings to show)."""
     from posetracker.motion.finish import camera_before, finish_sequence, fov_to_track
+    from posetracker.multiview.calibration import CalibrationError
+    from posetracker.multiview.one_view import read_view
 
     if (seq.metadata or {}).get("mode") != "live":
         return seq, []
+    notes, tracked = [], fov_to_track(None)
+    kept = seq.metadata.get("calibration")
+    if calibration is None and kept:  # a recording tracked with a calibration
+        try:
+            tracked = float(kept["fov_deg"])
+            calibration = read_view(kept["files"], camera=kept["camera"])
+        except (CalibrationError, KeyError, TypeError, ValueError) as exc:
+            notes.append(f"the recording's calibration cannot be read ({exc}): finished without it (the field of "
+                         "view from the file's tag or the people, no floor)")
     if calibration is not None:
         camera = calibration.camera_fov()
         return finish_sequence(calibration.with_floor(seq), camera, rigid_bones=True,
                                tracked_fov=camera.fov_deg, heights=heights)
-    return finish_sequence(seq, camera_before(seq.metadata.get("source"), "auto"), rigid_bones=True,
-                           tracked_fov=fov_to_track(None), heights=heights)
+    seq, warnings = finish_sequence(seq, camera_before(seq.metadata.get("source"), "auto"), rigid_bones=True,
+                                    tracked_fov=tracked, heights=heights)
+    return seq, notes + warnings
 
 
 class ExportJob(QRunnable):

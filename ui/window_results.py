@@ -78,6 +78,8 @@ class WindowResults:
             return None
         folder = Path(folder) if folder else new_recording_folder(Path(self.state.recordings_dir))
         meta = {"source": self.state.source, "mode": self.state.mode, "source_fps": info.fps}
+        if self.calibration is not None:  # its export is finished with the camera it was tracked with
+            meta["calibration"] = self.calibration.as_dict()
         self.controller.start_recording(partial(SessionRecorder, folder, info.fps, info.size, self.spec, meta))
         self.status.set_recording(f"● REC {folder.name}")
         self.record_action.blockSignals(True)

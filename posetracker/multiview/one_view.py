@@ -81,6 +81,12 @@ class CalibratedView:
         raise CalibrationError(f"the video is {w}x{h} but camera {self.camera.name} of {Path(self.files[0]).name} "
                                f"was calibrated at {cw}x{ch}: choose this video's camera (or its calibration)")
 
+    def as_dict(self) -> dict:
+        """What a recording keeps to find the camera again (``read_view(d["files"], camera=d["camera"])``) and
+        the degrees it was tracked with."""
+        return {"files": [str(Path(f).resolve()) for f in self.files], "camera": self.camera.name,
+                "fov_deg": round(self.camera_fov().fov_deg, 6)}
+
     def describe(self) -> str:
         """One line for the user, e.g. ``cam01, f = 1681 px (59.5 deg), floor``."""
         floor = "floor" if self.floor() is not None else "no floor"
