@@ -47,19 +47,19 @@ def robust_weights(xy: np.ndarray, ok: np.ndarray, smoothed: np.ndarray, previou
     frame (nan where not read then). Returns (M, K) weights in (0, 1]; 1 where not weighed.
     """
     m = xy.shape[0]
+    size = person_size(np.where(np.isfinite(xy), xy, np.nan))  # (M,) px, nan without joints
+    lo, hi = large_px
+    large = np.clip((np.nan_to_num(size) - lo) / (hi - lo), 0.0, 1.0)  # (M,) 0 small .. 1 large
     both = ok & np.isfinite(previous).all(-1)
     body = np.zeros((m, 2))
-    for i in np.flatnonzero(both.sum(-1) >= min_body_joints):
+    for i in np.flatnonzero((both.sum(-1) >= min_body_joints) & (large > 0)):  # small people: weight 1 anyway
         body[i] = np.median(xy[i][both[i]] - previous[i][both[i]], axis=0)
     predicted = smoothed + body[:, None]
-    size = person_size(np.where(np.isfinite(xy), xy, np.nan))  # (M,) px, nan without joints
     weighed = ok & np.isfinite(predicted).all(-1) & np.isfinite(size)[:, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         r = np.linalg.norm(xy - predicted, axis=-1) / (scale * size[:, None])
     w = np.where(weighed, 1.0 / (1.0 + np.maximum(np.nan_to_num(r) - 1.0, 0.0) ** 2), 1.0)
-    lo, hi = large_px
-    large = np.clip((np.nan_to_num(size) - lo) / (hi - lo), 0.0, 1.0)[:, None]  # (M, 1) 0 small .. 1 large
-    return 1.0 - large * (1.0 - w)
+    return 1.0 - large[:, None] * (1.0 - w)
 
 
 class LiveSolve:
@@ -102,6 +102,8 @@ class LiveSolve:
         w = robust_weights(xy, ok, self.smoother.last_xy(tids), previous, self.scale)
         for i, tid in enumerate(tids):
             self._previous[tid] = (t, np.where(ok[i, :, None], xy[i], np.nan))
+        if (w == 1.0).all():  # nothing weighed (small people, nothing far): the smoother's own path
+            return self.smoother.update(frame)
         weight = np.ones(frame.confidence.shape)
         weight[people] = w
         return self.smoother.update(frame, weight)
