@@ -146,6 +146,15 @@ def test_live_tracking_uses_the_calibration_and_a_camera_of_another_size_drops_i
     fov = read_view(calib, camera="cam01").camera_fov().fov_deg
     wait_until(qtbot, lambda: window.model_ok and window.poses_received > 2, 10)
     assert window.services.choices[-1].mode == "live" and window.services.choices[-1].fov_deg == pytest.approx(fov)
+    window.open_source(str(make_video(tmp_path / "clip.mp4", frames=30)))  # another source: no calibration
+    assert window.calibration is None
+    wait_until(qtbot, lambda: window.model_ok, 10)  # the clip's session is made
+    asked = len(window.services.choices)
+    assert window.load_calibration([calib], camera="cam01", source="camera:0")  # for the source about to open
+    assert len(window.services.choices) == asked  # the clip shown is not tracked again
+    window.open_source("camera:0")  # kept: its tracking starts with it (main.py --calibration)
+    wait_until(qtbot, lambda: len(window.services.choices) > asked, 10)
+    assert window.calibration is not None and window.services.choices[-1].fov_deg == pytest.approx(fov)
     live = window.current_sequence()
     seq, _ = finish_live(live, calibration=window.calibration)
     assert seq.metadata["camera"]["detail"] == "calibration calib.toml, camera cam01" and "floor" in seq.metadata

@@ -161,9 +161,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.views:
         window.ask_open_views(args.views, args.calibration, start=True)
     else:
-        window.open_source(args.source or str(SAMPLE_CLIP), mode=args.mode)
-        if args.calibration:
-            window.load_calibration(args.calibration)
+        source = args.source or str(SAMPLE_CLIP)
+        if args.calibration:  # before opening: its tracking starts with the calibrated camera
+            window.load_calibration(args.calibration, source=source)
+        window.open_source(source, mode=args.mode)
     if args.calibrate_board:
         window.ask_calibrate_board(args.calibrate_board)
         window.board_dialog.set_board(args.board)

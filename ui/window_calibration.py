@@ -42,11 +42,13 @@ class WindowCalibration:
                                         "one filmed this source?", names, current, False)
         return name if ok else None
 
-    def load_calibration(self, files: list[str], camera: str | None = None) -> bool:
+    def load_calibration(self, files: list[str], camera: str | None = None, source: str | None = None) -> bool:
         """Use the calibration ``files``' camera (``camera``; else the only one or the one named in the video's
-        file name; else asked) for the current source; a file that cannot be read or a camera whose image size
+        file name; else asked) for the current source, or for ``source`` about to be opened (``main.py
+        --calibration``: its tracking starts with it); a file that cannot be read or a camera whose image size
         is not the source's is a message, and the previous calibration stays. True when it is used."""
-        if classify(self.state.source) == "recording":
+        spec = self.state.source if source is None else source
+        if classify(spec) == "recording":
             self.show_error("A recording replays the poses it recorded: open its video or the camera to track it "
                             "with a calibration.")
             return False
@@ -54,22 +56,24 @@ class WindowCalibration:
             if camera is None:
                 names = [c.name for c in read_calibrations(files)]
                 if len(names) > 1:
-                    stem = Path(self.state.source).stem.lower()
+                    stem = Path(spec).stem.lower()
                     named = [n for n in names if n.lower() in stem]
                     camera = named[0] if len(named) == 1 else self.pick_camera(names, None)
                     if camera is None:
                         return False
             view = read_view(files, camera=camera)
-            note = view.check_size(self.source_info.size if self.source_info is not None else None)
+            opened = self.source_info is not None and spec == self.state.source
+            note = view.check_size(self.source_info.size if opened else None)  # else once it opens
         except (CalibrationError, OSError) as exc:
             self.show_error(f"The calibration cannot be used: {exc}")
             return False
-        self.calibration, self._calibrated_source = view, self.state.source
+        self.calibration, self._calibrated_source = view, spec
         self.source_panel.set_calibration(view.describe(), note)
         self.statusBar().showMessage(f"Calibrated: {view.describe()}" + (f" ({note})" if note else ""), 8000)
         if view.floor() is not None:
             self.heights_dock.raise_()  # the statures its floor gives ("1.71 m (floor)") are seen
-        self._rerun_with_camera()
+        if spec == self.state.source:
+            self._rerun_with_camera()
         return True
 
     def clear_calibration(self) -> None:
