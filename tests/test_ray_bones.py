@@ -7,7 +7,7 @@ import numpy as np
 
 from posetracker.skeletons import load_skeleton
 from posetracker.tracking import bone_lengths, rigidify
-from posetracker.tracking.ray_bones import rigid_on_rays
+from posetracker.tracking.ray_bones import EASE, rigid_on_rays
 
 SPEC = load_skeleton("human18")
 E = SPEC.num_edges
@@ -54,23 +54,25 @@ def _off_ray_deg(world: np.ndarray, true: np.ndarray, joint: int) -> np.ndarray:
 
 
 def test_an_arm_swung_through_the_ray_passes_it_without_a_jump_and_stays_on_its_image() -> None:
-    true, read, lengths = _swing_track()
+    true, read, lengths = _swing_track(frames=61, step_deg=3.0)
     old = rigidify(read, np.broadcast_to(lengths, (len(read), E)), SPEC)
-    assert _steps(old).max() > 45  # stretched along the read direction: a jump as the arm passes the ray
+    assert _steps(old).max() > 25  # stretched along the read direction: a jump as the arm passes the ray
     assert _off_ray_deg(old, true, ELBOW).max() > 2  # ... and the elbow off its image position
     new = rigid_on_rays(read, lengths, SPEC)
     np.testing.assert_allclose(bone_lengths(new, SPEC)[:, UPPER], 0.3, atol=1e-6)
-    assert _steps(new).max() < 30  # the true swing is 6 degrees a frame
+    assert _steps(new).max() < 10  # the true swing is 3 degrees a frame
     short = np.linalg.norm(read[:, ELBOW] - read[:, SHOULDER], axis=-1) < 0.5 * 0.3  # read under half its length:
     assert short.sum() >= 8
     assert _off_ray_deg(new, true, ELBOW)[short].max() < 0.3  # on its image position (~1 px at 2.5 m, 60 deg)
     np.testing.assert_allclose(new[short, ELBOW], true[short, ELBOW], atol=0.01)  # on the side read (the camera's)
     fore = next(e for e, (p, c) in enumerate(SPEC.edges.tolist()) if (p, c) == (ELBOW, WRIST))
     read_whole = np.linalg.norm(read[:, WRIST] - read[:, ELBOW], axis=-1) >= 0.8 * lengths[fore]
-    assert read_whole.sum() >= 20  # the forearm, read near its length: its measured direction, as rigidify
+    assert read_whole.sum() >= 40  # the forearm, read near its length: its measured direction, as rigidify
     np.testing.assert_allclose((new[:, WRIST] - new[:, ELBOW])[read_whole], (old[:, WRIST] - old[:, ELBOW])[read_whole], atol=1e-9)
-    whole = ~short & (np.linalg.norm(read[:, ELBOW] - read[:, SHOULDER], axis=-1) > 0.8 * 0.3)
-    np.testing.assert_allclose(new[whole], old[whole], atol=1e-9)  # read near its length: as rigidify places it
+    whole = np.linalg.norm(read[:, ELBOW] - read[:, SHOULDER], axis=-1) > 0.8 * 0.3
+    near = np.convolve(~whole, np.ones(2 * EASE + 1), mode="same") > 0  # eased onto the ray path and off it
+    assert (whole & ~near).sum() >= 4
+    np.testing.assert_allclose(new[whole & ~near], old[whole & ~near], atol=1e-9)  # read whole: placed as by rigidify
 
 
 def test_a_flat_reading_is_scaled_as_rigidify_does() -> None:

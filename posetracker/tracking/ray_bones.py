@@ -24,7 +24,8 @@ the child goes to the point of the bone's length nearest it.
 
 Then each frame's bone takes that path's direction where it was read short (measured length under READ_SHORT[0]
 of L), its measured direction, as ``rigidify`` does, where it was read near its length (from READ_SHORT[1]),
-and a blend between: a bone read whole keeps its measured depth (against the 4-view reference of
+and a blend between, eased over EASE frames before and after (a bone stepping from its misread direction onto
+the path in one frame would jump by what the misreading was worth): a bone read whole keeps its measured depth (against the 4-view reference of
 docs/experiments/multiview-reference.md, placing every bone on its ray made the joint angles worse: the 2-D
 and the bone lengths disagree by a few per cent everywhere, which the rays turn into tilts). A bone whose depth
 the readings never say (its measured depth difference under FLAT_SHARE of its length in most frames: a flat
@@ -37,6 +38,7 @@ nan where unread; lengths (E,) metres, nan for a bone left as measured.
 from __future__ import annotations
 
 import numpy as np
+from scipy.ndimage import minimum_filter1d, uniform_filter1d
 
 from posetracker.skeletons import SkeletonSpec
 
@@ -48,6 +50,7 @@ DEPTH_SCALE = 0.15  # ... its depth along the ray this share of L off the measur
 BINS = 36  # bone directions tried besides the two points on the ray (every 10 degrees round the circle)
 READ_SHORT = (0.5, 0.8)  # measured length / L: under the first the bone lies on its ray path, from the second
 # along its measured direction
+EASE = 9  # frames (0.3 s at 30 fps) over which a bone eases onto its ray path before it is read short, and off after
 FLAT_SHARE = 0.05  # a bone whose measured depth difference stays under this share of its length: flat reading
 
 
@@ -171,7 +174,10 @@ def rigid_on_rays(world: np.ndarray, lengths: np.ndarray, spec: SkeletonSpec) ->
         chosen = _refine(chosen, a, np.where(safe, ray, X), dist, depth, sure, length, ok)
         on_ray = _cost(chosen[:, None], a, ray, dist, depth, sure, length)[0][:, 0]
         # only a bone read much shorter than it is (its depth read too small) leaves its measured direction
-        share = _smoothstep(norm / length, *READ_SHORT)[:, None]
+        share = _smoothstep(np.where(ok, norm, length) / length, *READ_SHORT)
+        if EASE > 1:  # the path taken a few frames before a bone is read short and left a few frames after, gradually
+            share = uniform_filter1d(minimum_filter1d(share, EASE, mode="nearest"), EASE, mode="nearest")
+        share = share[:, None]
         way = share * measured / np.maximum(norm, 1e-12)[:, None] + (1.0 - share) * on_ray
         placed = parent + length * way / np.maximum(np.linalg.norm(way, axis=-1, keepdims=True), 1e-12)
         out[:, c] = np.where(safe, placed, kept)
