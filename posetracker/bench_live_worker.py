@@ -3,7 +3,7 @@
 The harness starts this module under ``taskset -c CORES``, as it starts MediaPipe's peer script, so that
 every thread the libraries start (torch, ONNX Runtime, OpenCV, PyAV) is confined from the first import;
 pinning a running process afterwards leaves threads started for all CPUs (measured: 31 fps instead of
-45-50 on one core, docs/experiments/runtime-speed.md, "One core against MediaPipe").
+45-50 on one core, studies/runtime-speed.md, "One core against MediaPipe").
 
     python -m posetracker.bench_live_worker SPEC_JSON
 

@@ -33,7 +33,7 @@ def limit_blas_threads(n: int) -> None:
     By default it starts a thread per CPU for any product large enough (e.g. the sparse heads of
     :mod:`posetracker.model.heads_at_cells` over a few hundred cells), and those threads keep spinning after
     the call, taking the CPU from the network: live on the openpose street clip on two CPUs that cost a
-    third of the frame rate (docs/experiments/offset-vote.md). Set once, not per call: the live pipeline's
+    third of the frame rate (studies/offset-vote.md). Set once, not per call: the live pipeline's
     two threads share the setting, and restoring it from one of them would race with the other.
     """
     from threadpoolctl import threadpool_limits

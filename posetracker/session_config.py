@@ -26,7 +26,7 @@ from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 Mode = Literal["live", "offline"]
 # RefineSettings.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
-# 5.1 fps with them, the precision stage on; docs/experiments/tiles-and-crowds.md)
+# 5.1 fps with them, the precision stage on; studies/tiles-and-crowds.md)
 TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 
@@ -107,7 +107,7 @@ class RefineSettings:
     tile_grid: int | None = None
     # top-down modes: how many turned copies of each animal's crop are read (decoding.top_down.read_crops); None:
     # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
-    # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, docs/experiments/fly13.md)
+    # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, studies/fly13.md)
     crop_turns: int | None = None
 
     def __post_init__(self) -> None:

@@ -1,4 +1,4 @@
-"""The measuring tools of the animal modes (``tools/two_animal_clip.py``, ``tools/found_sheet.py``) on
+"""The measuring tools of the animal modes (``studies/tools/two_animal_clip.py``, ``studies/tools/found_sheet.py``) on
 synthetic frames."""
 
 import importlib.util
@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "pyproject.toml").is_file())
+TOOLS = REPO / "studies" / "tools"
 
 
 def _tool(name: str):

@@ -1,4 +1,4 @@
-"""Feet on the floor in the BVH of real clips (slow, needs ../shared): the targets of docs/experiments/floor-and-feet.md.
+"""Feet on the floor in the BVH of real clips (slow, needs ../shared): the targets of studies/floor-and-feet.md.
 
 Each clip is tracked offline by the shipped model and finished as ``posetracker process`` finishes it (the session
 holds the standing feet on the floor: motion.feet), the floor fitted to everyone's stance feet, and every person

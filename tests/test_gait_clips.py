@@ -2,7 +2,7 @@
 
 Each clip is tracked offline with the shipped model (as ``posetracker process --max-people 1``),
 so this is slow: ``pytest -m slow tests/test_gait_clips.py`` (skips without ../shared).
-docs/experiments/gait-events.md has the measured agreement; ``tools/gait_agreement.py`` prints it.
+studies/gait-events.md has the measured agreement; ``studies/tools/gait_agreement.py`` prints it.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def test_an_import_error_for_a_system_library_is_explained(monkeypatch):
 
 
 #: what ``ldd`` of PySide6 6.11.3's QtWidgets binding and xcb plugin reported missing on a minimal Debian 12
-#: (debootstrap --variant=minbase bookworm, python3-venv, git; docs/experiments/debian12-setup.md)
+#: (debootstrap --variant=minbase bookworm, python3-venv, git; studies/debian12-setup.md)
 BARE_DEBIAN12 = {
     "QtWidgets.abi3.so": ["libEGL.so.1", "libGL.so.1", "libX11.so.6", "libdbus-1.so.3", "libfontconfig.so.1",
                           "libfreetype.so.6", "libglib-2.0.so.0", "libgthread-2.0.so.0", "libxkbcommon.so.0"],

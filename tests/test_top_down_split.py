@@ -170,7 +170,7 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
 
 def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
     """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
-    torch, docs/experiments/fly13.md); its readings equal torch's within a twentieth of a pixel."""
+    torch, studies/fly13.md); its readings equal torch's within a twentieth of a pixel."""
     pytest.importorskip("onnxruntime")
     import torch
 

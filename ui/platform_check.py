@@ -5,7 +5,7 @@ importing PySide6 without libglib or libEGL ends in a traceback. :func:`missing_
 finds what is missing first (``ldd`` of PySide6's QtWidgets binding and of the xcb plugin, plus
 ``libxcb-cursor`` and ``libGL``, which Qt and PyOpenGL load at run time), so the app can print the
 ``apt-get install`` line of exactly the missing packages, all at once, and exit cleanly. Checked on a
-minimal Debian 12 by tools/debian12_check.sh (docs/experiments/debian12-setup.md).
+minimal Debian 12 by studies/tools/debian12_check.sh (studies/debian12-setup.md).
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 # Minutes -> steps. Measured: 1.31 steps/s (78 a minute) for `train detector`'s step (batch 16, FPN + heads +
 # graph refiner) on one torch thread of this project's 2-core Xeon while another training job shared it;
-# models/refiners-and-animals.md has 1,500 steps in 14.7 min (mouse4) and docs/experiments/fly13.md 1,500 in
+# models/refiners-and-animals.md has 1,500 steps in 14.7 min (mouse4) and studies/fly13.md 1,500 in
 # 17.7 min (85-100 a minute). Assumed: the user's machine is about as fast (a faster one finishes early), the
 # training runs on one thread (TRAIN_THREADS) and the config's batch is 16. The budget counts training steps
 # only: reading the labelled frames (8 warped copies each) and scoring the held-out frames come on top.

@@ -4,7 +4,7 @@ What the people can tell. The depth head reads each person's distance as the net
 60-degree camera would see them (their apparent size) and the joints' depths relative to
 the root in metres (:mod:`posetracker.depth.lift`). Another field of view moves everyone
 nearer or farther; it changes neither their metric size nor their bone lengths (on the
-three clips of ``docs/experiments/camera-fov.md`` stature moves 1-5 % and bone-length CV
+three clips of ``studies/camera-fov.md`` stature moves 1-5 % and bone-length CV
 under 0.01 over 30-100 degrees): size and rigidity cannot find the camera.
 
 What can: upright people are parallel. A standing person's body axis (mid-ankles to

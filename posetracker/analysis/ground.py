@@ -10,7 +10,7 @@ Fallback (``fitted`` False, with the reason in the report): less than ``min_stan
 seconds of inlier stance ankles (summed over feet and people), less than
 ``min_inlier_fraction`` of them inliers, or their robust scale above ``max_scale_m``
 (the contacts do not lie on one plane; on the three clips of
-``docs/experiments/floor-and-feet.md`` 98-100 % are inliers at a scale of 2.8-3.2 cm;
+``studies/floor-and-feet.md`` 98-100 % are inliers at a scale of 2.8-3.2 cm;
 the BVH tests' synthetic person, who waves their legs in the air, passed in 2 of 60
 random clips tried, the 20-s ones, at 4.6-5.0 cm): the level camera
 (``X = x, Y = -y, Z = -z``) and the floor at the ``percentile``-th percentile of the

@@ -5,7 +5,7 @@
 
 Each view is matched to the calibration's camera of the same name (``cam01`` in ``cam01.mp4``). Without
 ``--results`` each view is first tracked as ``posetracker process VIEW --out OUT.VIEW.json`` does (offline mode,
-defaults). ``--peer``: one ``tools/mediapipe_world.py`` readings file per view, in the order of ``--views``.
+defaults). ``--peer``: one ``studies/tools/mediapipe_world.py`` readings file per view, in the order of ``--views``.
 Library: :mod:`posetracker.evaluation.multiview_reference`, :mod:`posetracker.multiview`.
 """
 
@@ -120,7 +120,7 @@ def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
                         "one file per camera)")
     m.add_argument("--views", nargs="+", required=True, help="the views' videos, named after their cameras")
     m.add_argument("--results", nargs="+", help="posetracker JSON of each view (default: track them now)")
-    m.add_argument("--peer", nargs="+", help="tools/mediapipe_world.py readings of each view, in --views order")
+    m.add_argument("--peer", nargs="+", help="studies/tools/mediapipe_world.py readings of each view, in --views order")
     m.add_argument("--peer-name", default="MediaPipe", help="the peer's name in the tables")
     m.add_argument("--max-error", type=float, default=15.0, help="reprojection px above which a view is dropped")
     m.add_argument("--min-views", type=int, default=2, help="views that must agree on a reference joint")

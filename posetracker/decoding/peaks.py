@@ -157,7 +157,7 @@ def vote_offsets(heatmaps: np.ndarray, offsets: np.ndarray, joint: np.ndarray, y
     heat-weighted mean of the votes of the ``(2 radius + 1)^2`` cells around the peak
     that land within ``agree`` cells of the peak's own reading (so a neighbouring
     person's joint does not vote) is steadier from frame to frame
-    (``docs/experiments/offset-vote.md``).
+    (``studies/offset-vote.md``).
 
     heatmaps: (K, h, w); offsets: (2K, h, w) (dx, dy) per joint, cells; joint, ys, xs: (N,)
     int peaks -> (N, 2) float64 voted (dx, dy) relative to the peak cell. The peak's own

@@ -9,7 +9,7 @@ crosses one of the tile's cuts through the frame is left to the frame or the ove
 Measured on the 8 labelled sets (``posetracker eval --tiles 1|2``, with the precision stage): a 2 x 2
 grid of 0.6 tiles raised the mean PCK@0.1 0.774 -> 0.816 and OKS AP 0.694 -> 0.705, and the recall
 of people at least 1/8 of the image high 35 -> 40 of 47; a 3 x 3 grid of 0.45 tiles gained no more
-(``docs/experiments/small-people.md``).
+(``studies/small-people.md``).
 """
 
 from __future__ import annotations

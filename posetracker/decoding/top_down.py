@@ -88,7 +88,7 @@ def agreeing_reads(reads: DecodedPeople, agree_px: float, min_confidence: float 
     Each joint is then the coordinate-wise median of the agreeing readings that see it (confidence >=
     ``min_confidence``; the winner's own where none does), its confidence their mean: one turn that puts a
     leg tip on an eye does not move it (the median over eight turns halved the mean error of an unsettled
-    fly model where the confidence-weighted mean gained less: ``docs/experiments/fly13.md``). The score,
+    fly model where the confidence-weighted mean gained less: ``studies/fly13.md``). The score,
     depth reads and tree predictions are the winner's."""
     r = reads.num_people
     if r < 2:

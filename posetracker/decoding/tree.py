@@ -13,7 +13,7 @@ joint from its *located* parent, predicted child = located parent + v(parent -> 
 person's centre peak cell (nearest cell). With v(p -> c) = r(c) - r(p) of MoveNet's centre -> keypoint
 regression r (r(root) = 0 at the centre cell), the step from a parent found where the regression put it
 is MoveNet's ``centre + r(child)``; a parent found elsewhere carries its child along (12 held-out clips:
-the walk beat MoveNet's centre read, ``docs/experiments/tree-walk.md``). A child whose parent was not found
+the walk beat MoveNet's centre read, ``studies/tree-walk.md``). A child whose parent was not found
 in its heatmap (confidence < ``keypoint_threshold``) is predicted by the centre read instead, centre + the
 edge vectors along its path (the *centre read*), so an unsure parent does not compound.
 

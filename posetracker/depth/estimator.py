@@ -24,7 +24,7 @@ def moved_prior_weight(xy: np.ndarray, read_xy: np.ndarray, weight: float, full:
     where the network found it (``read_xy`` (P, K, 2) px; ``xy`` (P, K, 2) the final joints), rising linearly to
     ``full`` where they moved it ``fraction`` of the person's keypoint-box diagonal or more. The depth head's
     difference belongs to the joint the network found; the prior reads the final 2-D pose (issue #47,
-    ``docs/experiments/refined-depth.md``)."""
+    ``studies/refined-depth.md``)."""
     xy, read_xy = np.asarray(xy, np.float64), np.asarray(read_xy, np.float64)
     with np.errstate(invalid="ignore"):
         box = np.nanmax(xy, axis=1) - np.nanmin(xy, axis=1)  # (P, 2)

@@ -20,8 +20,8 @@ BVH space: Y = 0 is the person's floor) and the stance phases the floor fit foun
   percentile of the joints' acceleration (second difference, metres per frame squared): pops show
   here.
 
-Every stance phase counts. ``tools/floor_and_feet.py`` prints these for the three
-clips of ``docs/experiments/floor-and-feet.md``; ``tests/test_floor_clips.py`` checks the targets.
+Every stance phase counts. ``studies/tools/floor_and_feet.py`` prints these for the three
+clips of ``studies/floor-and-feet.md``; ``tests/test_floor_clips.py`` checks the targets.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ The hand file lists clips (a path under ../shared, the frames to ``evaluate`` an
 the heel-strike frames, feet not told apart). :func:`clip_agreement` runs
 :func:`~posetracker.analysis.gait.analyse_gait` on a tracked clip and matches the
 heel strikes of both feet inside the window to the hand ones, one to one, within a
-tolerance (:func:`match_events`). ``tools/gait_agreement.py`` prints the table of
-``docs/experiments/gait-events.md``.
+tolerance (:func:`match_events`). ``studies/tools/gait_agreement.py`` prints the table of
+``studies/gait-events.md``.
 """
 
 from __future__ import annotations

@@ -163,7 +163,7 @@ def compare(ref: np.ndarray, ours: np.ndarray, peer: np.ndarray | None, spec: Sk
 
 def peer_person(readings: dict, track_ids: Sequence[int], num_frames: int,
                 spec: SkeletonSpec) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One person's readings from a ``mediapipe-pose-readings`` JSON (tools/mediapipe_world.py) of one view, the
+    """One person's readings from a ``mediapipe-pose-readings`` JSON (studies/tools/mediapipe_world.py) of one view, the
     33 BlazePose landmarks mapped to the skeleton's joints by name.
 
     Returns world (T, K, 3) m, image xy (T, K, 2) px, visibility (T, K); nan / 0 where not read (the first of

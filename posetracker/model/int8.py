@@ -50,7 +50,7 @@ QUANTISE = (BODY, "Conv:/gru", "Conv:/gate")  # what new companions quantise: ev
 OLD_QUANTISE = (BODY,)  # companions without a "quantise" entry
 CALIBRATED_LOOKAHEAD = 1  # the look-ahead of the graph whose ranges a companion without a "lookahead" entry holds
 # name fragments of nodes under QUANTISE left in float: the body's stem and first block (stride 2), where 8 bits
-# added jitter on the webcam clip for +0.2-0.3 ms of float (docs/experiments/runtime-speed.md)
+# added jitter on the webcam clip for +0.2-0.3 ms of float (studies/runtime-speed.md)
 KEEP_FLOAT: tuple[str, ...] = ("/body/stem/", "/body/blocks.0/")
 FORMAT = "posetracker-int8-1"
 QUIET_PACKAGES = ("onnxruntime",)  # the quantiser's INFO / WARNING lines stay off the console (errors still show)

@@ -28,7 +28,7 @@ person's own floor):
    (eased): a foot held in the air that a round put at standing height is then no higher than the other, and
    ``ground.drop_raised`` would read it as standing.
 
-On the 4-view trial (``docs/experiments/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
+On the 4-view trial (``studies/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
 at all; step 2 costs the knees 0.5-3 degrees in 7 of 8 view-person cells (a near-straight leg bends by 10-15
 degrees for 1 cm of length) and leaves PA-MPJPE within 1.2 mm.
 

@@ -1,7 +1,7 @@
 """People's heights: a stature the user gives puts that person in true metres; every person's size is reported.
 
 From one uncalibrated view a person's metric size comes from the depth head and the field of view, and reads
-10-20 % off (``docs/experiments/multiview-reference.md``). A given stature fixes it: each of the track's 3-D
+10-20 % off (``studies/multiview-reference.md``). A given stature fixes it: each of the track's 3-D
 points is scaled about the camera's centre by ``given / measured`` (the measured stature:
 :func:`posetracker.analysis.stature.stature`, the median over the track's frames). Scaling along the camera's
 rays keeps every pixel where it was (x, y px unchanged; depth and world scaled), so the 2-D overlay is the same
@@ -19,7 +19,7 @@ One calibrated view (``metadata["floor"]`` with ``people_on_it`` False) sizes ea
 given by the floor instead (:func:`floor_scales`, ``stature_source`` "floor"): scaled about the camera's centre
 so that their stance ankles stand an ankle height above it. On the 4-view trial's single views this read the
 two people within 1.2-4.9 % of their triangulated statures, against 2.5-19.3 % as estimated
-(``docs/experiments/metres.md``).
+(``studies/metres.md``).
 
 Heights are written as ``1.72`` (everyone) or ``0=1.72,1=1.40`` (per track id; ``*=1.70`` for the rest).
 """

@@ -20,7 +20,7 @@ body that moves as a whole (a pan, a jump, a fall of the trunk) moves b and is n
 
 Only large people are weighed (the ramp of the smoother's large parameters, ``LARGE_PERSON_PX``: full from
 350 px, none under 250 px): on small people the readings' noise is large against the scale and weighing them
-cost accuracy on the held-out clips. Numbers and what was tried: ``docs/experiments/live-smoothing.md``.
+cost accuracy on the held-out clips. Numbers and what was tried: ``studies/live-smoothing.md``.
 The offline form, over the whole track in both directions, is ``motion.solve``.
 """
 

@@ -161,7 +161,7 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
 # the refiners a session runs when none are chosen, by mode: offline work (whole videos, still images) gets the
 # precision stage (Thunder); live mode the fast one (Lightning, one crop a frame within
 # RefineSettings.crop_budget_ms) where more than one CPU is usable, since it then runs on the live pipeline's
-# second thread beside the network (docs/experiments/crop-stage-live.md); on one CPU it would take a third of
+# second thread beside the network (studies/crop-stage-live.md); on one CPU it would take a third of
 # every frame, so live mode there runs the bottom-up network alone
 DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ("crop-fast",)}
 

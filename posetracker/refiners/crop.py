@@ -21,7 +21,7 @@ runs MoveNet SinglePose Thunder (:mod:`posetracker.model.thunder`) on it:
    link people by their bottom-up joints either way: ``TrackingSession._track``.)
 5. fusion: those joints are replaced by Thunder's, with Thunder's score as their
    confidence (replacing measured better than keeping the more confident of the
-   two or averaging them by confidence: ``docs/experiments/crop-stage.md``);
+   two or averaging them by confidence: ``studies/crop-stage.md``);
    joints Thunder does not predict (the body centre) keep theirs, and so does a
    joint Thunder scores below ``keep_below`` (0.05: it does not see it) where the
    bottom-up network is more confident (CrowdPose: knees Thunder reads at
@@ -55,7 +55,7 @@ the bottom-up network can put both ankles on the standing foot while the crop
 reads the swinging one), and the joint takes whichever reading lies nearer its
 last output, whole. Averaged, such a joint sat between the feet; taken by
 confidence, it jumped between them (15 + 8 held-out clips:
-``docs/experiments/crop-stage-live.md``). Replacing the joints outright, live,
+``studies/crop-stage-live.md``). Replacing the joints outright, live,
 doubled the keypoint jitter on held-out clips (a single-frame network's
 reading is noisier than the temporal stage's); and a person refined every
 third frame would jump between the two readings.

@@ -26,7 +26,7 @@ Then each frame's bone takes that path's direction where it was read short (meas
 of L), its measured direction, as ``rigidify`` does, where it was read near its length (from READ_SHORT[1]),
 and a blend between, eased over EASE frames before and after (a bone stepping from its misread direction onto
 the path in one frame would jump by what the misreading was worth): a bone read whole keeps its measured depth (against the 4-view reference of
-docs/experiments/multiview-reference.md, placing every bone on its ray made the joint angles worse: the 2-D
+studies/multiview-reference.md, placing every bone on its ray made the joint angles worse: the 2-D
 and the bone lengths disagree by a few per cent everywhere, which the rays turn into tilts). A bone whose depth
 the readings never say (its measured depth difference under FLAT_SHARE of its length in most frames: a flat
 reading) is scaled along its measured direction throughout.

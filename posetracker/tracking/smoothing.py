@@ -34,7 +34,7 @@ weaker smoothing at rest costs no accuracy there. Small people keep the
 preset: their noise is large against their size, and on them the slower
 speed estimate cost accuracy. Between ``LARGE_PERSON_PX[0]`` and ``[1]`` the
 parameters move linearly from the preset's. Held-out clips and the dancer:
-``docs/experiments/live-smoothing.md``.
+``studies/live-smoothing.md``.
 
 Low-confidence joints (``confidence < min_confidence``) are not fed to the
 filter: the joint keeps its last smoothed offset from the skeleton root (the

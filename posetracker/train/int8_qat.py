@@ -2,7 +2,7 @@
 (quantisation-aware; ``posetracker train int8-qat``; the file's format: ``posetracker.model.int8``).
 
 The 8-bit body's features differ from the float body's by 5-27% of their variance on the held-out clips (ONNX
-Runtime, ``docs/experiments/runtime-speed.md``), which shows as jitter. Here the body's arithmetic in the live
+Runtime, ``studies/runtime-speed.md``), which shows as jitter. Here the body's arithmetic in the live
 graph is simulated in torch: every convolution the companion quantises (all of the body but the nodes its
 ``keep_float`` names) gets per-channel symmetric int8 weights and its input in uint8 within the companion's
 calibrated range (straight-through gradients). The body (its float weights; the FPN and heads frozen) is then

@@ -17,7 +17,7 @@ Loss per frame (N single frames, K joints, h x w cells):
 - keep: ``sc.keep`` x the squared difference of the heatmap probabilities from the starting heads', summed
   over cells and averaged over maps, everywhere in the crop: it holds the heads where the labels say
   nothing (people the teacher missed, the scores the decoder's thresholds were set for). Without it the
-  heads drifted towards the training clips' people (``docs/experiments/small-people.md``).
+  heads drifted towards the training clips' people (``studies/small-people.md``).
 """
 
 from __future__ import annotations
