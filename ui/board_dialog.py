@@ -317,25 +317,11 @@ class BoardDialog(WorkerDialog):
             return False
         clips = self.clip_paths()
         frames = [self._frames.get(c) for c in clips]
-        worker = BoardWorker(clips, board, self.out.text().strip(), frames)
-        worker.progress.connect(self._on_progress)
-        worker.status.connect(self.status.setText)
-        worker.done.connect(self._on_done)
-        worker.failed.connect(self._on_failed)
         self.result, self.saved = None, None
         self.report.clear()
-        self.progress.setRange(0, max(sum(f or 0 for f in frames), 1))
-        self.progress.setValue(0)
-        self.progress.setFormat("%v / %m frames")
-        self.show_message(f"Calibrating {len(clips)} camera(s) from the {board.describe()}…")
-        self.launch(worker, "board-calibration")
+        self.launch_frames(BoardWorker(clips, board, self.out.text().strip(), frames), frames, "board-calibration",
+                           f"Calibrating {len(clips)} camera(s) from the {board.describe()}…")
         return True
-
-    @Slot(int, int)
-    def _on_progress(self, done: int, total: int) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-        self.progress.setValue(min(done, self.progress.maximum()))
 
     @Slot(object)
     def _on_done(self, result) -> None:
@@ -348,9 +334,3 @@ class BoardDialog(WorkerDialog):
         cams = ", ".join(c.name for c in result.cameras)
         self.show_message(f"Saved {len(result.cameras)} camera(s) ({cams}) to {self.saved}"
                           + ("" if result.floor else "; no floor was found") + ".")
-
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.show_message(message, error=True)
-        self.status.setText("")
-        self.progress.setFormat("stopped")

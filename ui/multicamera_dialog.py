@@ -293,25 +293,11 @@ class MultiCameraDialog(WorkerDialog):
         if self.running() or not self.check.ready:
             return False
         frames = [i.frames for i in self.check.views]
-        worker = ViewsWorker(self.views(), self.calibration_files(), self.sessions(), frames)
-        worker.progress.connect(self._on_progress)
-        worker.status.connect(self.status.setText)
-        worker.done.connect(self._on_done)
-        worker.failed.connect(self._on_failed)
         self.result = None
-        self.progress.setRange(0, max(sum(f or 0 for f in frames), 1))
-        self.progress.setValue(0)
-        self.progress.setFormat("%v / %m frames")
         self.status.setText("Loading the model…")
-        self.show_message(f"Processing {len(frames)} views…")
-        self.launch(worker, "multicamera")
+        self.launch_frames(ViewsWorker(self.views(), self.calibration_files(), self.sessions(), frames), frames,
+                           "multicamera", f"Processing {len(frames)} views…")
         return True
-
-    @Slot(int, int)
-    def _on_progress(self, done: int, total: int) -> None:
-        if total > 0:
-            self.progress.setRange(0, total)
-        self.progress.setValue(min(done, self.progress.maximum()))
 
     @Slot(object)
     def _on_done(self, result) -> None:
@@ -329,9 +315,3 @@ class MultiCameraDialog(WorkerDialog):
                           f"shown in the window over {Path(result.views[0]).name}."
                           + "".join(f" Warning: {w}" for w in result.warnings))
         self.result_ready.emit(result)
-
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.show_message(message, error=True)
-        self.status.setText("")
-        self.progress.setFormat("stopped")

@@ -90,6 +90,32 @@ class WorkerDialog(QDialog):
         self._set_running(True)
         self._thread.start()
 
+    def launch_frames(self, worker: QObject, frames: list[int | None], name: str, message: str) -> None:
+        """Run a job that counts frames: its worker's ``progress(done, total)`` moves ``self.progress`` (a
+        QProgressBar over the ``frames`` of its inputs, None: unknown), ``status(str)`` shows in ``self.status``
+        (a QLabel), ``done(object)`` / ``failed(str)`` go to the subclass's ``_on_done`` / :meth:`_on_failed`."""
+        worker.progress.connect(self._on_frames)
+        worker.status.connect(self.status.setText)
+        worker.done.connect(self._on_done)
+        worker.failed.connect(self._on_failed)
+        self.progress.setRange(0, max(sum(f or 0 for f in frames), 1))
+        self.progress.setValue(0)
+        self.progress.setFormat("%v / %m frames")
+        self.show_message(message)
+        self.launch(worker, name)
+
+    @Slot(int, int)
+    def _on_frames(self, done: int, total: int) -> None:
+        if total > 0:
+            self.progress.setRange(0, total)
+        self.progress.setValue(min(done, self.progress.maximum()))
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self.show_message(message, error=True)
+        self.status.setText("")
+        self.progress.setFormat("stopped")
+
     # ------------------------------------------------------------------ state
 
     def running(self) -> bool:
