@@ -12,7 +12,7 @@ in order, one at a time; ``infer`` keeps the network's. :func:`live_poses` runs 
 thread and ``prepare`` (with the reading of the source) and ``finish`` on one helper thread: while ONNX
 Runtime runs frame t+1 (it releases the GIL), the helper decodes, tracks and smooths frame t and reads and
 letterboxes frame t+2. The poses are the sequential path's, bit for bit, in the same order
-(tests/test_pipeline_live.py), where the precision stage's time budget picks the same people (it counts crops
+(tests/session/test_pipeline_live.py), where the precision stage's time budget picks the same people (it counts crops
 at their measured cost, so with several people waiting the two paths may refine different ones).
 :func:`poses` picks one of the two: two stages only where the process may run on more than one CPU (on one
 core the helper thread only adds switching: 1-3 % slower, measured).

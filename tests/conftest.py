@@ -1,15 +1,27 @@
-"""Shared fixtures. Tests that need ../shared (real data, pretrained source files) skip when it is absent."""
+"""Shared fixtures. Tests that need ../shared (real data, pretrained source files) skip when it is absent.
+
+The tests live in one folder per package they test (tests/decoding, tests/tracking, ...); shared helpers
+live in tests/helpers. Test modules are plain modules (no ``__init__.py``), imported by their basename, so
+every basename under tests/ is unique (pytest refuses two of the same name). This file puts tests/helpers
+and every test folder on ``sys.path`` once, so ``from sample_clips import short_clip`` and a test's import of
+another test's builder (``from test_bvh_synthetic import make_sequence``) work whatever runs first.
+"""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-REPO = Path(__file__).resolve().parents[1]
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+for _folder in sorted(p for p in TESTS.iterdir() if p.is_dir() and p.name not in ("data", "__pycache__")):
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 SHARED = Path(os.environ.get("POSETRACKER_SHARED", REPO.parent / "shared"))
 
 
@@ -29,11 +41,21 @@ def human18():
 
 
 @pytest.fixture(scope="session")
-def shipped_net():
-    """The shipped human18 PoseNet (models/posenet-human18.safetensors)."""
+def _shipped_net_once():
+    """The shipped human18 PoseNet (models/posenet-human18.safetensors), read from disk once per run; never
+    handed to a test itself (a session accelerates its net in place: model.runtime.accelerate)."""
     import torch
 
     from posetracker.model.weights import load_posenet
 
     torch.set_num_threads(1)
     return load_posenet()
+
+
+@pytest.fixture
+def shipped_net(_shipped_net_once):
+    """The shipped human18 PoseNet in torch, eval mode: each test its own copy of the weights read once, so a
+    test may hand it to a session (which swaps in ONNX Runtime parts) without changing what the next test gets."""
+    import copy
+
+    return copy.deepcopy(_shipped_net_once)

@@ -10,7 +10,7 @@ the same way and names each by its id.
 
 A checkerboard's corners could be numbered from either end (half a turn apart): where C + R is odd the
 corner squares differ in colour and OpenCV starts from the same one in every view (the dark top-left square
-of :func:`board_image`; ``tests/test_calibrate_board.py`` checks it on a view turned upside down), where it is
+of :func:`board_image`; ``tests/calibration/test_calibrate_board.py`` checks it on a view turned upside down), where it is
 even nothing tells them apart (:attr:`Board.oriented`). A ChArUco board's markers always tell.
 
 Shapes: N corners found in one image.

@@ -21,7 +21,7 @@ BVH space: Y = 0 is the person's floor) and the stance phases the floor fit foun
   here.
 
 Every stance phase counts. ``studies/tools/floor_and_feet.py`` prints these for the three
-clips of ``studies/floor-and-feet.md``; ``tests/test_floor_clips.py`` checks the targets.
+clips of ``studies/floor-and-feet.md``; ``tests/motion/test_floor_clips.py`` checks the targets.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The original MoveNet MultiPose as a predictor, to score next to our decoder.
 
-Our backbone (proven equal to the original graph, tests/test_parity.py), the
+Our backbone (proven equal to the original graph, tests/model/test_parity.py), the
 original six heads loaded unchanged from the TF.js source files, and the
 original decode (:mod:`.movenet_decode`). Needs the source files
 (../shared/pretrained/movenet/movenet-multipose.json); used by

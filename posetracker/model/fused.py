@@ -7,7 +7,7 @@ tensors converted between ONNX Runtime's blocked layout and torch around each. H
 steady-state step is one exported graph, the temporal state its input and output (``LiveStep``, its
 inputs and outputs: ``model/live_graph.py``). The first frames of a stream run the same graph with a zero
 window and state (``FusedStream.push``); the flush at its end and the first frame at L = 0 keep the
-separate calls of ``CausalStream``. Its outputs equal the separate calls' to ~1e-5 (tests/test_fused_step.py).
+separate calls of ``CausalStream``. Its outputs equal the separate calls' to ~1e-5 (tests/model/test_fused_step.py).
 ``live_stream`` chooses the stream: this float graph, the 8-bit one (``model/int8.py``) or the separate calls.
 """
 

@@ -11,7 +11,7 @@ A ``CellMap`` supports what the decoder does with a map: ``.shape``, ``map[c, ys
 a slice or an int array that broadcasts with the cells (``ys``, ``xs``: int arrays of one shape; the head
 runs once per cell, e.g. ``map[[[0], [1]], ys[None], xs[None]]`` reads two channels), and
 ``map.reshape(c, h * w)[c, flat_index]``; anything else (``np.asarray(map)``) computes the whole map. Values
-equal the dense head's to float32 rounding (tests/test_heads_at_cells.py).
+equal the dense head's to float32 rounding (tests/model/test_heads_at_cells.py).
 """
 
 from __future__ import annotations

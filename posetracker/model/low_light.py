@@ -13,7 +13,7 @@ Measured on the two ExLPose low-light photos (values 0-18, mean 0.3; `posetracke
 MoveNet's own decode finds none, and the same one when given the same stretch, so the gain is the
 stretch's, not the network's. The bundled sample clip darkened 24x (levels 0-10), offline, 60 frames: joints
 a median 1.7 px from the bright clip's with the stretch, 28.8 px without (12x darker: 0.8 against 2.3 px);
-`tests/test_low_light.py` checks the live case. The app on that darkened clip, live with its defaults (the
+`tests/model/test_low_light.py` checks the live case. The app on that darkened clip, live with its defaults (the
 frame is shown as it is; the network reads it stretched): `docs/screenshots/low-light-live.png`.
 """
 

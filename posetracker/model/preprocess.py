@@ -62,7 +62,7 @@ def letterbox(rgb: np.ndarray, size: int = INPUT_SIZE, fit: bool = False) -> tup
     elif scale >= 1:
         resized = cv2.resize(rgb, (nw, nh), interpolation=cv2.INTER_LINEAR)
     elif w % nw or h % nh:  # OpenCV's area resize of uint8 at a non-integer ratio takes a slow generic path;
-        # its float path is ~25% faster and gives the same pixels once rounded (tests/test_preprocess.py)
+        # its float path is ~25% faster and gives the same pixels once rounded (tests/model/test_preprocess.py)
         resized = np.rint(cv2.resize(rgb.astype(np.float32), (nw, nh), interpolation=cv2.INTER_AREA)).astype(np.uint8)
     else:  # integer ratios: the uint8 fast path
         resized = cv2.resize(rgb, (nw, nh), interpolation=cv2.INTER_AREA)

@@ -2,7 +2,7 @@
 
     python studies/tools/board_calibration_check.py [--frames 40] [--still 6]
 
-Renders tests/board_clips.py's clips (3 cameras 960 x 720, focal 700 / 780 / 860 px, radial distortion --k1; the board
+Renders tests/helpers/board_clips.py's clips (3 cameras 960 x 720, focal 700 / 780 / 860 px, radial distortion --k1; the board
 waved, then lying on the floor) for a ChArUco 7x5 board and a 7x6 checkerboard (the third camera upside down),
 calibrates them (posetracker.calibration.calibrate_board) and prints, per camera, the focal length's error, the
 principal point's, the camera centre's (the world's origin at the floor board's corner) and the rotation's,

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build tests/data/thunder_parity.npz: reference outputs of the ORIGINAL MoveNet
 SinglePose Thunder TF.js graph (Node + tfjs 4.22.0, `run_movenet.mjs --model=thunder`),
-so tests/test_teacher_thunder.py can check the PyTorch teacher without Node.
+so tests/train/test_teacher_thunder.py can check the PyTorch teacher without Node.
 
 Usage (from the repository root, after `cd tools/tfjs_reference && npm ci`):
 

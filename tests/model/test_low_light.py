@@ -41,7 +41,7 @@ def test_the_session_reads_a_darkened_clip_as_it_reads_the_bright_one():
     from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.types import Frame
 
-    clip = Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4"
+    clip = Path(__file__).resolve().parents[2] / "assets" / "sample_dance.mp4"
     with av.open(str(clip)) as c:
         frames = [f.to_ndarray(format="rgb24") for _, f in zip(range(12), c.decode(video=0))]
 

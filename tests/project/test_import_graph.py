@@ -9,7 +9,7 @@ of a parent package on the way to a submodule is not an arrow (only what a modul
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "posetracker"
 
 

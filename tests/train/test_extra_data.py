@@ -9,7 +9,6 @@ import cv2
 import numpy as np
 import pytest
 
-from posetracker.model.weights import load_posenet
 from posetracker.skeletons import load_skeleton
 from posetracker.train.detector import batch_targets, load_detector_config, new_detector
 from posetracker.train.detector_samples import (
@@ -54,7 +53,7 @@ def test_joined_samples_pad_people_and_mark_labelled_joints():
     assert join_samples([a, _part(1, 2, 5)]).labelled is None
 
 
-def test_extra_set_is_read_by_its_own_names(tmp_path, mouse, monkeypatch):
+def test_extra_set_is_read_by_its_own_names(tmp_path, mouse, monkeypatch, shipped_net):
     """A set that calls the snout 'nose' and has no tail base: every item trains, its joints mapped by name."""
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
     names = ["nose", "leftear", "rightear"]
@@ -65,7 +64,7 @@ def test_extra_set_is_read_by_its_own_names(tmp_path, mouse, monkeypatch):
                        "instances": [{"keypoints": [[80 + i, 40, 2], [70, 50, 2], [90, 50, 2]]}]})
     path = tmp_path / "normalized.json"
     path.write_text(json.dumps({"keypoint_names": names, "images": images}))
-    net = new_detector(mouse, load_posenet())
+    net = new_detector(mouse, shipped_net)
     s = extra_samples(str(path), {"snout": "nose"}, 2, mouse, net, None, 0)
     assert len(s) == 2  # every 2nd of 4 items, one letterboxed copy each
     assert s.labelled.tolist() == [[True, True, True, False, False]] * 2  # no tail base; the centre is virtual

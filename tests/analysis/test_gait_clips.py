@@ -1,7 +1,7 @@
 """Heel strikes on real side-view walking clips against our hand counts (tests/data/gait_hand_events.json).
 
 Each clip is tracked offline with the shipped model (as ``posetracker process --max-people 1``),
-so this is slow: ``pytest -m slow tests/test_gait_clips.py`` (skips without ../shared).
+so this is slow: ``pytest -m slow tests/analysis/test_gait_clips.py`` (skips without ../shared).
 studies/gait-events.md has the measured agreement; ``studies/tools/gait_agreement.py`` prints it.
 """
 

@@ -73,16 +73,15 @@ def test_real_model_finds_the_dancer_in_the_sample_clip(shipped_net):
     assert np.all(np.isfinite(last.world)) and 1.0 < last.world[0, 17, 2] < 10.0
 
 
-def test_run_leaves_out_people_never_confirmed_unless_asked():
+def test_run_leaves_out_people_never_confirmed_unless_asked(shipped_net):
     """A detection that never became a track (id -1 after back-filling) is not written by default."""
     import dataclasses
 
     from conftest import REPO
     from posetracker.capture import open_source
-    from posetracker.model.weights import load_posenet
     from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
-    net = load_posenet()
+    net = shipped_net
     for keep in (False, True):
         # no refiner: the ghost below is added after the precision stage would have run
         session = TrackingSession(net, SessionConfig(mode="live", network=NetworkSettings(lookahead=0),

@@ -2,7 +2,7 @@
 name the front foot "left"), each track's legs are exchanged back in the PoseFrames themselves; a swap the trunk
 speaks against (a step in place facing the camera: the hips would cross the shoulders) is not undone, one in a side
 view (the trunk says nothing) is. A live result gets the step when it is finished (motion.finish); every output
-then reads the same legs (tests/test_bvh_legs.py)."""
+then reads the same legs (tests/motion/test_bvh_legs.py)."""
 
 from __future__ import annotations
 

@@ -181,7 +181,7 @@ def test_where_the_faces_cannot_tell_nothing_is_exchanged():
 @pytest.mark.shared
 def test_the_dancer_seen_from_behind_faces_away_in_the_bvh():
     """SLEAP dancer (needs ../shared): frames 220-300, marked by hand as seen from behind, have the BVH chest
-    facing away from the camera (43 % before the repair, studies/facing-repair.md); the frames facing
+    facing away from the camera (43 % before the repair, studies/back-views.md); the frames facing
     the camera keep facing it; without the repair the marked frames are read facing the camera in many."""
     from conftest import shared_path
 

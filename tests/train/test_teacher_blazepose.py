@@ -21,7 +21,7 @@ from conftest import shared_path
 from posetracker.train.teachers import blazepose_geometry as geo
 from posetracker.train.teachers.layers import depth_to_space
 
-FIXTURE = Path(__file__).parent / "data" / "blazepose_parity.npz"
+FIXTURE = Path(__file__).resolve().parents[1] / "data" / "blazepose_parity.npz"
 VARIANTS = ("full", "heavy")
 XY_TOL_PX = 1e-3  # landmark x, y in 256x256 crop pixels
 WORLD_TOL_M = 1e-4

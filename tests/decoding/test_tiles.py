@@ -13,7 +13,7 @@ from posetracker.skeletons import load_skeleton
 from posetracker.tracking import joint_sigmas
 
 SIGMAS = joint_sigmas(load_skeleton("human18"))
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "data" / "human" / "mmpose_posetrack18" / "normalized.json"
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data" / "human" / "mmpose_posetrack18" / "normalized.json"
 
 
 def people(centres, scores, k=18, size=40.0) -> DecodedPeople:

@@ -69,7 +69,7 @@ def test_the_model_line_says_the_fast_model_is_being_prepared(qtbot, tmp_path, m
 def test_the_first_preparation_prints_no_quantiser_lines(tmp_path, monkeypatch, capfd, caplog):
     """The real first live session with an empty cache (export and 8-bit quantisation, ~10 s): with the app's
     logging (INFO to stderr), nothing from ONNX Runtime's quantiser reaches stderr or the log (the library
-    quietens it: posetracker.model.int8.quiet_quantiser, tests/test_int8_quiet.py)."""
+    quietens it: posetracker.model.int8.quiet_quantiser, tests/model/test_int8_quiet.py)."""
     import sys
 
     from posetracker.model.runtime import cache_dir

@@ -62,12 +62,11 @@ def test_sample_kinds_give_whole_frames_or_centred_crops():
         sample_warps(rgb, pts, FLY, aug, rng, "crops")
 
 
-def test_centred_samples_hold_one_instance_each(tmp_path, monkeypatch):
-    from posetracker.model.weights import load_posenet
+def test_centred_samples_hold_one_instance_each(tmp_path, monkeypatch, shipped_net):
     from posetracker.train.detector import new_detector
 
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
-    net = new_detector(FLY, load_posenet())
+    net = new_detector(FLY, shipped_net)
     rgb = np.zeros((1024, 1024, 3), np.uint8)
     data = warp_and_extract(iter([(rgb, _two_flies())]), 1, 2, "t", FLY, net, AugmentConfig(variants=1), 0,
                             samples="centred")
@@ -134,16 +133,16 @@ def test_two_centres_on_one_animal_give_one_reading():
     np.testing.assert_allclose(got.confidence[0], 0.9)
 
 
-def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
+def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch, shipped_net):
     import torch
 
     from posetracker.model.network import PoseNet
-    from posetracker.model.weights import WeightsError, load_posenet, save_posenet
+    from posetracker.model.weights import WeightsError, save_posenet
     from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
-    centre = new_detector(FLY, load_posenet()).eval()
-    crop = new_detector(FLY, load_posenet()).eval()
+    centre = new_detector(FLY, shipped_net).eval()
+    crop = new_detector(FLY, shipped_net).eval()
     with torch.no_grad():
         crop.heads.centre.out.bias.fill_(5.0)  # the crop model finds someone in every crop
     save_posenet(crop, tmp_path / "crops.safetensors", source="test")
@@ -163,24 +162,24 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch):
     assert calls == [(False, (2, 1, 3, INPUT_SIZE, INPUT_SIZE))]  # the crop model, both crops in one batch
     # a skeleton without crop_weights keeps one network; a missing crop model is an error, not a silent fallback
     plain = dataclasses.replace(FLY, top_down={"crop_px": 256.0})
-    assert TrackingSession(new_detector(plain, load_posenet()), config, tmp_path).crop_model is None
+    assert TrackingSession(new_detector(plain, shipped_net), config, tmp_path).crop_model is None
     with pytest.raises(WeightsError, match="crops.safetensors"):
         TrackingSession(centre, config, tmp_path / "elsewhere")
 
 
-def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
+def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path, shipped_net):
     """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
     torch, studies/fly13.md); its readings equal torch's within a twentieth of a pixel."""
     pytest.importorskip("onnxruntime")
     import torch
 
     from posetracker.model.runtime import OnnxBackbone
-    from posetracker.model.weights import load_posenet, save_posenet
+    from posetracker.model.weights import save_posenet
     from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
-    centre = new_detector(FLY, load_posenet()).eval()
-    crop = new_detector(FLY, load_posenet()).eval()
+    centre = new_detector(FLY, shipped_net).eval()
+    crop = new_detector(FLY, shipped_net).eval()
     with torch.no_grad():
         crop.heads.centre.out.bias.fill_(5.0)
     save_posenet(crop, tmp_path / "crops.safetensors", source="test")
@@ -196,14 +195,13 @@ def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path):
         np.testing.assert_allclose(a.keypoints, b.keypoints, atol=0.05)
 
 
-def test_resume_goes_on_from_a_trained_detector_with_the_same_body():
+def test_resume_goes_on_from_a_trained_detector_with_the_same_body(shipped_net):
     import torch
 
-    from posetracker.model.weights import load_posenet
     from posetracker.train.detector import new_detector
     from posetracker.train.detector_run import TrainingError, resume_detector
 
-    human = load_posenet()
+    human = shipped_net
     fresh, done = new_detector(FLY, human), new_detector(FLY, human)
     with torch.no_grad():
         done.heads.keypoints.out.bias.fill_(1.5)

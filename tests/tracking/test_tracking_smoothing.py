@@ -124,7 +124,7 @@ def test_pixels_smoothed_relative_to_the_person_size() -> None:
     """The same motion drawn 10x smaller (a far person) is smoothed to the same result, 10x smaller:
     the cutoff follows speed relative to the body, so a small fast runner does not lag more;
     people bigger than the reference size keep the pixel beta. (Live, large people also get their own
-    cutoffs, LARGE_LIVE_PX: tests/test_smoothing_large_people.py; switched off here.)"""
+    cutoffs, LARGE_LIVE_PX: tests/tracking/test_smoothing_large_people.py; switched off here.)"""
     near, far = smoothed_track(1.0, 450.0, None), smoothed_track(0.1, 450.0, None)
     np.testing.assert_allclose(far[..., :2] * 10.0, near[..., :2], atol=1e-2)
     np.testing.assert_allclose(far[..., 2], near[..., 2], atol=1e-6)  # depth (m) unaffected

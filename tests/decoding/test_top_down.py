@@ -65,15 +65,14 @@ def test_training_crops_move_points_with_the_pixels():
     np.testing.assert_allclose(m, [[1.6, 0, 128 - 800], [0, 1.6, 128 - 640]])
 
 
-def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch):
+def test_the_session_reads_every_animal_again_from_its_crop(monkeypatch, shipped_net):
     """Two bright blobs in a large frame; the (untrained) network's reading is replaced by the crop's, one batch."""
     import torch
 
-    from posetracker.model.weights import load_posenet
     from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
-    net = new_detector(FLY, load_posenet()).eval()
+    net = new_detector(FLY, shipped_net).eval()
     session = TrackingSession(net, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
                                                  refine=RefineSettings(refiners=())))
     kp = np.full((2, FLY.num_joints, 2), np.nan, np.float32)
@@ -138,12 +137,11 @@ def test_a_known_count_keeps_the_readings_surest_of_their_joints():
     assert read_crops(people, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, same).num_people == 3
 
 
-def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres():
-    from posetracker.model.weights import load_posenet
+def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres(shipped_net):
     from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
-    net = new_detector(FLY, load_posenet()).eval()
+    net = new_detector(FLY, shipped_net).eval()
     two = TrackingSession(net, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
                                              people=PeopleSettings(max_people=2, known_count=2),
                                              refine=RefineSettings(refiners=())))

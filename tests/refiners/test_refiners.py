@@ -63,7 +63,7 @@ def test_method_b_detector_and_refiner_fit_one_budget(mouse, monkeypatch):
     from posetracker.refiners.heatmap import MODEL_BUDGET
     from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 
-    net = load_posenet(Path(__file__).resolve().parents[1] / "models" / "posenet-mouse4.safetensors", mouse)
+    net = load_posenet(Path(__file__).resolve().parents[2] / "models" / "posenet-mouse4.safetensors", mouse)
     refiner = load_refiner(refiner_path("heatmap", "mouse4"), mouse)
     total = refiner.num_parameters() + sum(p.numel() for p in net.parameters())
     assert total <= MODEL_BUDGET
@@ -189,16 +189,15 @@ def test_chain_runs_maps_stage_before_people_stage(tmp_path, mouse):
     assert not RefinerChain([])
 
 
-def test_session_runs_refiners_between_heads_and_decoder(tmp_path):
+def test_session_runs_refiners_between_heads_and_decoder(tmp_path, shipped_net):
     """Untrained refiners leave the product's output as it is; changed ones reach it (both stages, live + offline)."""
     from dataclasses import replace
 
     from posetracker.capture import open_source
-    from posetracker.model.weights import load_posenet
     from posetracker.session import PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
-    net = load_posenet()
-    with open_source(str(Path(__file__).resolve().parents[1] / "assets" / "sample_dance.mp4")) as src:
+    net = shipped_net
+    with open_source(str(Path(__file__).resolve().parents[2] / "assets" / "sample_dance.mp4")) as src:
         frames = [f for _, f in zip(range(4), src)]
     heat, graph = HeatmapRefiner(net.spec).eval(), GraphRefiner(net.spec).eval()
     for refiner in (heat, graph):

@@ -67,7 +67,7 @@ def test_opensim_reads_the_multiview_trc(trial):
     assert main(["export", str(result), "--format", "trc", "--origin", "floor", "--out", str(tmp / "t.trc")]) == 0
     files = sorted(str(p) for p in tmp.glob("t_person*.trc"))
     assert len(files) == 2
-    script = Path(__file__).with_name("test_trc_opensim.py")
+    script = Path(__file__).resolve().parents[1] / "export" / "test_trc_opensim.py"
     done = subprocess.run([python, str(script), *files], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     read = json.loads(done.stdout.strip().splitlines()[-1])

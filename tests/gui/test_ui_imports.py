@@ -3,7 +3,7 @@
 import ast
 from pathlib import Path
 
-UI = Path(__file__).resolve().parents[1] / "ui"
+UI = Path(__file__).resolve().parents[2] / "ui"
 
 
 def ui_imports() -> dict[str, set[str]]:
