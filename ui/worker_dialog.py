@@ -93,11 +93,11 @@ class WorkerDialog(QDialog):
     def launch_frames(self, worker: QObject, frames: list[int | None], name: str, message: str) -> None:
         """Run a job that counts frames: its worker's ``progress(done, total)`` moves ``self.progress`` (a
         QProgressBar over the ``frames`` of its inputs, None: unknown), ``status(str)`` shows in ``self.status``
-        (a QLabel), ``done(object)`` / ``failed(str)`` go to the subclass's ``_on_done`` / :meth:`_on_failed`."""
-        worker.progress.connect(self._on_frames)
+        (a QLabel), ``done(object)`` / ``failed(str)`` go to the subclass's ``_on_done`` / :meth:`_frames_failed`."""
+        worker.progress.connect(self._count_frames)
         worker.status.connect(self.status.setText)
         worker.done.connect(self._on_done)
-        worker.failed.connect(self._on_failed)
+        worker.failed.connect(self._frames_failed)
         self.progress.setRange(0, max(sum(f or 0 for f in frames), 1))
         self.progress.setValue(0)
         self.progress.setFormat("%v / %m frames")
@@ -105,13 +105,13 @@ class WorkerDialog(QDialog):
         self.launch(worker, name)
 
     @Slot(int, int)
-    def _on_frames(self, done: int, total: int) -> None:
+    def _count_frames(self, done: int, total: int) -> None:
         if total > 0:
             self.progress.setRange(0, total)
         self.progress.setValue(min(done, self.progress.maximum()))
 
     @Slot(str)
-    def _on_failed(self, message: str) -> None:
+    def _frames_failed(self, message: str) -> None:
         self.show_message(message, error=True)
         self.status.setText("")
         self.progress.setFormat("stopped")
