@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 
 from posetracker.analysis.ground import Ground, ground_from_tracks
+from posetracker.export.bvh_legs import REACH_BLEND_S, reach_ankles, stance_weight
 from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
     ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
 from posetracker.export.bvh_rig import (
@@ -157,8 +158,11 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         floor = ground.frame.person_floor.get(track.track_id, 0.0)
     else:
         floor = float(np.percentile(np.nanmin(filled[ok][:, required, 1], axis=1), 2))
-    if humanoid:
-        world = level_feet(world, rig.names)
+    if humanoid:  # the legs reach the motion's ankles from the rig's own hips, then the feet stand level
+        stance = stance_weight(ground.phases.get(track.track_id, []) if fitted else [], slots, n,
+                               REACH_BLEND_S / dt)[span][ok]
+        legs = {side: (pts[f"{side.lower()}_ankle"], stance[:, f]) for f, side in enumerate(("Left", "Right"))}
+        world = level_feet(reach_ankles(world, root, legs, rig), rig.names)
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 
