@@ -25,17 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from posetracker.export import read_sequence  # noqa: E402
 from posetracker.tracking.facing import trunk_yaw  # noqa: E402
 from posetracker.tracks import person_tracks  # noqa: E402
+from side_swaps import spans  # noqa: E402  (frame spans "a-b", this folder's script)
 
 LIMBS = [("shoulder", "hip"), ("hip", "knee"), ("knee", "ankle"), ("shoulder", "elbow"), ("elbow", "wrist")]
-
-
-def spans(text: list[str], n: int) -> np.ndarray:
-    """['0-210', '312-449'] -> (n,) bool, inclusive spans."""
-    out = np.zeros(n, bool)
-    for s in text:
-        a, b = (int(v) for v in s.split("-"))
-        out[a:b + 1] = True
-    return out
 
 
 def main() -> None:
