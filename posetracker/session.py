@@ -96,7 +96,8 @@ class TrackingSession(FramePeople):
                 self.notices.append(f"{self.config.mode} mode runs without its default refiner(s) {', '.join(missing)}: "
                                     f"no {self.spec.name} weights for them beside the model in {refiners_dir} "
                                     f"(copy them there from the shipped models, or name refiners to use)")
-        self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir)
+        own = {"crop": self.config.refine.crop_weights} if self.config.refine.crop_weights else None
+        self.refiners: RefinerChain = load_chain(list(kinds), self.spec, refiners_dir, own)
         self.refiners.check_budgets(net)
         if self.config.network.runtime == "auto":
             self.refiners.accelerate(self.config.network.threads)

@@ -109,6 +109,8 @@ class RefineSettings:
     # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
     # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, studies/fly13.md)
     crop_turns: int | None = None
+    # the precision stage's weights file (``crop``); None: refiner-crop-<skeleton>.safetensors beside the model
+    crop_weights: str | None = None
 
     def __post_init__(self) -> None:
         if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):

@@ -36,7 +36,7 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
     if baseline == "thunder-boxes":
         from posetracker.evaluation.thunder_boxes import ThunderOnBoxes
 
-        return ThunderOnBoxes(), "MoveNet Thunder given the true person boxes (a teacher with help)"
+        return ThunderOnBoxes(args.crop_weights), "MoveNet Thunder given the true person boxes (a teacher with help)"
     if baseline == "movenet":
         from posetracker.evaluation.movenet_baseline import MoveNetBaseline
         from posetracker.model.weights import load_posenet
@@ -48,7 +48,8 @@ def _predictor(args: argparse.Namespace, baseline: str | None):
     config = SessionConfig(mode=args.mode,
                            network=NetworkSettings(threads=args.threads, low_light=not args.no_low_light),
                            people=PeopleSettings(vote_radius=args.vote_radius),
-                           refine=RefineSettings(refiners=chosen_refiners(args), tile_grid=args.tiles))
+                           refine=RefineSettings(refiners=chosen_refiners(args), tile_grid=args.tiles,
+                                                 crop_weights=args.crop_weights))
     session = TrackingSession.open(weights=args.weights, config=config)
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
@@ -193,5 +194,8 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--movenet", default=DEFAULT_MOVENET, help="MoveNet TF.js model.json (for --baseline movenet)")
     e.add_argument("--threads", type=int, default=1)
     add_refiners_argument(e, "score with these refiners on (read beside --weights, else the shipped ones)")
+    e.add_argument("--crop-weights", default=None, metavar="PATH",
+                   help="the precision stage's weights (a crop refiner file; default: beside --weights, else the "
+                   "shipped refiner-crop-human18.safetensors); also the network of --versus/--baseline thunder-boxes")
     e.set_defaults(func=cmd_eval)
     add_multiview_parser(e)

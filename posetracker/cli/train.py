@@ -225,10 +225,12 @@ def add_train_parser(subparsers) -> None:
     c.add_argument("--threads", type=int, default=1)
     c.set_defaults(func=cmd_score_calibration)
 
+    from posetracker.cli.train_crop import add_crop_parsers
     from posetracker.cli.train_detector import add_detector_parsers
     from posetracker.cli.train_heads import add_heads_parsers
     from posetracker.cli.train_int8 import add_int8_parsers
 
+    add_crop_parsers(tsub)
     add_detector_parsers(tsub)
     add_heads_parsers(tsub)
     add_int8_parsers(tsub)

@@ -23,11 +23,12 @@ class ThunderOnBoxes:
 
     wants_boxes = True
 
-    def __init__(self) -> None:
+    def __init__(self, weights: str | None = None) -> None:
+        """``weights``: the crop refiner's file (None: the shipped one)."""
         from posetracker.refiners import load_refiner, refiner_path
 
         self.spec = load_skeleton("human18")
-        self.refiner = load_refiner(refiner_path("crop", "human18"), self.spec)
+        self.refiner = load_refiner(weights or refiner_path("crop", "human18"), self.spec)
 
     @torch.inference_mode()
     def __call__(self, rgb: np.ndarray, boxes: np.ndarray) -> PoseFrame:

@@ -139,6 +139,20 @@ def decode_thunder(centre: np.ndarray, heatmap: np.ndarray, regress: np.ndarray,
     return np.stack([y, x, heat[rows, cols, k]], axis=1).astype(np.float32)
 
 
+FLIP = np.array([0, 2, 1, 4, 3, 6, 5, 8, 7, 10, 9, 12, 11, 14, 13, 16, 15])  # COCO-17 joint -> its mirror image's
+
+
+def to_source(kp: np.ndarray, window: tuple[int, int, int], size: int, mirrored: bool = False) -> np.ndarray:
+    """A crop's decoded (17, 3) (y, x normalised, score) -> (17, 3) (x px, y px, score) in the source, given the
+    crop's window (x0, y0, S) (``crop_around_box``); ``mirrored``: the crop was read flipped left-right, so x is
+    mirrored back (pixel centres: u -> size - 1 - u) and each left/right joint takes its mirror's reading."""
+    y, x, score = kp[:, 0], kp[:, 1], kp[:, 2]
+    if mirrored:
+        y, x, score = y[FLIP], (size - 1) / size - x[FLIP], score[FLIP]
+    x0, y0, side = window
+    return np.stack([x0 + x * side, y0 + y * side, score], axis=1)
+
+
 def crop_around_box(rgb: np.ndarray, box_xyxy, size: int = INPUT_SIZE,
                     expand: float = CROP_EXPAND) -> tuple[np.ndarray, tuple[int, int, int]]:
     """Square crop around a person box, zero-padded outside the image, resized to size x size.

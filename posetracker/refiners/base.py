@@ -274,11 +274,13 @@ class RefinerChain:
         return xy, confidence
 
 
-def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: str | Path | None = None) -> RefinerChain:
-    """The refiners of ``kinds`` for ``spec`` in ``models_dir`` (None: the shipped ones), maps-stage ones
-    first (method B before C)."""
+def load_chain(kinds: list[str], spec: SkeletonSpec, models_dir: str | Path | None = None,
+               files: dict[str, str | Path] | None = None) -> RefinerChain:
+    """The refiners of ``kinds`` for ``spec`` in ``models_dir`` (None: the shipped ones), or from ``files``
+    ({kind: weights file}) where it names the kind, maps-stage ones first (method B before C)."""
     folder = Path(models_dir) if models_dir is not None else MODELS_DIR
-    loaded = [load_refiner(refiner_path(k, spec.name, folder), spec) for k in kinds]
+    files = files or {}
+    loaded = [load_refiner(files.get(k) or refiner_path(k, spec.name, folder), spec) for k in kinds]
     maps_first = sorted(loaded, key=lambda r: type(r).refine_maps is Refiner.refine_maps)
     return RefinerChain(maps_first)
 

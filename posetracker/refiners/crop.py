@@ -74,10 +74,17 @@ import numpy as np
 import torch
 
 from posetracker.model.runtime import accelerate_thunder
-from posetracker.model.thunder import COCO17, ThunderNet, centre_weight, crop_around_box, decode_thunder
+from posetracker.model.thunder import COCO17, ThunderNet, centre_weight, crop_around_box, decode_thunder, to_source
 from posetracker.oks import joint_sigmas, keypoint_bbox_area, oks
 from posetracker.refiners.base import Refiner, RefinerError, register_refiner
 from posetracker.skeletons import SkeletonSpec
+
+
+# test-time readings of each crop: the crop alone; with its mirror image (left/right swapped back); with that and
+# crops of the same centre at READING_SCALES x the box. Each joint: the mean of the readings within ``apart`` box
+# sides of the crop's own.
+READINGS = ("one", "flip", "flip+scales")
+READING_SCALES = (1.05, 1.5)
 
 
 @register_refiner("crop")
@@ -92,7 +99,7 @@ class CropRefiner(Refiner):
     def __init__(self, spec: SkeletonSpec, expand: float = 1.25, box_confidence: float = 0.1, min_joints: int = 2,
                  carry_frames: int = 30, carry_iou: float = 0.3, carry_smoothing: float = 0.6,
                  live_fusion: str = "weighted", min_agreement: float = 0.1, min_joints_agree: int = 3,
-                 keep_below: float = 0.05, apart: float = 0.1):
+                 keep_below: float = 0.05, apart: float = 0.1, readings: str = "one"):
         super().__init__(spec)
         missing = [n for n in COCO17 if n not in spec.joint_names]
         if missing:
@@ -111,6 +118,9 @@ class CropRefiner(Refiner):
         self.min_agreement, self.min_joints_agree = min_agreement, min_joints_agree
         self.keep_below = keep_below  # fusion step 5; not in live mode, whose weighted fusion already does it
         self.apart = apart  # live: box sides between two readings of a joint that are two places (the docstring)
+        if readings not in READINGS:
+            raise RefinerError(f"readings must be one of {', '.join(READINGS)}, not {readings!r}")
+        self.readings = readings  # test-time readings of each crop (READINGS)
         self.sigmas = joint_sigmas(spec)[self.joints]  # (17,) OKS sigmas of Thunder's joints
         self.last_disagreed = 0  # people of the last frame whose reading stayed the bottom-up one
         self.reset()
@@ -246,15 +256,23 @@ class CropRefiner(Refiner):
         left as it is) and updates the running cost per crop."""
         t0 = time.perf_counter()
         size = self.net.input_size
-        crops, windows = zip(*(crop_around_box(rgb, boxes[p], size=size, expand=self.expand) for p in chosen))
-        batch = torch.from_numpy(np.stack(crops)).permute(0, 3, 1, 2).float()  # (N, 3, S, S) RGB 0..255
+        expands = (self.expand,) + (READING_SCALES if self.readings == "flip+scales" else ())
+        cuts = [(crop_around_box(rgb, boxes[p], size=size, expand=e), False) for p in chosen for e in expands]
+        if self.readings != "one":  # the crop at the product's expand, mirrored
+            cuts += [((np.ascontiguousarray(c[:, ::-1]), w), True) for (c, w), _ in cuts[::len(expands)]]
+        batch = torch.from_numpy(np.stack([c for (c, _), _ in cuts])).permute(0, 3, 1, 2).float()  # (N, 3, S, S)
         runner = self.__dict__.get("_runner", self.net)
         heads = {k: v.permute(0, 2, 3, 1).numpy() for k, v in runner(batch).items()}  # (N, S/4, S/4, C) each
         weight = self.centre_weight.numpy()
+        read = [to_source(decode_thunder(heads["centre"][i], heads["heatmap"][i], heads["regress"][i],
+                                         heads["offset"][i], weight), w, size, mirrored)
+                for i, ((_, w), mirrored) in enumerate(cuts)]  # (17, 3) x, y px, score each
+        n, m = len(chosen), len(expands)
         self.last_disagreed = 0
-        for i, (p, (x0, y0, side)) in enumerate(zip(chosen, windows)):
-            kp = decode_thunder(heads["centre"][i], heads["heatmap"][i], heads["regress"][i], heads["offset"][i], weight)
-            found = np.stack([x0 + kp[:, 1] * side, y0 + kp[:, 0] * side], axis=1)  # (17, 2) source px
+        for i, p in enumerate(chosen):
+            extra = [read[i * m + e] for e in range(1, m)] + ([read[n * m + i]] if self.readings != "one" else [])
+            kp = _agreeing_mean(read[i * m], extra, self.apart * _side(boxes[p]))
+            found = kp[:, :2]  # (17, 2) source px
             if not self.agrees(xy[p, self.joints], confidence[p, self.joints], found, kp[:, 2]):
                 self.last_disagreed += 1
                 continue
@@ -276,6 +294,16 @@ class _Carried:
     confidence: np.ndarray
     age: int
     out: np.ndarray | None = None  # (17, 2) px the joints given out this frame
+
+
+def _agreeing_mean(first: np.ndarray, others: list[np.ndarray], tol: float) -> np.ndarray:
+    """A crop's reading first (17, 3) x, y px, score, averaged per joint with the other readings (17, 3) of the
+    same person that lie within ``tol`` px of it (test-time flips and scales)."""
+    if not others:
+        return first
+    stack = np.stack([first, *others])  # (R, 17, 3)
+    near = np.linalg.norm(stack[:, :, :2] - first[None, :, :2], axis=2) <= tol  # (R, 17)
+    return (stack * near[..., None]).sum(0) / near.sum(0)[:, None]
 
 
 def _side(box: np.ndarray) -> float:
