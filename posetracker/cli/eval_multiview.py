@@ -47,6 +47,10 @@ def format_quality(people: list[dict], title: str) -> str:
                     + ", ".join(f"{100 * s:.0f} % from {n} views" for n, s in p["views_used"].items()) + ")")
         rows.append("    median reprojection px (share of points used): " + ", ".join(
             f"{c} {p['reprojection_px'][c]:.1f} ({100 * p['used_share'][c]:.0f} %)" for c in cams))
+        spread = p.get("body_spread_pct")
+        if spread:
+            rows.append(f"    limb and trunk bones over the frames: median IQR {spread['iqr']:.1f} %, std "
+                        f"{spread['std']:.1f} % of their length")
         rows.append("    bones median m (std mm): " + ", ".join(
             f"{b} {s['median_m']:.3f} ({s['std_mm']:.0f})" for b, s in p["bones"].items()))
     return "\n".join(rows)
@@ -98,8 +102,12 @@ def cmd_eval_multiview(args: argparse.Namespace) -> int:
     sequences = [read_sequence(p) for p in _results_for(args)]
     peers = [json.loads(Path(p).read_text()) for p in args.peer] if args.peer else None
     res = evaluate_views(chosen, sequences, peers, max_error_px=args.max_error, block=args.block,
-                         min_views=args.min_views)
+                         min_views=args.min_views, adjust=not args.keep_poses)
     peer_name = args.peer_name if peers else None
+    for a in res["pose_adjustments"]:
+        print(f"camera {a['camera']}'s pose fitted to the people: median reprojection {a['before_px']:.1f} -> "
+              f"{a['after_px']:.1f} px over {a['points']} points, moved {100 * a['moved_m']:.1f} cm, turned "
+              f"{a['turned_deg']:.2f} deg" + ("" if a["kept"] else " (not kept)"))
     print(format_quality(res["people"], "reference (our 2-D points of every view):"))
     print(format_scores(res["views"], peer_name))
     if res["peer_reference"]:
@@ -125,6 +133,9 @@ def add_multiview_parser(eval_parser: argparse.ArgumentParser) -> None:
     m.add_argument("--max-error", type=float, default=15.0, help="reprojection px above which a view is dropped")
     m.add_argument("--min-views", type=int, default=2, help="views that must agree on a reference joint")
     m.add_argument("--block", type=int, default=10, help="frames per bootstrap block")
+    m.add_argument("--keep-poses", action="store_true",
+                   help="triangulate with the calibration's camera poses as they are (default: a view whose pose "
+                        "disagrees with the others' is fitted to the people first; posetracker.multiview.adjust)")
     m.add_argument("--out", required=True, help="write the scores as JSON")
     m.set_defaults(func=cmd_eval_multiview)
     # `eval multiview` has no --data: the parent's requirement moves into its own command

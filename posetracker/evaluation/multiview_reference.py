@@ -26,7 +26,7 @@ from typing import Sequence
 import numpy as np
 
 from posetracker.multiview.calibration import CameraCalibration
-from posetracker.multiview.reference import quality, reconstruct, triangulate_person
+from posetracker.multiview.reference import quality, reconstruct_views, triangulate_person
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import person_tracks
 from posetracker.types import PoseSequence
@@ -195,19 +195,22 @@ def _world_of(tracks: dict, ids: Sequence[int], num_frames: int, num_joints: int
 
 def evaluate_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence],
                    peers: Sequence[dict] | None = None, max_error_px: float = 15.0, block: int = BLOCK_FRAMES,
-                   min_views: int = 2) -> dict:
+                   min_views: int = 2, adjust: bool = True) -> dict:
     """The whole study: reference people from V views' sequences (one per camera, same frames), its quality, and
     each view's single-view reading of each person (P1, P2, ... most present first) scored against it, ours and
     (``peers``: one readings JSON per view, or None) the peer's. With peers, everything is scored a second time
     against references triangulated from the peer's own 2-D landmarks ("peer_reference"): the check that the
-    reference does not favour the 2-D points it was built from.
+    reference does not favour the 2-D points it was built from. ``adjust``: a view whose calibrated pose
+    disagrees with the others' is fitted to the people first (``multiview.adjust``; "pose_adjustments").
     """
     names = [c.name for c in cameras]
     spec, t = sequences[0].skeleton, len(sequences[0])
-    people = reconstruct(cameras, sequences, max_error_px=max_error_px, min_views=min_views)
+    rec = reconstruct_views(cameras, sequences, max_error_px=max_error_px, min_views=min_views, adjust=adjust)
+    people, cameras = rec.people, rec.cameras
     tracks = [person_tracks(seq) for seq in sequences]
     out: dict = {"cameras": names, "frames": t, "max_error_px": max_error_px, "min_views": min_views,
                  "block_frames": block, "people": [quality(p, spec, names) for p in people], "views": {},
+                 "pose_adjustments": [a.as_dict() for a in rec.adjustments],
                  "peer_reference": None}
     if peers is not None:
         out["peer_reference"] = {"people": [], "views": {}}

@@ -4,6 +4,7 @@
   (Qualisys ``.qca.txt``; ``read_calibration`` picks by file name)
 - :mod:`.triangulate`: robust confidence-weighted DLT over views, views that disagree dropped
 - :mod:`.match`: which track of each view is which person (epipolar consistency over the clip)
+- :mod:`.adjust`: a camera whose calibrated pose disagrees with the others' fitted to the people it sees
 - :mod:`.reference`: tracking results of V views -> people in world metres, and how good that is
 - :mod:`.sync`: views not started together, aligned by the people's motion (epipolar cost over frame lags)
 - :mod:`.fuse`: the views' results -> one tracked sequence in the first camera's metres (``process --calibration``)

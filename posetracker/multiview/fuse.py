@@ -3,7 +3,8 @@
 ``posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE`` tracks each view as a single-view run would,
 then :func:`fuse_views`:
 
-1. matches each person across the views and triangulates them robustly (:func:`.reference.reconstruct`: a view
+1. matches each person across the views, fits the pose of a view whose calibration disagrees with the others'
+   to the people (:mod:`.adjust`) and triangulates them robustly (:func:`.reference.reconstruct_views`: a view
    that loses a joint or reads it wrong is dropped for that joint);
 2. writes one PoseSequence in the *reference* camera's frame (the first view: camera-space metres, x right,
    y down, z forward, as a single view's; every output then works as for one view): ``world`` the triangulated
@@ -13,8 +14,9 @@ then :func:`fuse_views`:
 3. solves each person's motion over the clip (``motion.solve``) and gives them one length per bone
    (``tracking.bones.rigid_tracks``), as the offline session does after its own tracking.
 
-``metadata["multiview"]`` holds the cameras, the reference view and, per person, the triangulation's quality
-(:func:`.reference.quality`: reprojection error per view, joints triangulated, bones and their spread);
+``metadata["multiview"]`` holds the cameras, the reference view, the poses fitted (``pose_adjustments``) and, per
+person, the triangulation's quality (:func:`.reference.quality`: reprojection error per view, joints
+triangulated, bones and their spread);
 ``metadata["camera"]`` the reference camera's field of view from its calibration.
 
 Shapes: V views, T frames (the same instants in every view), P people, K joints.
@@ -31,7 +33,7 @@ import numpy as np
 
 from posetracker.decoding.encode import fill_virtual_joints
 from posetracker.multiview.calibration import CameraCalibration
-from posetracker.multiview.reference import quality, reconstruct
+from posetracker.multiview.reference import quality, reconstruct_views
 from posetracker.types import PoseFrame, PoseSequence
 
 
@@ -43,16 +45,18 @@ def calibrated_fov(camera: CameraCalibration) -> float:
 
 
 def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], *,
-               max_error_px: float = 15.0, min_views: int = 2, solve: bool = True) -> PoseSequence:
+               max_error_px: float = 15.0, min_views: int = 2, solve: bool = True, adjust: bool = True) -> PoseSequence:
     """V views' tracked sequences (one per camera, in the same order, the same frames) -> one sequence of the
     people triangulated from them, in the first camera's frame (module docstring). ``solve``: the motion solve
-    and rigid bones (False: the triangulated points as they are)."""
+    and rigid bones (False: the triangulated points as they are); ``adjust``: a view whose calibrated pose
+    disagrees with the others' fitted to the people first (:mod:`.adjust`)."""
     from posetracker.motion.solve import solve_tracks
     from posetracker.tracking.bones import rigid_tracks
 
-    ref_cam, ref_seq = cameras[0], sequences[0]
+    ref_seq = sequences[0]
     spec = ref_seq.skeleton
-    people = reconstruct(cameras, sequences, max_error_px=max_error_px, min_views=min_views)
+    rec = reconstruct_views(cameras, sequences, max_error_px=max_error_px, min_views=min_views, adjust=adjust)
+    people, ref_cam = rec.people, rec.cameras[0]  # the first camera is never adjusted
     t, k = len(ref_seq), spec.num_joints
     frames = []
     for i in range(t):
@@ -82,8 +86,26 @@ def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSeq
     meta = {**(ref_seq.metadata or {}),
             "source": [str((s.metadata or {}).get("source", c.name)) for s, c in zip(sequences, cameras)],
             "multiview": {"cameras": names, "reference_view": names[0], "max_error_px": max_error_px,
-                          "min_views": min_views, "people": [quality(p, spec, names) for p in people]}}
+                          "min_views": min_views, "people": [quality(p, spec, names) for p in people],
+                          "pose_adjustments": [_adjustment(a, rec.cameras) for a in rec.adjustments]}}
     return PoseSequence(frames, ref_seq.fps, spec, meta)
+
+
+def _adjustment(adjustment, cameras: Sequence[CameraCalibration]) -> dict:
+    """A PoseAdjustment as metadata, with the kept pose (R (3, 3), t (3,) m, world -> camera)."""
+    out = adjustment.as_dict()
+    if adjustment.kept:
+        cam = next(c for c in cameras if c.name == adjustment.camera)
+        out.update(R=cam.R.round(9).tolist(), t=cam.t.round(9).tolist())
+    return out
+
+
+def adjusted_cameras(cameras: Sequence[CameraCalibration], seq: PoseSequence) -> list[CameraCalibration]:
+    """``cameras`` with the poses :func:`fuse_views` adjusted to the people (``metadata["multiview"]
+    ["pose_adjustments"]``, the kept ones) put in: the cameras the fused people were triangulated with."""
+    kept = {a["camera"]: a for a in (seq.metadata or {}).get("multiview", {}).get("pose_adjustments", []) if a["kept"]}
+    return [dataclasses.replace(c, R=np.asarray(kept[c.name]["R"]), t=np.asarray(kept[c.name]["t"]))
+            if c.name in kept else c for c in cameras]
 
 
 def seen_from(seq: PoseSequence, cameras: Sequence[CameraCalibration], view: int,
@@ -126,4 +148,4 @@ def _virtual_world(world: np.ndarray, spec, known: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["calibrated_fov", "fuse_views", "seen_from"]
+__all__ = ["adjusted_cameras", "calibrated_fov", "fuse_views", "seen_from"]

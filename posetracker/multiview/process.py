@@ -68,9 +68,9 @@ class ViewsCheck:
 @dataclass
 class ViewsResult:
     """:func:`process_views`'s answer: the ``views`` (video paths, the first the reference), the finished
-    ``sequence`` (first camera's frame, metres), the warnings to show, the cameras (one per view), each view's
-    frame ``offsets`` against the first, and console ``lines`` (per person: joints triangulated, median
-    reprojection px per view)."""
+    ``sequence`` (first camera's frame, metres), the warnings to show, the cameras (one per view; a pose fitted to
+    the people where it disagreed: ``fuse.adjusted_cameras``), each view's frame ``offsets`` against the first,
+    and console ``lines`` (the poses fitted; per person: joints triangulated, median reprojection px per view)."""
 
     views: list[str]
     sequence: PoseSequence
@@ -167,7 +167,7 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     from posetracker.capture import CaptureError, open_source
     from posetracker.depth.camera_meta import CameraFov
     from posetracker.motion.finish import finish_sequence, source_metadata
-    from posetracker.multiview.fuse import calibrated_fov, fuse_views
+    from posetracker.multiview.fuse import adjusted_cameras, calibrated_fov, fuse_views
     from posetracker.multiview.sync import align, frame_offsets
     from posetracker.refiners import RefinerError
 
@@ -205,13 +205,16 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     camera = CameraFov(calibrated_fov(cameras[0]), "user", f"calibration {calibration_name}, camera {cameras[0].name}")
     seq, warnings = finish_sequence(fused, camera, rigid_bones=rigid_bones, heights=heights,
                                     repair_swaps=repair_swaps)
-    return ViewsResult([str(v) for v in views], seq, warnings, list(cameras), list(offsets),
+    return ViewsResult([str(v) for v in views], seq, warnings, adjusted_cameras(cameras, seq), list(offsets),
                        describe(seq.metadata["multiview"]))
 
 
 def describe(report: dict) -> list[str]:
-    """Lines for the console: per person, the median reprojection error per view and the joints triangulated."""
-    lines = []
+    """Lines for the console: the camera poses fitted to the people, then per person the median reprojection error
+    per view and the joints triangulated."""
+    lines = [f"camera {a['camera']}'s pose fitted to the people: median reprojection {a['before_px']:.1f} -> "
+             f"{a['after_px']:.1f} px, moved {100 * a['moved_m']:.1f} cm, turned {a['turned_deg']:.2f} deg"
+             + ("" if a["kept"] else " (not kept)") for a in report.get("pose_adjustments", [])]
     for n, person in enumerate(report["people"]):
         errors = ", ".join(f"{v} {e:.1f}" for v, e in person["reprojection_px"].items() if not math.isnan(e))
         lines.append(f"person {n}: {person['triangulated']:.0%} of joints triangulated; median reprojection px: "

@@ -1,4 +1,5 @@
-"""People in 3-D from several calibrated views' tracking results: match the tracks, triangulate each person.
+"""People in 3-D from several calibrated views' tracking results: match the tracks, fit the pose of a camera that
+disagrees with the others to the people (:mod:`.adjust`), triangulate each person.
 
 Shapes: V views, T frames (the same instants in every view), K joints. The skeleton's virtual joints (human18's
 ``centre``, a 2-D box centre that is no 3-D point) are not triangulated.
@@ -11,12 +12,16 @@ from typing import Sequence
 
 import numpy as np
 
+from posetracker.multiview.adjust import PoseAdjustment, adjust_poses
 from posetracker.multiview.calibration import CameraCalibration
 from posetracker.multiview.match import PersonMatch, ViewTrack, match_tracks, person_views
 from posetracker.multiview.triangulate import Triangulation, triangulate
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracks import person_tracks
 from posetracker.types import PoseSequence
+
+
+FACE_JOINTS = {"nose", "left_eye", "right_eye", "left_ear", "right_ear"}  # bones to them are not limb or trunk
 
 
 @dataclass(frozen=True)
@@ -51,12 +56,33 @@ def view_tracks(seq: PoseSequence, view: int) -> dict[int, ViewTrack]:
     return out
 
 
-def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], max_error_px: float = 15.0,
-                min_confidence: float = 0.2, max_match_px: float = 60.0, min_views: int = 2) -> list[PersonReference]:
-    """Match the people of V views' sequences (one per camera, same frames) and triangulate each one seen in >= 2 views.
+@dataclass(frozen=True)
+class Reconstruction:
+    """The people of several views in 3-D: ``people`` (most present first), the ``cameras`` they were triangulated
+    with (a view's pose adjusted to the people where its calibration disagreed: :mod:`.adjust`) and the
+    ``adjustments`` tried."""
 
-    Returns people most present first; see :func:`~posetracker.multiview.match.match_tracks` and
-    :func:`~posetracker.multiview.triangulate.triangulate` for the thresholds.
+    people: list[PersonReference]
+    cameras: list[CameraCalibration]
+    adjustments: list[PoseAdjustment]
+
+
+def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence], max_error_px: float = 15.0,
+                min_confidence: float = 0.2, max_match_px: float = 60.0, min_views: int = 2,
+                adjust: bool = True) -> list[PersonReference]:
+    """The people of :func:`reconstruct_views` (the same arguments)."""
+    return reconstruct_views(cameras, sequences, max_error_px, min_confidence, max_match_px, min_views, adjust).people
+
+
+def reconstruct_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSequence],
+                      max_error_px: float = 15.0, min_confidence: float = 0.2, max_match_px: float = 60.0,
+                      min_views: int = 2, adjust: bool = True) -> Reconstruction:
+    """Match the people of V views' sequences (one per camera, same frames) and triangulate each one seen in >= 2
+    views; ``adjust``: first fit the pose of a view that disagrees with the others to the matched people
+    (:func:`~posetracker.multiview.adjust.adjust_poses`).
+
+    See :func:`~posetracker.multiview.match.match_tracks` and :func:`~posetracker.multiview.triangulate.triangulate`
+    for the thresholds.
     """
     if len(cameras) != len(sequences) or not sequences:
         raise ValueError(f"one sequence per camera: {len(cameras)} cameras, {len(sequences)} sequences")
@@ -65,12 +91,16 @@ def reconstruct(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSe
         raise ValueError(f"the views' sequences differ in length ({sorted(lengths)} frames): not synchronised")
     spec = sequences[0].skeleton
     tracks = [view_tracks(seq, v) for v, seq in enumerate(sequences)]
-    people = []
-    for match in match_tracks(cameras, tracks, max_cost_px=max_match_px):
-        xy, conf = person_views(match, tracks)
-        tri = triangulate_person(cameras, xy, conf, spec, max_error_px, min_confidence, min_views)
-        people.append(PersonReference(match, xy, conf, tri))
-    return people
+    seen = [(match, *person_views(match, tracks)) for match in match_tracks(cameras, tracks, max_cost_px=max_match_px)]
+    cams, adjustments = list(cameras), []
+    if adjust and seen:
+        xy = np.concatenate([p[1] for p in seen], axis=1)  # (V, P * T, K, 2): the people one after another
+        xy[:, :, sorted(spec.virtual)] = np.nan
+        cams, adjustments = adjust_poses(cams, xy, np.concatenate([p[2] for p in seen], axis=1), max_error_px)
+    people = [PersonReference(match, xy, conf,
+                              triangulate_person(cams, xy, conf, spec, max_error_px, min_confidence, min_views))
+              for match, xy, conf in seen]
+    return Reconstruction(people, cams, adjustments)
 
 
 def triangulate_person(cameras: Sequence[CameraCalibration], xy: np.ndarray, confidence: np.ndarray,
@@ -102,6 +132,8 @@ def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[
     triangulated:     share of real joints triangulated over the frames where >= 2 views see the person
     views_used:       {n: share of the triangulated real joints solved from n views}
     bones:            {bone: {"median_m", "std_mm", "iqr_mm", "frames"}}
+    body_spread_pct:  {"iqr", "std"}: the median over the limb and trunk bones (no face joint) of their IQR and
+                      std over the frames in % of their median length (a rigid body: 0)
     """
     tri = person.triangulation
     real = np.array([j not in spec.virtual for j in range(spec.num_joints)])
@@ -124,6 +156,10 @@ def quality(person: PersonReference, spec: SkeletonSpec, camera_names: Sequence[
             q1, q3 = np.percentile(length[ok], [25, 75])
             bones[name] = {"median_m": float(np.median(length[ok])), "std_mm": float(length[ok].std() * 1000),
                            "iqr_mm": float((q3 - q1) * 1000), "frames": int(ok.sum())}
+    body = [b for b in bones if not set(b.split("-")) & FACE_JOINTS]
+    spread = {key: float(np.median([bones[b][f"{key}_mm"] / 10 / bones[b]["median_m"] for b in body])) if body
+              else float("nan") for key in ("iqr", "std")}
     return {"tracks": [[camera_names[v], tid] for v, tid in person.match.tracks], "match_cost_px": person.match.cost_px,
             "frames_in_2_views": int(frames.sum()), "reprojection_px": reproj, "used_share": used,
-            "triangulated": share, "views_used": views_used, "bones": bones}
+            "triangulated": share, "views_used": views_used, "bones": bones,
+            "body_spread_pct": spread}
