@@ -21,7 +21,10 @@
   and still in the image (for the 3-D consumers);
 - :mod:`.ground`: the floor plane of a clip from everyone's stance ankles (robust, one
   normal, a floor per person), the Y-up floor frame and the camera's pitch and roll
-  (the BVH and TRC exports' ``origin="floor"``); its plane fit and camera angles in :mod:`.floor_plane`;
+  (fitted once, by the finishing step: ``posetracker.motion.feet``); its plane fit and camera angles in
+  :mod:`.floor_plane`;
+- :mod:`.held_ground`: that floor and the stance phases the finishing step held, read back from a sequence's
+  ``metadata["feet"]`` (the BVH and TRC exports' ``origin="floor"``; fitted again only for a sequence without);
 - :mod:`.camera_fov`: the camera's field of view from the people of an offline clip (upright
   bodies parallel), with the test of whether the clip fixes it (``posetracker process --fov auto``).
 

@@ -23,10 +23,16 @@ person's own floor):
    its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
    then under standing height is lifted to it. The knee moves the least that keeps the thigh and shin their
    lengths (the nearest point of the circle of such knees: it stays in the plane it bent in).
-3. **Again.** The floor and the stance phases are fitted again to the result, as every export fits them
-   (``rounds`` at most, until they no longer change), each round's phases kept within the first round's
-   (eased): a foot held in the air that a round put at standing height is then no higher than the other, and
-   ``ground.drop_raised`` would read it as standing.
+3. **Again.** The floor and the stance phases are fitted again to the result (``rounds`` at most, until they
+   no longer change), each round's phases kept within the first round's (eased): a foot held in the air that a
+   round put at standing height is then no higher than the other, and ``ground.drop_raised`` would read it as
+   standing.
+
+What is decided here is decided once: the floor the motion was planted on, each person's stance phases and the
+point each phase's ankle is held on go into ``metadata["feet"]`` (:mod:`posetracker.analysis.held_ground`), and
+every output (BVH, TRC) reads them instead of fitting the floor and the phases again to the result (where a fit
+at export found phases the motion does not hold, the BVH's legs reached for an ankle that was not held, and
+slid with it).
 
 On the 4-view trial (``studies/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
 at all; step 2 costs the knees 0.5-3 degrees in 7 of 8 view-person cells (a near-straight leg bends by 10-15
@@ -53,6 +59,7 @@ from scipy.ndimage import gaussian_filter1d
 from scipy.sparse import csr_matrix, diags, vstack
 from scipy.sparse.linalg import spsolve
 
+from posetracker.analysis.held_ground import floor_as_dict, phase_as_dict
 from posetracker.analysis.stance import ContactPhase
 from posetracker.motion.solve import _prior_bands
 from posetracker.types import PoseSequence
@@ -168,11 +175,13 @@ def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple
     """``seq`` with every person's stance feet held on the floor (module docstring) -> (sequence, report).
 
     Done ``settings.rounds`` times, the floor and the stance phases fitted again each time to the motion the
-    round before gave (as the exports will fit them: a foot read higher than the standing one is no stance
-    there, ``ground.drop_raised``, and planted it may be). The report (``metadata["feet"]``): whether a floor
-    was fitted (or why not), and per person the largest body translation and the stance phases held
-    (``phases``: [foot, start, stop) in positions of the sequence's frames). The input is not changed; 2-D
-    keypoints and confidences are kept.
+    round before gave (a foot read higher than the standing one is no stance, ``ground.drop_raised``, and
+    planted it may be). The report, also the returned sequence's ``metadata["feet"]``: whether a floor was fitted
+    (or why not), per person the largest body translation and the stance phases held, and what every output
+    reads instead of fitting again (:mod:`posetracker.analysis.held_ground`): the floor the motion was planted
+    on (``floor``, the level-camera fallback where none was fitted), ``num_frames`` and per person ``phases``
+    ([start, stop) in positions of the sequence's frames, the foot, the point its ankle is held on). The input
+    is not changed; 2-D keypoints and confidences are kept.
     """
     s = settings or FeetSettings()
     out, report, phases = _plant_once(seq, s, None)
@@ -184,13 +193,14 @@ def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple
             break
         out, phases, rounds = again, found, rounds + 1
         report["floor_pitch_deg"], report["floor_roll_deg"] = more["floor_pitch_deg"], more["floor_roll_deg"]
+        report["floor"] = more["floor"]  # the floor this round planted on
         for tid, person in more.get("people", {}).items():
             first = report["people"].setdefault(tid, {"stance_phases": 0, "largest_shift_m": 0.0})
             first["stance_phases"], first["phases"] = person["stance_phases"], person["phases"]
             first["largest_shift_m"] = max(first["largest_shift_m"], person["largest_shift_m"])
     if report.get("planted"):
         report["rounds"] = rounds
-    return out, report
+    return dataclasses.replace(out, metadata={**(seq.metadata or {}), "feet": report}), report
 
 
 def _on_floor(heights: np.ndarray, stand: float, most: float) -> bool:
@@ -232,15 +242,19 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
 
     spec = seq.skeleton
     try:
-        ankles = [spec.index(f"{side}_ankle") for side in FEET]
-        legs = [(spec.index(f"{side}_hip"), spec.index(f"{side}_knee"), spec.index(f"{side}_ankle")) for side in FEET]
         tracks = person_tracks(seq)
         ground = ground_from_sequence(seq)
     except (KeyError, TrackError, GaitError) as exc:
         return seq, {"planted": False, "reason": str(exc)}, {}
     frame = ground.frame
+    decided = {"floor": floor_as_dict(frame), "num_frames": len(seq.frames)}  # what every output reads
+    try:
+        ankles = [spec.index(f"{side}_ankle") for side in FEET]
+        legs = [(spec.index(f"{side}_hip"), spec.index(f"{side}_knee"), spec.index(f"{side}_ankle")) for side in FEET]
+    except KeyError as exc:  # an animal without ankles
+        return seq, {"planted": False, "reason": str(exc), **decided}, {}
     if not frame.fitted:
-        return seq, {"planted": False, "reason": str(frame.report.get("reason", "no floor"))}, {}
+        return seq, {"planted": False, "reason": str(frame.report.get("reason", "no floor")), **decided}, {}
     dt = frame_time(next(iter(tracks.values())).times, seq.fps)
     lam = s.smoothness(dt)
     blend = int(round(s.blend_s / dt))
@@ -271,11 +285,12 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
                 r, _ = anchored_path(feet[a:b, :, axis], w, owner, len(mine), lam, s.eps, fixed)
                 shift[a:b, axis] = r
         moved = pts + shift[:, None, :]
-        moved = _legs(moved, legs, phases, stand, tr.valid_world(0.2), blend, lam, s.leg_weight)
+        points = _points(moved[:, ankles], phases, stand)
+        moved = _legs(moved, legs, phases, points, stand, tr.valid_world(0.2), blend, lam, s.leg_weight)
         new_world[tid] = (moved - frame.to_person_floor(np.zeros(3), tid)) @ frame.rotation  # back to camera space
         people[str(tid)] = {"stance_phases": len(phases),
                             "largest_shift_m": round(float(np.linalg.norm(shift, axis=1).max()), 4),
-                            "phases": [[FEET[p.foot], p.start, p.stop] for p in phases]}
+                            "phases": [phase_as_dict(p, q) for p, q in zip(phases, points)]}
     frames = []
     for i, f in enumerate(seq.frames):
         if f.world is None or not any(int(t) in new_world for t in f.track_ids):
@@ -288,15 +303,29 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
                 world[p] = np.where(keep, new_world[t][i], world[p])
         frames.append(dataclasses.replace(f, world=world.astype(f.world.dtype)))
     report = {"planted": True, "floor_pitch_deg": frame.report.get("pitch_deg"),
-              "floor_roll_deg": frame.report.get("roll_deg"), "people": people}
+              "floor_roll_deg": frame.report.get("roll_deg"), **decided, "people": people}
     return dataclasses.replace(seq, frames=frames), report, planted
 
 
-def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[ContactPhase], stand: float,
-          valid: np.ndarray, blend: int, lam: float, rest: float) -> np.ndarray:
+def _points(feet: np.ndarray, phases: list[ContactPhase], stand: float) -> np.ndarray:
+    """(P, 3) the point each stance phase's ankle is held on: its mean over the phase after step 1 (``feet`` (T, F,
+    3) floor-frame m, nan unknown), at standing height ``stand``; nan where the phase has no known ankle."""
+    out = np.full((len(phases), 3), np.nan)
+    for i, p in enumerate(phases):
+        seg = feet[p.start:p.stop, p.foot]
+        seg = seg[np.isfinite(seg).all(1)]
+        if len(seg):
+            out[i] = seg.mean(0)
+            out[i, 1] = stand
+    return out
+
+
+def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[ContactPhase], points: np.ndarray,
+          stand: float, valid: np.ndarray, blend: int, lam: float, rest: float) -> np.ndarray:
     """Step 2 of the module docstring on one person's floor-frame points (T, K, 3) -> new points. legs: (hip,
-    knee, ankle) joint indices of the left and right leg; valid: (T, K) bool; rest: the weight pulling an ankle
-    back to where it was out of stance (with the stance weight easing out)."""
+    knee, ankle) joint indices of the left and right leg; points: (P, 3) where each phase's ankle is held
+    (:func:`_points`); valid: (T, K) bool; rest: the weight pulling an ankle back to where it was out of stance
+    (with the stance weight easing out)."""
     out = pts.copy()
     t = len(pts)
     w, owner = stance_weights(phases, t, blend)
@@ -307,14 +336,9 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
             continue
         goal = np.zeros((t, 3))  # how far the ankle is from its phase's point
         for i, p in enumerate(phases):
-            if p.foot == f:
-                seg = a[p.start:p.stop]
-                seg = seg[np.isfinite(seg).all(1)]
-                if len(seg):
-                    target = seg.mean(0)
-                    target[1] = stand
-                    rows = owner[:, f] == i
-                    goal[rows] = target - a[rows]
+            if p.foot == f and np.isfinite(points[i]).all():
+                rows = owner[:, f] == i
+                goal[rows] = points[i] - a[rows]
         goal = np.nan_to_num(goal)
         wf = np.where(ok, w[:, f], 0.0)
         ab = _prior_bands(t, lam)

@@ -15,11 +15,13 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 3. ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
    then the heights the user gave (each such person scaled to theirs about the camera's centre) and everyone's
    stature and bone lengths with where they came from, ``metadata["people"]`` (``motion.heights``);
-4. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
-   the body moved with them, in the world coordinates every output reads (``motion.feet``;
-   ``metadata["feet"]``);
-5. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``); with
-   ``repair_swaps`` the suspected id swaps are swapped back and listed in ``metadata["swaps_repaired"]``.
+4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``, from the 2-D
+   keypoints); with ``repair_swaps`` the suspected id swaps are swapped back and listed in
+   ``metadata["swaps_repaired"]``;
+5. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
+   the body moved with them, in the world coordinates every output reads (``motion.feet``); the floor, the
+   stance phases and the points held go into ``metadata["feet"]``, which every export reads instead of fitting
+   them again (``analysis.held_ground``; last, so that they belong to the track ids as repaired).
 
 Sequences hold T frames of P people with K joints: keypoints (P, K, 3) x, y px and depth m, world (P, K, 3)
 camera-space m, per frame (``posetracker.types.PoseFrame``); re-lifting changes depth and world, never x, y.
@@ -97,9 +99,8 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
     seq, camera = _with_camera(seq, camera, fov_used, rigid_bones)
     seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
     seq, height_warnings = apply_heights(seq, heights)
-    seq = _feet(seq)
     seq, warnings = _encounters(seq, repair_swaps)
-    return seq, height_warnings + warnings
+    return _feet(seq), height_warnings + warnings
 
 
 def _one_leg_each(seq: PoseSequence) -> PoseSequence:
@@ -120,14 +121,13 @@ def _one_leg_each(seq: PoseSequence) -> PoseSequence:
 
 
 def _feet(seq: PoseSequence) -> PoseSequence:
-    """``seq`` with every person's stance feet held on the floor (``motion.feet.plant_feet``), the report in
-    ``metadata["feet"]``; a sequence without world coordinates is returned as it is."""
+    """``seq`` with every person's stance feet held on the floor (``motion.feet.plant_feet``: its report, floor and
+    phases in ``metadata["feet"]``); a sequence without world coordinates is returned as it is."""
     from posetracker.motion.feet import plant_feet
 
     if not any(f.world is not None for f in seq.frames):
         return seq
-    seq, report = plant_feet(seq)
-    return dataclasses.replace(seq, metadata={**(seq.metadata or {}), "feet": report})
+    return plant_feet(seq)[0]
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool

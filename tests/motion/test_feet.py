@@ -4,6 +4,7 @@ floor in the world coordinates (CSV, JSON, TRC), the body moved with them, knees
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import numpy as np
 import pytest
@@ -11,6 +12,7 @@ from floor_synthetic import scene
 from test_bvh_synthetic import make_sequence
 
 from posetracker.analysis.ground import ground_from_sequence
+from posetracker.analysis.held_ground import has_held_ground, held_ground
 from posetracker.analysis.stance import ContactPhase, slide
 from posetracker.depth.camera_meta import CameraFov
 from posetracker.motion.feet import anchored_path, plant_feet, stance_weights
@@ -64,7 +66,7 @@ def test_world_ankles_stand_still_on_the_floor_over_whole_stance_phases(wobbling
     before = _phase_slides(seq, ground_from_sequence(seq))
     planted, report = plant_feet(seq)
     assert report["planted"] and report["people"]["0"]["stance_phases"] >= 12
-    ground = ground_from_sequence(planted)  # as every export fits it
+    ground = held_ground(planted)  # the floor and phases every export reads
     after = _phase_slides(planted, ground)
     assert np.median(before) > 0.05 and max(after) < 0.02, (np.median(before), max(after))  # metres
     spec = seq.skeleton
@@ -106,7 +108,7 @@ def test_finishing_plants_the_feet_every_output_reads(wobbling, tmp_path):
     assert done.metadata["feet"]["planted"]
     get_exporter("csv").write(done, tmp_path / "w.csv")
     rows = list(csv.DictReader((tmp_path / "w.csv").open()))
-    ground = ground_from_sequence(done)
+    ground = held_ground(done)
     for side, foot in (("left", 0), ("right", 1)):
         xyz = np.array([[float(r["x_m"]), float(r["y_m"]), float(r["z_m"])] for r in rows
                         if r["joint"] == f"{side}_ankle" and r["person_id"] == "0"])
@@ -120,4 +122,31 @@ def test_no_floor_no_change():
     seq = make_sequence(150, seed=1)
     out, report = plant_feet(seq)
     assert report["planted"] is False and "too few stance ankles" in report["reason"]
-    assert out is seq
+    assert out.frames is seq.frames
+    ground = held_ground(out)  # the level camera's fallback floor, decided once: no stance held
+    assert has_held_ground(out) and not ground.frame.fitted and ground.phases == {}
+
+
+def test_the_floor_and_phases_are_decided_once_and_kept_in_the_saved_result(wobbling, tmp_path):
+    """metadata["feet"] holds the floor the motion was planted on, each stance phase held and its point; the result
+    saved as JSON and read back gives the same floor and phases (the exports read them instead of fitting again),
+    and each phase's ankle stands on its point."""
+    from posetracker.export import get_exporter, read_sequence
+
+    planted, report = plant_feet(wobbling.seq)
+    assert planted.metadata["feet"] is report and report["num_frames"] == len(planted.frames)
+    get_exporter("json").write(planted, tmp_path / "r.json")
+    read = read_sequence(tmp_path / "r.json")
+    held, again = held_ground(planted), held_ground(read)
+    np.testing.assert_array_equal(held.frame.rotation, again.frame.rotation)
+    np.testing.assert_array_equal(held.frame.translation, again.frame.translation)
+    assert held.frame.person_floor == again.frame.person_floor and held.phases == again.phases
+    assert len(held.phases[0]) == report["people"]["0"]["stance_phases"] >= 12
+    spec = planted.skeleton
+    world = np.stack([f.world[0] for f in planted.frames])[:, [spec.index("left_ankle"), spec.index("right_ankle")]]
+    pts = held.frame.to_person_floor(world, 0)
+    for p, rec in zip(held.phases[0], report["people"]["0"]["phases"]):
+        assert np.linalg.norm(pts[p.start:p.stop, p.foot] - rec["point_m"], axis=1).max() < 0.02, rec
+    fitted = ground_from_sequence(planted)  # what fitting again gives: not what is read
+    assert not has_held_ground(dataclasses.replace(planted, metadata={}))
+    assert held_ground(dataclasses.replace(planted, metadata={})).phases == fitted.phases
