@@ -1,8 +1,8 @@
 """How well a BVH export stands on its floor: the ankles' height during stance and their slide per stance phase.
 
 For one person's :class:`~posetracker.export.bvh.BvhMotion` (forward kinematics of the rig, metres,
-BVH space: Y = 0 is the person's floor) and the stance phases the floor fit found for them
-(:class:`~posetracker.analysis.ground.Ground`, track frames, mapped to the motion's frames by time):
+BVH space: Y = 0 is the person's floor) and their stance phases (the session's, as the export reads them:
+:func:`~posetracker.analysis.held_ground.held_ground`; track frames, mapped to the motion's frames by time):
 
 - ``height``: the ankle's Y over every stance frame (median, 95th percentile), metres; the ankle
   joint stands an ankle height above the sole, so a foot on the floor has ``height`` = ankle height

@@ -24,19 +24,24 @@ the solved motion and the file's text):
    ``rotation_order`` (default ZXY, intrinsic, degrees), unwrapped so that
    no channel jumps by 360 degrees. Numbers are locale-independent.
 
-``origin="floor"`` (default) stands everyone on the floor fitted to the
-clip's stance feet (:mod:`posetracker.analysis.ground`, ``floor="fit"``):
-step 1 maps camera space into the floor frame instead (Y up along the floor's
-normal, so gravity is -Y whatever the camera's pitch and roll; X the camera's
-right along the floor), each person's own floor goes to Y = 0 and the first
-frame's root to X = Z = 0. The standing feet are the motion's: the session
-held each stance foot still on this floor, an ankle height above it, in the
-world coordinates every output reads (:mod:`posetracker.motion.feet`; the
-report's ``feet`` is its report); the export moves no foot (the rest pose
-stands on its ankles at Y = 0). When the feet give no floor (too few stance
-frames, no plane), and with ``floor="percentile"``, the level camera's axes
-above are kept and the floor is the 2nd percentile of the lowest joint (the
-method before the fit); the report's ``floor`` says which and why, and
+``origin="floor"`` (default) stands everyone on the floor the session fitted
+to the clip's stance feet (``floor="fit"``): the floor and the stance phases
+the finishing step decided, read from the sequence's ``metadata["feet"]``
+(:mod:`posetracker.analysis.held_ground`; fitted again,
+:mod:`posetracker.analysis.ground`, only for a sequence without them, such as
+a result saved before they were kept): step 1 maps camera space into the floor
+frame instead (Y up along the floor's normal, so gravity is -Y whatever the
+camera's pitch and roll; X the camera's right along the floor), each person's
+own floor goes to Y = 0 and the first frame's root to X = Z = 0. The standing
+feet are the motion's: the session held each stance foot still on this floor,
+an ankle height above it, in the world coordinates every output reads
+(:mod:`posetracker.motion.feet`; the report's ``feet`` is its report); the
+export moves no foot (the rest pose stands on its ankles at Y = 0; the legs
+reach the held ankles during the same phases, :mod:`.bvh_legs`). When the feet
+give no floor (too few stance frames, no plane), and with
+``floor="percentile"``, the level camera's axes above are kept and the floor is
+the 2nd percentile of the lowest joint (the method before the fit); the
+report's ``floor`` says which and why, and
 ``bvh_from_camera`` gives the whole map (BVH = R camera + t, in the file's
 units). ``"camera"`` keeps camera coordinates (step 1 only). Several people
 share one X, Z origin (the first person's first root) and stand apart where
@@ -63,7 +68,8 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.analysis.ground import Ground, ground_from_tracks
+from posetracker.analysis.ground import Ground
+from posetracker.analysis.held_ground import held_ground
 from posetracker.export.bvh_legs import REACH_BLEND_S, reach_ankles, stance_weight
 from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
     ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
@@ -95,8 +101,9 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
                  ground: Ground | None = None) -> BvhMotion:
     """Rig, root path and continuous local rotations of one person (raises ValueError on unusable input).
 
-    ground: the clip's floor (:func:`posetracker.analysis.ground.ground_from_tracks` over everyone); with
-    ``origin="floor"``, ``floor="fit"`` and none given it is fitted to this person alone."""
+    ground: the clip's floor and stance phases (:func:`posetracker.analysis.held_ground.held_ground`: the
+    session's); None (or a floor not fitted): the level camera, the floor at the 2nd percentile of the lowest
+    joint, and the legs as solved."""
     if not np.isfinite(track.world).any():
         raise ValueError("BVH needs 3-D joints and this person has no world coordinates")
     humanoid = options.rig == "humanoid" or (options.rig == "auto" and is_humanoid(spec))
@@ -107,8 +114,6 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     dt = frame_time(track.times, fps)
     slots = _grid(track.times, dt)
     n = int(slots[-1]) + 1
-    if options.origin == "floor" and options.floor == "fit" and ground is None:
-        ground = ground_from_tracks({track.track_id: track}, spec, (0, 0), fps)
     fitted = options.origin == "floor" and options.floor == "fit" and ground is not None and ground.frame.fitted
     rotation = ground.frame.rotation if fitted else BVH_FROM_CAMERA
     translation = ground.frame.translation if fitted else np.zeros(3)
@@ -247,9 +252,8 @@ class BvhExporter:
         failed: list[str] = []
         motions: dict[int, BvhMotion] = {}
         ground = None
-        if opts.origin == "floor" and opts.floor == "fit":  # one floor for everyone, from all their stance feet
-            ground = ground_from_tracks(tracks, seq.skeleton, seq.frames[0].image_size, seq.fps,
-                                        floor=(seq.metadata or {}).get("floor"))
+        if opts.origin == "floor" and opts.floor == "fit":  # the session's floor and stance phases (everyone's)
+            ground = held_ground(seq)
         for tid, track in tracks.items():
             try:
                 motions[tid] = solve_person(track, seq.skeleton, seq.fps, opts, ground)
@@ -265,7 +269,7 @@ class BvhExporter:
             if "camera" in seq.metadata:  # the field of view the 3-D was lifted with, and where it came from
                 motion.report["camera"] = seq.metadata["camera"]
             if "feet" in seq.metadata:  # the standing feet the session held on the floor (motion.feet)
-                motion.report["feet"] = seq.metadata["feet"]
+                motion.report["feet"] = {k: v for k, v in seq.metadata["feet"].items() if k != "floor"}
             for k, take in enumerate(motion.takes):
                 name = out if len(motion.takes) == 1 else out.with_name(f"{out.stem}_take{k + 1}{out.suffix}")
                 part = motion.take(k)

@@ -5,11 +5,12 @@ the rig's hip joints hang off its root (mid-hip) by its Hips rotation, which is 
 with constant OFFSETs: they sit up to 5-6 cm from the world's hips, and a leg aimed only along the world's
 directions carries that error to the ankle. The session holds each stance ankle still on the floor
 (:mod:`posetracker.motion.feet`); so that the rig stands where the motion stands, each leg is aimed from the
-rig's hip at the world's ankle while it stands (the stance phases the floor fit finds, eased in and out over
-``REACH_BLEND_S``; a swinging leg keeps the solve's, which does not follow a reading that jumps): the thigh and
-shin (constant lengths) meet the ankle wherever it is within reach, the knee on the side the solved leg bent to
-(the thigh's roll is kept); out of reach, the straightened leg points at it. Only the thigh and shin turn; the
-trunk and the root stay.
+rig's hip at the world's ankle while it stands (the stance phases the session held, ``metadata["feet"]`` read by
+:func:`posetracker.analysis.held_ground.held_ground`, eased in and out over ``REACH_BLEND_S``: a phase found only by
+fitting again at export would reach for an ankle the motion does not hold; a swinging leg keeps the solve's, which
+does not follow a reading that jumps): the thigh and shin (constant lengths) meet the ankle wherever it is within
+reach, the knee on the side the solved leg bent to (the thigh's roll is kept); out of reach, the straightened leg
+points at it. Only the thigh and shin turn; the trunk and the root stay.
 
 Shapes: T frames, J rig joints; positions (T, 3) metres in BVH space.
 """

@@ -16,15 +16,18 @@ Markers: the skeleton's labelled joints (virtual ones, e.g. human18's box
 centre, are left out), named as in the skeleton. Coordinates in millimetres,
 Y up (OpenSim's convention): ``X = x, Y = -y, Z = -z`` of camera space
 (``origin="camera"``, the default), or with ``origin="floor"`` in the floor
-frame: a calibration's world turned Y up (``X = x, Y = z, Z = -y``) where the
-sequence has one (``metadata["floor"]``), else the floor fitted to everyone's
-stance feet (:mod:`posetracker.analysis.ground`):
+frame the session stood everyone on (``metadata["feet"]``,
+:mod:`posetracker.analysis.held_ground`; fitted again, :mod:`posetracker.analysis.ground`,
+only for a sequence without it): a calibration's world turned Y up (``X = x, Y = z, Z = -y``)
+where the sequence has one (``metadata["floor"]``), else the floor fitted to everyone's
+stance feet:
 Y up along the floor's normal from each person's own floor, so OpenSim's
 gravity (-Y) is the clip's whatever the camera's pitch and roll; X the
 camera's right along the floor, origin on the floor below the camera. When the
 feet give no floor, ``origin="floor"`` keeps the level camera's axes with the
 floor at the 2nd percentile of the lowest joint, and says so in an
-ExportWarning. The markers are measurements: no foot lock.
+ExportWarning. The markers are the session's motion as it is (its standing feet held on
+that floor, :mod:`posetracker.motion.feet`): the export moves none.
 Time starts at the sequence's first timestamp; a frame where a marker is
 missing (absent person, nan, confidence below ``min_confidence``) has empty
 cells, which OpenSim reads as missing markers. Needs ``world`` (3-D).
@@ -37,7 +40,7 @@ from pathlib import Path
 
 import numpy as np
 
-from posetracker.analysis.ground import ground_from_tracks
+from posetracker.analysis.held_ground import held_ground
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA
 from posetracker.export.files import person_path, write_files
 from posetracker.export.people_header import trc_fields
@@ -83,12 +86,9 @@ class TrcExporter:
             tracks = person_tracks(seq, person)
         except TrackError as exc:
             raise ExportError(f"TRC: {exc}") from None
-        size = seq.frames[0].image_size
-        everyone = person_tracks(seq) if origin == "floor" else tracks
         frame = None
-        if origin == "floor":  # the floor of everyone's stance feet, whoever is written
-            frame = ground_from_tracks(everyone, seq.skeleton, size, seq.fps,
-                                       floor=(seq.metadata or {}).get("floor")).frame
+        if origin == "floor":  # the session's floor of everyone's stance feet, whoever is written
+            frame = held_ground(seq).frame
             if not frame.fitted:
                 warnings.warn(ExportWarning(f"TRC: no floor fitted ({frame.report['reason']}): level camera, floor at "
                                             "the 2nd percentile of the lowest joint"), stacklevel=2)

@@ -3,9 +3,9 @@
     python studies/tools/feet_outputs.py RESULT.json [RESULT.json ...] [--json OUT.json]
 
 RESULT.json: ``posetracker process CLIP --out RESULT.json`` (the finished result every export reads). Per file the
-clip's floor is fitted as the exports fit it (``analysis.ground.ground_from_sequence``: one normal, a floor per
-person, the stance phases of each ankle on still ground), and per person, over every stance phase (those the
-session held on the floor, ``metadata["feet"]``, where it did; else those the fit finds):
+floor and the stance phases are those the session decided and every export reads (``metadata["feet"]``,
+``analysis.held_ground.held_ground``; for a result without them, fitted again as the exports then fit them:
+``analysis.ground.ground_from_sequence``), and per person, over every stance phase:
 
 - ``world``: the sequence's world coordinates (what CSV / JSON / TRC write), taken to the person's floor frame
   (``FloorFrame.to_person_floor``, TRC's ``--origin floor``);
@@ -62,8 +62,7 @@ def _under(soles: np.ndarray) -> tuple[int, float]:
 
 def measure(path: Path) -> list[dict]:
     from posetracker.analysis.foot_contact import FEET
-    from posetracker.analysis.ground import ground_from_sequence
-    from posetracker.analysis.stance import ContactPhase
+    from posetracker.analysis.held_ground import held_ground
     from posetracker.evaluation.feet_on_floor import joint_positions, motion_frames
     from posetracker.export import read_sequence
     from posetracker.export.bvh import BvhOptions, solve_person
@@ -71,15 +70,12 @@ def measure(path: Path) -> list[dict]:
     from posetracker.tracks import person_tracks
 
     seq = read_sequence(path)
-    ground = ground_from_sequence(seq)
+    ground = held_ground(seq)
     spec = seq.skeleton
     rows = []
     ankle_idx = [spec.index(f"{s}_ankle") for s in FEET]
-    held = (seq.metadata.get("feet") or {}).get("people", {})
     for tid, tr in person_tracks(seq).items():
         phases = ground.phases.get(tid, [])
-        if str(tid) in held:  # the stance phases the session held on the floor (motion.feet)
-            phases = [ContactPhase(FEET.index(f), a, b) for f, a, b in held[str(tid)]["phases"]]
         a_h = ground.frame.ankle_height.get(tid, 0.0)
         world = ground.frame.to_person_floor(tr.world[:, ankle_idx], tid)
         world[~tr.valid_world(0.2)[:, ankle_idx]] = np.nan

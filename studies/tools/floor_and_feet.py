@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--shared", type=Path, default=REPO.parent / "shared")
     p.add_argument("--poses", type=Path, help="folder to keep / reuse the tracked poses (CLIP_STEM.json)")
     args = p.parse_args(argv)
-    from posetracker.analysis.ground import ground_from_sequence
+    from posetracker.analysis.held_ground import held_ground
     from posetracker.evaluation.feet_on_floor import feet_on_floor
     from posetracker.export.bvh import BvhOptions, solve_person
     from posetracker.tracks import person_tracks
@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"missing: {video}", file=sys.stderr)
             continue
         seq = load(video, args.poses)
-        ground = ground_from_sequence(seq)
+        ground = held_ground(seq)  # the session's floor and stance phases, as the exports read them
         r = ground.frame.report
         floors.append(f"| {video.name} | {'yes' if r['fitted'] else 'no: ' + r['reason']} | {r['pitch_deg']:.1f} "
                       f"| {r['roll_deg']:.1f} | {r.get('feet_only_pitch_deg')} | {r.get('prior_pitch_deg')} "

@@ -16,7 +16,7 @@ from floor_synthetic import SHANK, THIGH, scene  # noqa: E402
 from test_bvh_roundtrip import ONE_TO_ONE, fk  # noqa: E402
 from test_bvh_synthetic import make_sequence  # noqa: E402
 
-from posetracker.analysis.ground import ground_from_sequence  # noqa: E402
+from posetracker.analysis.held_ground import held_ground  # noqa: E402
 from posetracker.analysis.stance import slide  # noqa: E402
 from posetracker.evaluation.feet_on_floor import motion_frames  # noqa: E402
 from posetracker.export.bvh import BvhExporter, BvhOptions, solve_person  # noqa: E402
@@ -32,9 +32,9 @@ def _rigid(seq: PoseSequence) -> PoseSequence:
 
 
 def _bvh_stance(path, seq, tid: int) -> tuple[list[np.ndarray], float]:
-    """The BVH's ankles (cm, bvhio's forward kinematics) over each stance phase of the floor fitted to ``seq``
-    (as the export fits it), and the person's ankle height (cm)."""
-    ground = ground_from_sequence(seq)
+    """The BVH's ankles (cm, bvhio's forward kinematics) over each stance phase of ``seq``'s floor as the export
+    reads it (the session's, fitted again for a sequence without one), and the person's ankle height (cm)."""
+    ground = held_ground(seq)
     track = person_tracks(seq)[tid]
     report = json.loads(path.with_name(path.name + ".json").read_text())
     pos, _, _ = fk(path)
@@ -186,3 +186,27 @@ def test_export_cli_floor_options(tmp_path):
     a, c = (json.loads((tmp_path / f"{n}.bvh.json").read_text()) for n in "ac")
     assert a["floor"]["fitted"] and c["floor"]["fitted"] is False
     np.testing.assert_allclose(np.array(c["bvh_from_camera"]["rotation"]), np.diag([1.0, -1.0, -1.0]))
+
+
+def test_the_exports_read_the_floor_the_session_decided(tmp_path):
+    """BVH and TRC stand people on the floor in ``metadata["feet"]`` (they fit none again): the result saved as
+    JSON and read back exports the same BVH byte for byte, and a floor 5 cm higher in the metadata moves both
+    exports by 5 cm (on the code that fitted the floor again at export, neither moved)."""
+    from posetracker.export import get_exporter, read_sequence
+
+    planted, _ = plant_feet(_rigid(scene(n=150).seq))
+    get_exporter("json").write(planted, tmp_path / "r.json")
+    BvhExporter().write(planted, tmp_path / "a.bvh")
+    BvhExporter().write(read_sequence(tmp_path / "r.json"), tmp_path / "b.bvh")
+    assert (tmp_path / "a.bvh").read_text() == (tmp_path / "b.bvh").read_text()
+    feet = json.loads(json.dumps(planted.metadata["feet"]))
+    feet["floor"]["translation"][1] -= 0.05  # the floor frame's origin 5 cm up: every point 5 cm lower in it
+    lower = dataclasses.replace(planted, metadata={**planted.metadata, "feet": feet})
+    BvhExporter().write(lower, tmp_path / "c.bvh")
+    a, c = (json.loads((tmp_path / f"{n}.bvh.json").read_text()) for n in "ac")
+    assert abs(a["bvh_from_camera"]["translation"][1] - c["bvh_from_camera"]["translation"][1] - 5.0) < 1e-6  # cm
+    for seq, name in ((planted, "a.trc"), (lower, "c.trc")):
+        get_exporter("trc").write(seq, tmp_path / name, origin="floor")
+    ya, yc = (np.array([ln.split("\t")[3] for ln in (tmp_path / n).read_text().splitlines()[6:]], float)
+              for n in ("a.trc", "c.trc"))  # the first marker's Y, mm
+    np.testing.assert_allclose(ya - yc, 50.0, atol=1e-3)

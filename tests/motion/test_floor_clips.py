@@ -1,10 +1,11 @@
 """Feet on the floor in the BVH of real clips (slow, needs ../shared): the targets of studies/floor-and-feet.md.
 
 Each clip is tracked offline by the shipped model and finished as ``posetracker process`` finishes it (the session
-holds the standing feet on the floor: motion.feet), the floor fitted to everyone's stance feet, and every person
-exported as BVH: during stance the ankles stand within 3 cm of standing on the floor, no stance phase slides
-2 cm, no whole-body hold, rigid bones, no pop; the old export (level camera, percentile floor) of the motion as
-tracked, before the feet were held, misses the same targets.
+fits the floor to everyone's stance feet and holds the standing feet on it: motion.feet), and every person exported
+as BVH on that floor, over the stance phases the session decided (``metadata["feet"]``, which every export reads):
+during stance the ankles stand within 3 cm of standing on the floor, no stance phase slides 2 cm, no whole-body
+hold, rigid bones, no pop; the old export (level camera, percentile floor) of the motion as tracked, before the feet
+were held, misses the same targets.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import shared_path
-from posetracker.analysis.ground import ground_from_sequence
+from posetracker.analysis.held_ground import has_held_ground, held_ground
 from posetracker.evaluation.feet_on_floor import feet_on_floor
 from posetracker.export.bvh import BvhOptions, solve_person
 from posetracker.tracks import person_tracks
@@ -41,7 +42,8 @@ def _track(clip: str):
 @pytest.mark.parametrize("clip", CLIPS)
 def test_feet_stand_on_the_fitted_floor(clip):
     tracked, seq = _track(clip)
-    ground = ground_from_sequence(seq)
+    assert has_held_ground(seq)
+    ground = held_ground(seq)  # the floor and stance phases the session decided, as every export reads them
     floor = ground.frame.report
     assert floor["fitted"], floor["reason"]
     assert floor["inlier_fraction"] >= 0.9 and floor["scale_cm"] < 5.0
