@@ -72,7 +72,7 @@ def _points_of(cameras: Sequence[CameraCalibration], view: int, xy: np.ndarray, 
     """The others' triangulation of the joints ``view`` reads confidently: xyz (M, 3) m and its xy (M, 2) px."""
     others = np.array(xy, np.float64, copy=True)
     others[view] = np.nan
-    tri = triangulate(cameras, others, confidence, max_error_px=max_error_px)
+    tri = triangulate(cameras, others, confidence, max_error_px=max_error_px, soft_px=None)
     ok = tri.found & (confidence[view] >= min_confidence) & np.isfinite(xy[view]).all(-1)
     return tri.xyz[ok], xy[view][ok]
 

@@ -10,6 +10,14 @@ views all reproject within ``max_error_px`` wins (ties: the smallest mean error)
 dropped one at a time (the one whose removal leaves the rest agreeing best) until the rest agree. A point
 with no agreeing subset is nan.
 
+From the agreeing subset's point, every view that reads the joint is then weighed in again (``soft_px``):
+iteratively reweighted DLT, each view's weight its confidence times the Cauchy weight 1 / (1 + (e / soft_px)^2)
+of its reprojection error e, divided by the point's depth in that camera (so the DLT's algebraic residual
+weighs pixels alike in near and far cameras); a view more than ``SOFT_CUT`` x ``max_error_px`` off (another
+person's joint, a misread limb) weighs 0. A view a few pixels over ``max_error_px`` then no longer switches in
+and out of the solution from one frame to the next, which made the bones of the Pose2Sim trial's people vary
+(studies/metres.md).
+
 Written here rather than taken from aniposelib, whose wheel requires opencv-contrib-python (a second
 ``cv2`` that clashes with the product's opencv-python-headless).
 """
@@ -23,6 +31,8 @@ from typing import Sequence
 import numpy as np
 
 from posetracker.multiview.calibration import CameraCalibration
+
+SOFT_CUT = 4.0  # views further off than this many max_error_px are not weighed in again
 
 
 @dataclass(frozen=True)
@@ -128,14 +138,36 @@ def _greedy_drop(cams, ext, uv, xy, w, avail, max_error, min_views) -> tuple[np.
     return xyz, used
 
 
+def _reweigh(cams, ext, uv, xy, w, avail, xyz, soft_px, cut_px, iterations) -> np.ndarray:
+    """xyz (N, 3) solved again from every available view, weighed by confidence, the Cauchy weight of its
+    reprojection error and 1 / depth (0 beyond ``cut_px``), ``iterations`` times (module docstring); nan stays nan."""
+    xyz = xyz.copy()
+    found = np.isfinite(xyz).all(axis=1)
+    if not found.any():
+        return xyz
+    uv, xy, w, avail = uv[found], xy[found], w[found], avail[found]
+    point = xyz[found]
+    for _ in range(iterations):
+        err = np.nan_to_num(reprojection_error(cams, point, xy), nan=np.inf)  # (M, V)
+        depth = np.stack([cam.to_camera(point)[:, 2] for cam in cams], axis=1)
+        depth = np.where(np.isfinite(depth) & (depth > 1e-3), depth, np.inf)
+        new = dlt(ext, uv, np.where(avail & (err <= cut_px), w / (1.0 + (err / soft_px) ** 2) / depth, 0.0))
+        ok = np.isfinite(new).all(axis=1)
+        point[ok] = new[ok]
+    xyz[found] = point
+    return xyz
+
+
 def triangulate(cameras: Sequence[CameraCalibration], xy: np.ndarray, confidence: np.ndarray | None = None,
                 max_error_px: float = 15.0, min_views: int = 2, min_confidence: float = 0.2,
-                exhaustive_views: int = 6) -> Triangulation:
+                exhaustive_views: int = 6, soft_px: float | None = 40.0, iterations: int = 10) -> Triangulation:
     """Triangulate V views' 2-D points.
 
     xy:         (V, T, K, 2) distorted pixel coordinates, nan where the view has no point
     confidence: (V, T, K) in [0, 1], the DLT weights; points under ``min_confidence`` are not used (None: all 1)
-    Returns a :class:`Triangulation` of (T, K) points.
+    soft_px:    the scale of the Cauchy weights every view is weighed in with after the agreeing subset is found
+                (module docstring; None: the subset's own solution)
+    Returns a :class:`Triangulation` of (T, K) points; ``used``: the views within ``max_error_px`` of the point.
     """
     xy = np.asarray(xy, np.float64)
     v, t, k = xy.shape[:3]
@@ -151,5 +183,9 @@ def triangulate(cameras: Sequence[CameraCalibration], xy: np.ndarray, confidence
     ext = np.stack([cam.extrinsic for cam in cameras])
     search = _subset_search if v <= exhaustive_views else _greedy_drop
     xyz, used = search(cameras, ext, uv_n, xy_n, w, avail, max_error_px, min_views)
+    if soft_px is not None:
+        xyz = _reweigh(cameras, ext, uv_n, xy_n, w, avail, xyz, soft_px, SOFT_CUT * max_error_px, iterations)
     err = reprojection_error(cameras, xyz, xy_n)
+    if soft_px is not None:
+        used = avail & (err <= max_error_px)
     return Triangulation(xyz.reshape(t, k, 3), used.reshape(t, k, v), err.reshape(t, k, v))

@@ -271,3 +271,20 @@ def test_the_real_trial_reads_the_same_from_its_toml(tmp_path):
     for a, b in zip(cams, read_calibration(tmp_path / "Calib_qualisys.toml")):
         np.testing.assert_allclose(b.K, a.K) and np.testing.assert_allclose(b.R, a.R, atol=1e-9)
         np.testing.assert_allclose(b.t, a.t, atol=1e-12)
+
+
+def test_a_view_near_the_limit_is_weighed_in_smoothly_and_one_far_off_not_at_all():
+    rng = np.random.default_rng(3)
+    body = np.repeat(BODY[None], 60, axis=0)  # standing still: every change of a bone's length is noise
+    xy = project(body, rng, noise_px=2.0)
+    xy[3] += [30.0, 0.0]  # one view a little off: its points about max_error_px (15) from the solution
+    thigh = lambda tri: np.linalg.norm(tri.xyz[:, 11] - tri.xyz[:, 13], axis=-1)  # noqa: E731  (T,) m
+    hard, soft = triangulate(CAMERAS, xy, soft_px=None), triangulate(CAMERAS, xy)
+    assert soft.found.all() and hard.found.all()
+    assert 0.2 < hard.used[..., 3].mean() < 0.8  # the subset alone takes the view in some frames, not in others
+    assert thigh(soft).std() < 0.85 * thigh(hard).std()  # weighed in smoothly: steadier (8.1 -> 6.2 mm here)
+    far = xy.copy()
+    far[3] += [120.0, 0.0]  # far off: weighs nothing
+    without = xy.copy()
+    without[3] = np.nan
+    assert np.abs(triangulate(CAMERAS, far).xyz - triangulate(CAMERAS, without).xyz).max() < 1e-6
