@@ -40,9 +40,9 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.analysis.foot_contact import FEET, ContactSettings, FootContacts, GaitError, foot_contacts
+from posetracker.analysis.foot_contact import FEET, ContactSettings, GaitError, foot_contacts
 from posetracker.analysis.floor_plane import (
-    LEVEL, GroundError, GroundSettings, PlaneFit, camera_angles, fit_floor_plane, floor_rotation, percentile_floor, unit,
+    LEVEL, GroundError, GroundSettings, camera_angles, fit_floor_plane, floor_rotation, percentile_floor, unit,
 )
 from posetracker.analysis.stance import ContactPhase, contact_phases, still_parts
 from posetracker.analysis.stature import stature
@@ -95,15 +95,11 @@ class Ground:
     """The floor of a clip and the stance phases it was fitted to.
 
     frame:    the floor frame
-    contacts: {track id: FootContacts} (absent for people whose foot contact could not be read)
     phases:   {track id: stance phases on still ground with the ankle's 3-D known (track labels)}
-    fit:      the plane fit (None when there were too few points to try one)
     """
 
     frame: FloorFrame
-    contacts: dict[int, FootContacts]
     phases: dict[int, list[ContactPhase]]
-    fit: PlaneFit | None = None
 
 
 def ankle_heights(track: PersonTrack, spec: SkeletonSpec, min_confidence: float = 0.2) -> tuple[float, float]:
@@ -208,7 +204,6 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
     settings.check()
     if not tracks:
         raise GroundError("no tracks")
-    contacts: dict[int, FootContacts] = {}
     phases: dict[int, list[ContactPhase]] = {}
     groups: list[np.ndarray] = []
     ids: list[int] = []
@@ -233,14 +228,14 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
         own_up = body_up(tr, spec, ph, settings.min_confidence, settings.max_prior_tilt_deg)
         if len(own_up):  # a still foot held in the air is not standing
             ph = drop_raised(ph, pos, unit(np.median(own_up, axis=0)), min_len)
-        contacts[tid], phases[tid] = c, ph
+        phases[tid] = ph
         pts = np.concatenate([pos[p.start:p.stop, p.foot] for p in ph]) if ph else np.zeros((0, 3))
         groups.append(pts)
         ids.append(tid)
         ups.append(body_up(tr, spec, ph, settings.min_confidence, settings.max_prior_tilt_deg))
         people[str(tid)]["contact_points"] = len(pts)
     if floor:
-        return _calibrated(floor, tracks, ids, groups, ankle, people, contacts, phases)
+        return _calibrated(floor, tracks, ids, groups, ankle, people, phases)
     up = np.concatenate(ups) if ups else np.zeros((0, 3))
     prior = unit(np.median(up, axis=0)) if len(up) >= 5 else np.array([0.0, -1.0, 0.0])
     info: dict[str, Any] = {"prior": f"body axis of {len(up)} stance frames" if len(up) >= 5 else "level camera",
@@ -253,7 +248,7 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
     if total < need:
         frame = _fallback(tracks, spec, settings, f"too few stance ankles: {total} (need {need}, "
                           f"{settings.min_stance_s:g} s)", ankle, info)
-        return Ground(frame, contacts, phases, None)
+        return Ground(frame, phases)
     fit = fit_floor_plane(groups, prior, settings)
     frac = fit.num_inliers / max(fit.num_points, 1)
     info.update({"inliers": fit.num_inliers, "inlier_fraction": round(frac, 3), "scale_cm": round(100 * fit.scale, 2),
@@ -272,7 +267,7 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
         reason = f"the stance ankles scatter {100 * fit.scale:.1f} cm about the best plane (at most " \
                  f"{100 * settings.max_scale_m:.1f} cm)"
     if reason:
-        return Ground(_fallback(tracks, spec, settings, reason, ankle, info), contacts, phases, fit)
+        return Ground(_fallback(tracks, spec, settings, reason, ankle, info), phases)
     rot = floor_rotation(fit.normal)
     floors, counts, fitted_ids = [], [], []
     for tid, d, inl in zip(ids, fit.offsets, fit.inliers):
@@ -294,11 +289,11 @@ def ground_from_tracks(tracks: dict[int, PersonTrack], spec: SkeletonSpec, image
                  "normal_camera": [round(float(v), 6) for v in fit.normal]})
     report = {"fitted": True, "reason": "", **{k: v for k, v in info.items() if k not in ("fitted", "reason")}}
     frame = FloorFrame(rot, np.array([0.0, -shared, 0.0]), True, person_floor, ankle, report)
-    return Ground(frame, contacts, phases, fit)
+    return Ground(frame, phases)
 
 
 def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list[int], groups: list[np.ndarray],
-                ankle: dict[int, float], people: dict[str, dict[str, Any]], contacts: dict[int, FootContacts],
+                ankle: dict[int, float], people: dict[str, dict[str, Any]],
                 phases: dict[int, list[ContactPhase]]) -> Ground:
     """The Ground of a calibration's floor: its frame, each person's stance ankles' median height above it
     (``stance_ankle_height_m``) and the floor their feet give (``floor_m``: that less their ankle height), which
@@ -323,7 +318,7 @@ def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list
               "pitch_deg": round(pitch, 2), "roll_deg": round(roll, 2),
               "camera_height_m": _r(float(trans[1]), 4), "contact_points": int(sum(len(g) for g in groups)),
               "people": people}
-    return Ground(FloorFrame(rot, trans, True, person_floor, ankle, report), contacts, phases, None)
+    return Ground(FloorFrame(rot, trans, True, person_floor, ankle, report), phases)
 
 
 def ground_from_sequence(seq: PoseSequence, person: int | None = None, settings: GroundSettings | None = None,

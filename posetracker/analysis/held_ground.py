@@ -73,12 +73,12 @@ def held_ground(seq: PoseSequence) -> Ground:
     """The floor and the stance phases of ``seq`` as its finishing step decided them (``metadata["feet"]``, module
     docstring; people it held no phase of have none); a sequence without them (:func:`has_held_ground`: an old
     file, never finished) has them fitted again (:func:`~posetracker.analysis.ground.ground_from_sequence`, on the
-    calibration's floor where ``metadata["floor"]`` holds one). ``contacts`` and ``fit`` are empty for the held
-    ones. Raises TrackError (fitting again) when the sequence has no tracked person."""
+    calibration's floor where ``metadata["floor"]`` holds one). Raises TrackError (fitting again) when the sequence
+    has no tracked person."""
     if not has_held_ground(seq):
         return ground_from_sequence(seq)
     feet = seq.metadata["feet"]
-    return Ground(floor_from_dict(feet["floor"]), {}, held_phases(feet), None)
+    return Ground(floor_from_dict(feet["floor"]), held_phases(feet))
 
 
 __all__ = ["floor_as_dict", "floor_from_dict", "has_held_ground", "held_ground", "held_phases", "phase_as_dict"]

@@ -123,7 +123,7 @@ def test_a_foot_in_the_air_read_as_standing_does_not_move_the_floor():
     assert abs(bad.frame.report["pitch_deg"] - clean.frame.report["pitch_deg"]) < 0.2
     assert abs(bad.frame.report["roll_deg"] - clean.frame.report["roll_deg"]) < 0.2
     assert abs(bad.frame.report["camera_height_m"] - clean.frame.report["camera_height_m"]) < 0.005
-    assert bad.fit.num_inliers <= clean.fit.num_inliers - (b - a) + 3
+    assert bad.frame.report["inliers"] <= clean.frame.report["inliers"] - (b - a) + 3
 
 
 def test_too_few_stance_frames_fall_back_and_say_so():
