@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from posetracker.motion.live_hinges import LiveHinges
 from posetracker.tracking.smoothing import LARGE_PERSON_PX, PoseSmoother, person_size
 from posetracker.types import PoseFrame
 
@@ -63,7 +64,10 @@ def robust_weights(xy: np.ndarray, ok: np.ndarray, smoothed: np.ndarray, previou
 
 
 class LiveSolve:
-    """The live per-frame stage: robust weights (:func:`robust_weights`), then ``smoother`` with them.
+    """The live per-frame stage: robust weights (:func:`robust_weights`), then ``smoother`` with them, then the
+    limits of the body's joints on the smoothed 3-D (:class:`~posetracker.motion.live_hinges.LiveHinges`: knees
+    and elbows bend the body's way and keep their side, heads turn at most a quarter turn from the shoulders;
+    depth and world only).
 
     smoother: the One Euro smoother it feeds (its ``min_confidence`` decides which readings are weighed,
     its ``drop_after`` when a track's last readings are forgotten). ``update`` takes and returns PoseFrames
@@ -73,11 +77,13 @@ class LiveSolve:
     def __init__(self, smoother: PoseSmoother, scale: float = OUTLIER_SCALE):
         self.smoother = smoother
         self.scale = float(scale)
+        self.hinges = LiveHinges(smoother.spec, smoother.drop_after)
         self.reset()
 
     def reset(self) -> None:
-        """Forget every track (the smoother's filters too)."""
+        """Forget every track (the smoother's filters and the hinges' sides too)."""
         self.smoother.reset()
+        self.hinges.reset()
         self._previous: dict[int, tuple[float, np.ndarray]] = {}  # track id -> (time, (K, 2) readings, nan unread)
         self._last_t = -np.inf
 
@@ -92,7 +98,7 @@ class LiveSolve:
         ids_u, first = np.unique(ids, return_index=True)
         people = first[ids_u >= 0]  # (M,) one person per track id, as the smoother takes them
         if people.size == 0:
-            return self.smoother.update(frame)
+            return self.hinges.update(self.smoother.update(frame))
         k = frame.num_joints
         xy = frame.keypoints[people, :, :2].astype(np.float64)
         ok = (frame.confidence[people] >= self.smoother.min_confidence) & np.isfinite(xy).all(-1)
@@ -103,9 +109,9 @@ class LiveSolve:
         for i, tid in enumerate(tids):
             self._previous[tid] = (t, np.where(ok[i, :, None], xy[i], np.nan))
         if (w == 1.0).all():  # nothing weighed (small people, nothing far): the smoother's own path
-            return self.smoother.update(frame)
+            return self.hinges.update(self.smoother.update(frame))
         weight = np.ones(frame.confidence.shape)
         weight[people] = w
-        return self.smoother.update(frame, weight)
+        return self.hinges.update(self.smoother.update(frame, weight))
 
     __call__ = update
