@@ -218,14 +218,15 @@ def _near(phases: list[ContactPhase], num_frames: int, frames: float) -> np.ndar
     return out
 
 
-def _within(phases: list[ContactPhase], mask: np.ndarray) -> list[ContactPhase]:
-    """The parts of ``phases`` inside the (T, F) bool ``mask`` (at least 2 frames long)."""
+def _within(phases: list[ContactPhase], mask: np.ndarray, min_len: int) -> list[ContactPhase]:
+    """The parts of ``phases`` inside the (T, F) bool ``mask``, at least ``min_len`` frames long (the floor fit's
+    own shortest phase: a shorter part is no stance, and held it slid 2 cm on the walk)."""
     out = []
     for p in phases:
         keep = np.concatenate([[False], mask[p.start:p.stop, p.foot], [False]])
         edges = np.flatnonzero(np.diff(keep.astype(np.int8)))
         out += [ContactPhase(p.foot, p.start + int(a), p.start + int(b)) for a, b in zip(edges[::2], edges[1::2])
-                if b - a >= 2]
+                if b - a >= min_len]
     return out
 
 
@@ -236,7 +237,7 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
     floor again, and a foot held in the air that the round before put at standing height would read as
     standing (``ground.drop_raised`` finds it no higher than the other), so only the first round's stance
     (eased) counts."""
-    from posetracker.analysis.foot_contact import GaitError
+    from posetracker.analysis.foot_contact import ContactSettings, GaitError
     from posetracker.analysis.ground import ground_from_sequence
     from posetracker.tracks import TrackError, frame_time, person_tracks
 
@@ -259,13 +260,14 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
     lam = s.smoothness(dt)
     blend = int(round(s.blend_s / dt))
     max_gap = int(round(s.max_gap_s / dt))
+    min_len = max(2, int(round(ContactSettings().min_contact_s / dt)))  # as analysis.ground finds phases
     new_world: dict[int, np.ndarray] = {}
     people: dict[str, Any] = {}
     planted: dict[int, list[ContactPhase]] = {}
     for tid, tr in tracks.items():
         phases = ground.phases.get(tid, [])
         if allowed is not None:
-            phases = _within(phases, allowed.get(tid, np.zeros((tr.num_frames, 2), bool)))
+            phases = _within(phases, allowed.get(tid, np.zeros((tr.num_frames, 2), bool)), min_len)
         stand = frame.ankle_height.get(tid, 0.0)
         pts = frame.to_person_floor(tr.world, tid)  # (T, K, 3)
         feet = pts[:, ankles].copy()  # (T, F, 3)
