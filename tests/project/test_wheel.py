@@ -17,7 +17,9 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md", "posetracker", "ui", "mode
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """The wheel built from a copy of the checkout (the build leaves build/ and *.egg-info beside its source)."""
+    """The wheel built from a copy of the checkout (the build leaves build/ and *.egg-info beside its source),
+    its files stored uncompressed (bdist_wheel --compression=stored): the same files, without deflating ~100 MB of
+    weights, which was most of the build's time (issue #50 item 6 / #51: 239 -> 29 s on two busy cores)."""
     src, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("dist")
     for name in SOURCES:
         if (REPO / name).is_dir():
@@ -25,7 +27,8 @@ def wheel(tmp_path_factory) -> Path:
         else:
             shutil.copy2(REPO / name, src / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", str(src), "--no-deps", "--no-build-isolation", "-q",
-                    "-w", str(out)], check=True, capture_output=True)
+                    "--config-settings=--build-option=--compression=stored", "-w", str(out)],
+                   check=True, capture_output=True)
     (built,) = out.glob("posetracker-*.whl")
     return built
 
