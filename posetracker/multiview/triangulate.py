@@ -40,7 +40,8 @@ class Triangulation:
     """3-D points from V views.
 
     xyz:   (T, K, 3) world metres; nan where fewer than ``min_views`` views agree
-    used:  (T, K, V) bool, the views the point was solved from
+    used:  (T, K, V) bool, the views the point was solved from (with ``soft_px``: the views within ``max_error_px``
+           of it; the others weigh little or nothing)
     error: (T, K, V) px, each view's 2-D point against the point's reprojection (dropped views too; nan where
            the view has no point or the point is nan)
     """
