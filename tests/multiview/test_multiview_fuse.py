@@ -108,6 +108,10 @@ def test_process_four_calibrated_views_end_to_end(tmp_path):
     people = meta["multiview"]["people"]
     assert len(people) == 2 and all(p["triangulated"] > 0.95 for p in people)
     assert all(np.median(list(p["reprojection_px"].values())) < 12 for p in people)
+    # cam03's calibrated pose disagrees with the other three cameras' by ~30 px on the woman: fitted to the people
+    assert [a["camera"] for a in meta["multiview"]["pose_adjustments"] if a["kept"]] == ["cam03"]
+    # the bones' spread over the frames (median IQR of limb and trunk bones): 4.9 / 7.8 % before, 2.7 / 5.4 % now
+    assert people[0]["body_spread_pct"]["iqr"] < 3.5 and people[1]["body_spread_pct"]["iqr"] < 6.5
     assert meta["people"]["0"]["stature_source"] == "given" and meta["people"]["1"]["stature_source"] == "multi-view"
     assert 1.4 < meta["people"]["1"]["stature_m"] < 2.0
     assert main(["export", str(out), "--format", "bvh", "--out", str(tmp_path / "trial.bvh")]) == 0
