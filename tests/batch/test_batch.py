@@ -7,8 +7,6 @@ import importlib.util
 import json
 import os
 import re
-import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -69,13 +67,29 @@ def archive(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module", autouse=True)
+def ray_workers_at_the_tests_priority():
+    """Ray starts its workers 15 steps nicer than the process that starts the cluster (``RAY_worker_niceness``):
+    on a busy machine they then wait behind every other process, and a run of a few frames took minutes. The
+    clusters of this module (its own, the CLI's, the killed driver's: started with this environment) run their
+    workers at the tests' own priority, as ``posetracker process`` does its work."""
+    before = os.environ.get("RAY_worker_niceness")
+    os.environ["RAY_worker_niceness"] = "0"
+    yield
+    if before is None:
+        del os.environ["RAY_worker_niceness"]
+    else:
+        os.environ["RAY_worker_niceness"] = before
+
+
 class SharedRay:
     """One local Ray cluster for the batch runs of this module whose subject is not Ray's own start (issue #50
     item 6 / #51): ``run_batch`` joins a cluster that is already up (``ray.is_initialized``) and leaves it
-    running, so each such run skips a cluster start and stop and its workers' model load (~8 s each on two busy
-    cores). Started on first use, with a reaper as ``run_batch`` starts one; stopped at the end of the module
-    or before a test that needs no Ray in this process. The runs that check the batch's own start (the CLI run of
-    ``test_local_ray_batch_...``, the killed worker, the killed driver) still start their own."""
+    running, so each such run skips a cluster start and stop (20-30 s on two busy cores) and its workers' model
+    load (~8 s). Started on first use, with a reaper as ``run_batch`` starts one; stopped at the end of the module
+    or before a test that needs no Ray in this process. Its ``address`` is the cluster a ``--address`` run joins
+    from a process of its own. The runs that check the batch's own start (the CLI run of
+    ``test_local_ray_batch_...``, the killed driver) still start their own."""
 
     def __init__(self) -> None:
         self.reaper = None
@@ -89,6 +103,14 @@ class SharedRay:
 
             self.reaper = start_reaper()
             ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+
+    @property
+    def address(self) -> str:
+        """HOST:PORT of the cluster (started if it is not up): what ``posetracker batch --address`` joins."""
+        self()
+        import ray
+
+        return ray.get_runtime_context().gcs_address
 
     def stop(self) -> None:
         if "ray" in sys.modules:
@@ -120,34 +142,6 @@ def test_inputs_from_folders_files_and_globs(archive):
         collect_inputs([str(archive / "missing")])
     with pytest.raises(BatchError, match="no file matches"):
         collect_inputs([str(archive / "*.mkv")])
-
-
-def test_a_killed_worker_s_video_is_redone(tmp_path, shared_ray):
-    """Ray retries a task whose worker dies: kill the worker mid-video, the video still comes out done."""
-    import signal
-    import threading
-    import time
-
-    shared_ray.stop()  # a cold worker of a cluster of its own (the kill lands while it loads the model or tracks)
-    short_clip(tmp_path / "in" / "long.mp4", frames=60)
-    killed: list[int] = []
-
-    def kill_the_worker() -> None:
-        end = time.time() + 60
-        while time.time() < end and not killed:
-            pids = pids_running("ray::process_file")
-            if pids:
-                time.sleep(0.5)  # it is loading the model or tracking
-                os.kill(pids[0], signal.SIGKILL)
-                killed.append(pids[0])
-            time.sleep(0.05)
-
-    killer = threading.Thread(target=kill_the_worker)
-    killer.start()
-    summary = run_batch([str(tmp_path / "in")], tmp_path / "out", workers=1)
-    killer.join()
-    assert killed and summary.done == 1 and not summary.failed
-    assert [r["status"] for r in read_manifest(tmp_path / "out").values()] == ["done"]
 
 
 def test_local_ray_batch_matches_process_reports_the_bad_file_and_resumes(archive, tmp_path, capsys, shared_ray):
@@ -186,6 +180,40 @@ def test_local_ray_batch_matches_process_reports_the_bad_file_and_resumes(archiv
     # other settings are other work
     summary = run_batch([str(archive / "clinic" / "a")], out, BatchSettings(formats=("csv", "json"), mode="live"), workers=1)
     assert summary.done == 1 and summary.skipped == 0
+
+
+def test_a_killed_worker_s_video_is_redone(tmp_path, shared_ray):
+    """Ray retries a task whose worker dies: kill the worker mid-video, the video still comes out done. On the
+    module's cluster with settings no other run of it uses (max_people 3), so the worker opens a session of its
+    own for the video: the kill lands while it loads the model or tracks, as on a cluster of its own."""
+    import signal
+    import threading
+    import time
+
+    short_clip(tmp_path / "in" / "long.mp4", frames=60)
+    killed: list[int] = []
+
+    def kill_the_worker() -> None:
+        end = time.time() + 60
+        while time.time() < end and not killed:
+            pids = pids_running("ray::process_file")
+            if pids:
+                time.sleep(0.5)  # it is loading the model or tracking: make sure it still is, then kill
+                try:
+                    if "process_file" in Path(f"/proc/{pids[0]}/cmdline").read_bytes().decode(errors="replace"):
+                        os.kill(pids[0], signal.SIGKILL)
+                        killed.append(pids[0])
+                except OSError:
+                    pass
+            time.sleep(0.05)
+
+    shared_ray()
+    killer = threading.Thread(target=kill_the_worker)
+    killer.start()
+    summary = run_batch([str(tmp_path / "in")], tmp_path / "out", BatchSettings(max_people=3), workers=1)
+    killer.join()
+    assert killed and summary.done == 1 and not summary.failed
+    assert [r["status"] for r in read_manifest(tmp_path / "out").values()] == ["done"]
 
 
 def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_path, shared_ray):
@@ -297,12 +325,6 @@ def _cmdline(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unusable_requests_fail_before_any_work(tmp_path, capsys):
@@ -432,20 +454,16 @@ def test_every_format_gets_its_own_output_name():
     assert paths["gait"] == Path("out/a/walk.poses.gait.csv") and paths["angles"] == Path("out/a/walk.poses.angles.csv")
 
 
-@pytest.mark.skipif(shutil.which("ray") is None, reason="the ray command is not installed")
 def test_batch_on_a_ray_address(archive, tmp_path, shared_ray):
-    """A separate multi-process Ray cluster (head started here, on the loopback interface), joined by address."""
-    shared_ray.stop()  # `ray stop --force` below ends every Ray process of this user, the module's cluster too
-    port = _free_port()
-    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_AUTH_MODE": "disabled"}
-    subprocess.run(["ray", "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false",
-                    "--disable-usage-stats"], env=env, check=True, capture_output=True, timeout=120)
-    try:  # the batch in its own process: Ray reads these settings when it is first imported
-        done = subprocess.run([sys.executable, "-m", "posetracker", "batch", str(archive / "clinic" / "a"),
-                               "--out", str(tmp_path / "out"), "--address", f"127.0.0.1:{port}"],
-                              env=env, capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert "1 processed, 0 already done, 0 failed" in done.stderr
-        assert (tmp_path / "out" / "walk.poses.csv").stat().st_size > 0
-    finally:
-        subprocess.run(["ray", "stop", "--force"], env=env, capture_output=True, timeout=120)
+    """A running Ray cluster (the module's: a head node, its GCS on the loopback interface), joined by address
+    from a ``posetracker batch`` process of its own (with the cluster's token: Ray's default token file, the
+    token mode ``ray.init`` left in this environment)."""
+    address = shared_ray.address
+    env = {**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+    # the batch in its own process: Ray reads these settings when it is first imported
+    done = subprocess.run([sys.executable, "-m", "posetracker", "batch", str(archive / "clinic" / "a"),
+                           "--out", str(tmp_path / "out"), "--address", address],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "1 processed, 0 already done, 0 failed" in done.stderr
+    assert (tmp_path / "out" / "walk.poses.csv").stat().st_size > 0
