@@ -52,9 +52,8 @@ BEND_LO, BEND_HI = math.radians(10.0), math.radians(30.0)  # a limb's axis is un
 #: the hip (shoulder) line against its usual length: unread under, fully read from (as ``export.bvh_solve``)
 LINE_LO, LINE_HI = 0.25, 0.6
 LINE_RATE = 0.02  # its usual length: a running mean, this share of each frame's length added
-#: the mirror is allowed while the middle joint's ray is within 60 degrees of the mirror plane's normal (75 for a
-#: limb mirrored the frame before: a mirror is not dropped as soon as the ray turns past 60, which would flip it)
-MIN_RAY_SHARE, KEEP_RAY_SHARE = 0.5, 0.25
+#: the mirror is allowed while the camera's ray is within 60 degrees of the knee's offset from the hip-ankle line
+MIN_RAY_SHARE = 0.5
 BLOCKED = 10.0  # the cost of a sign the image does not allow
 EVIDENCE_KEEP = 0.8  # the share of a limb's evidence for its other side carried to the next frame
 MAX_HEAD_TURN_DEG = 90.0  # ears read turned further round from the shoulders are mirrored in depth
@@ -160,12 +159,12 @@ def limb_axes(world: np.ndarray, j: dict[str, int] | _Joints) -> tuple[np.ndarra
     return n0, _smoothstep(angle, BEND_LO, BEND_HI)
 
 
-def mirror_moves(world: np.ndarray, j: dict[str, int] | _Joints, target: np.ndarray,
-                 share: np.ndarray | float = MIN_RAY_SHARE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def mirror_moves(world: np.ndarray, j: dict[str, int] | _Joints, target: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each limb mirrored about ``target`` (M, L, 3) unit: world (M, K, 3) -> (move (M, L) metres along the middle
     joint's ray (unit, from the camera) that reverses the limb's normal's component along ``target`` (the middle
     joint reflected, along its ray, through the plane of the end-to-end line and ``target``); the mirrored
-    limb's normal (M, L, 3); allowed (M, L) bool: the ray within acos(share) of that plane's normal)."""
+    limb's normal (M, L, 3); allowed (M, L) bool: the ray within 60 degrees of that plane's normal)."""
     limbs = _Joints.of(j)
     p, m, e = world[:, limbs.parent], world[:, limbs.middle], world[:, limbs.end]
     span = e - p
@@ -173,7 +172,7 @@ def mirror_moves(world: np.ndarray, j: dict[str, int] | _Joints, target: np.ndar
     along = _cross(_unit(m), span)  # d(normal)/ds, s metres along the ray
     g = _dot(along, target)
     length = np.sqrt(_dot(span, span))
-    allowed = np.isfinite(g) & (np.abs(g) >= share * length) & (length > 1e-6)
+    allowed = np.isfinite(g) & (np.abs(g) >= MIN_RAY_SHARE * length) & (length > 1e-6)
     with np.errstate(invalid="ignore", divide="ignore"):
         move = np.where(allowed, -2.0 * _dot(n0, target) / np.where(allowed, g, 1.0), 0.0)
     return move, n0 + move[..., None] * along, allowed
@@ -186,7 +185,6 @@ class _Track:
     bend: np.ndarray  # (L,) its bend weight
     evidence: np.ndarray  # (L,) how much the other side has been preferred lately (leaky sum)
     lines: np.ndarray  # (2,) the usual length of the hip and shoulder lines (m, running mean; nan none yet)
-    mirrored: np.ndarray  # (L,) bool: mirrored this frame
 
 
 class LiveHinges:
@@ -210,19 +208,17 @@ class LiveHinges:
         self._tracks: dict[int, _Track] = {}
         self._last_t = -np.inf
 
-    def _state(self, tids: list[int], t: float) -> tuple[np.ndarray, ...]:
-        """(axis (M, L, 3), bend (M, L), evidence (M, L), lines (M, 2), mirrored (M, L)) of each track before this
-        frame."""
+    def _state(self, tids: list[int], t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(axis (M, L, 3), bend (M, L), evidence (M, L), lines (M, 2)) of each track before this frame."""
         if t < self._last_t:  # a seek
             self._tracks.clear()
         self._last_t = t
         self._tracks = {i: s for i, s in self._tracks.items() if t - s.time <= self.drop_after}
         n = len(LIMBS)
-        fresh = _Track(t, np.full((n, 3), np.nan), np.zeros(n), np.zeros(n), np.full(2, np.nan), np.zeros(n, bool))
+        fresh = _Track(t, np.full((n, 3), np.nan), np.zeros(n), np.zeros(n), np.full(2, np.nan))
         states = [self._tracks.get(i, fresh) for i in tids]
         return (np.stack([s.axis for s in states]), np.stack([s.bend for s in states]),
-                np.stack([s.evidence for s in states]), np.stack([s.lines for s in states]),
-                np.stack([s.mirrored for s in states]))
+                np.stack([s.evidence for s in states]), np.stack([s.lines for s in states]))
 
     def choose(self, hinge: np.ndarray, mirrored: np.ndarray, bend: np.ndarray, ref: np.ndarray, ref_weight: np.ndarray,
                allowed: np.ndarray, axis_before: np.ndarray, bend_before: np.ndarray, evidence: np.ndarray
@@ -261,7 +257,7 @@ class LiveHinges:
         t = float(frame.timestamp)
         tids, people = list(seen), np.array(list(seen.values()))
         world = frame.world[people].astype(np.float64)  # (M, K, 3)
-        axis_before, bend_before, evidence, usual, was_mirrored = self._state(tids, t)
+        axis_before, bend_before, evidence, usual = self._state(tids, t)
         axes = body_axes(world, self.limbs)
         length = np.sqrt(_dot(axes[1], axes[1]))  # (M, 2) nan where a hip or shoulder is unread
         usual = np.where(np.isnan(usual), length, usual + LINE_RATE * (np.where(np.isnan(length), usual, length) - usual))
@@ -269,15 +265,14 @@ class LiveHinges:
         normal, bend = limb_axes(world, self.limbs)
         # mirrored about the body's axis where it is read, else about the side the limb had
         target = np.where(((ref_weight >= 0.5) | np.isnan(axis_before).any(-1))[..., None], ref, axis_before)
-        move, normal_mirrored, allowed = mirror_moves(world, self.limbs, target,
-                                                      np.where(was_mirrored, KEEP_RAY_SHARE, MIN_RAY_SHARE))
+        move, normal_mirrored, allowed = mirror_moves(world, self.limbs, target)
         hinge, flipped = _unit(normal), _unit(normal_mirrored)
         mirrored, evidence = self.choose(hinge, flipped, bend, ref, ref_weight, allowed, axis_before, bend_before,
                                          evidence)
         axis = np.where(mirrored[..., None], flipped, hinge)
         axis = np.where(np.isnan(axis), axis_before, axis)
         for i, tid in enumerate(tids):
-            self._tracks[tid] = _Track(t, axis[i], bend[i], evidence[i], usual[i], mirrored[i])
+            self._tracks[tid] = _Track(t, axis[i], bend[i], evidence[i], usual[i])
         heads = self._head_moves(world) if self.ears else None
         if not mirrored.any() and (heads is None or not heads.any()):
             return frame
