@@ -11,10 +11,14 @@ in a frame as it passes the ray. Here, per bone (parents first) and over the who
 directions on the child's ray is solved first: in the plane of the parent and the child's ray, ``cos(phi) a +
 sin(phi) ray`` (``a``: from the parent square onto the ray), minimising
 
-    sum_t (off_t / (RAY_SCALE L))^2 + (deep_t / (s_t L))^2  +  sum_t (turn(bone_t, bone_{t-1}) / TURN_SCALE)^2
+    sum_t (off_t / (RAY_SCALE L))^2 + (deep_t / (s_t L))^2 + REACH_COST reach_t  +  sum_t (turn(bone_t, bone_{t-1}) / TURN_SCALE)^2
 
 with ``off_t`` the child's distance from its ray, ``deep_t`` its depth along the ray against the measured bone's,
-L the bone's length and ``s_t = DEPTH_SCALE + (1 - measured length / L)`` (a bone read short: its depth unsure).
+L the bone's length and ``s_t = DEPTH_SCALE + (1 - measured length / L)`` (a bone read short: its depth unsure);
+``reach_t`` (upper arms only, :func:`past_reach`) how far the direction lies past the shoulder's reach: behind the
+trunk and not hanging down, where an arm swung along the ray cannot be (the sample dancer, seen from behind, drops
+her raised arm in front of her; the network's depth put it behind her back, a 90-degree hyperextension, and the
+arm jumped half a turn where it met its reading in front again).
 Two directions put the child on its ray (nearer the camera than the parent's foot on the ray, or farther; they
 meet where the bone lies across the image); the measured depth says which where it is sure, and the turn term
 keeps a bone on one side while it points along the ray, passing to the other where the two meet (or through a
@@ -52,11 +56,50 @@ READ_SHORT = (0.5, 0.8)  # measured length / L: under the first the bone lies on
 # along its measured direction
 EASE = 9  # frames (0.3 s at 30 fps) over which a bone eases onto its ray path before it is read short, and off after
 FLAT_SHARE = 0.05  # a bone whose measured depth difference stays under this share of its length: flat reading
+#: an upper arm pointing behind the trunk (its backward share from the first to the second of BEHIND) while
+#: not hanging down (its upward share from the first to the second of RAISED) is past the shoulder's reach
+BEHIND, RAISED = (0.75, 0.95), (-0.6, -0.2)
+WIDE = (0.5, 0.8)  # shoulder line against its median over the track: from short (facing unknown) to whole
+REACH_COST = 25.0  # a frame past the shoulder's reach costs as much as a bone turning 100 degrees in a frame
+#: (elbow, the shoulder it hangs from): the bones whose ray path keeps to the shoulder's reach
+UPPER_ARMS = (("left_elbow", "left_shoulder"), ("right_elbow", "right_shoulder"))
 
 
 def _smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
     s = np.clip((np.nan_to_num(x) - lo) / (hi - lo), 0.0, 1.0)
     return s * s * (3 - 2 * s)
+
+
+def _trunk_axes(placed: np.ndarray, spec: SkeletonSpec) -> tuple[np.ndarray, np.ndarray] | None:
+    """(up (T, 3), forward (T, 3)) unit axes of the trunk from the placed shoulders and hips (T, K, 3): up from
+    mid-hip to mid-shoulder, forward square to it and to the shoulder line (right to left shoulder), the way the
+    person faces, scaled down to 0 as the shoulder line is read short against its median (WIDE); nan where unread. None for a skeleton without shoulders and hips."""
+    names = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
+    if not set(names) <= set(spec.joint_names):
+        return None
+    ls, rs, lh, rh = (placed[:, spec.index(n)] for n in names)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        up = (ls + rs) / 2 - (lh + rh) / 2
+        up = up / np.linalg.norm(up, axis=-1, keepdims=True)
+        side = ls - rs
+        side = side - np.sum(side * up, axis=-1, keepdims=True) * up
+        width = np.linalg.norm(side, axis=-1)
+        forward = np.cross(side, up) / width[:, None]
+        seen = np.isfinite(width) & (width > 0)
+        ref = np.median(width[seen]) if seen.any() else np.nan
+        # a shoulder line read short (a side view, a collapsed depth) does not say which way the trunk faces
+        return up, forward * _smoothstep(width / ref, *WIDE)[:, None]
+
+
+def past_reach(dirs: np.ndarray, up: np.ndarray, forward: np.ndarray) -> np.ndarray:
+    """(T, S) in [0, 1]: how far upper-arm directions ``dirs`` (T, S, 3) unit lie past the shoulder's reach, given
+    the trunk's ``up`` and ``forward`` (T, 3) unit (:func:`_trunk_axes`; nan: 0): 1 pointing straight back,
+    level or raised (the arm dropped behind the back, which a shoulder cannot reach), 0 in front, to the side or
+    hanging down behind (extension under about 50 degrees)."""
+    with np.errstate(invalid="ignore"):
+        behind = -np.sum(dirs * forward[:, None, :], axis=-1)
+        raised = np.sum(dirs * up[:, None, :], axis=-1)
+    return np.nan_to_num(_smoothstep(behind, *BEHIND) * _smoothstep(raised, *RAISED))
 
 
 def _plane(parent: np.ndarray, ray: np.ndarray, measured: np.ndarray, length: float) -> tuple[np.ndarray, np.ndarray]:
@@ -146,6 +189,7 @@ def rigid_on_rays(world: np.ndarray, lengths: np.ndarray, spec: SkeletonSpec) ->
     src = w.astype(np.float64)
     out = src.copy()
     order = sorted(range(spec.num_edges), key=lambda e: spec.topo_order.index(int(spec.edges[e, 1])))
+    arms = {spec.index(c): spec.index(p) for c, p in UPPER_ARMS if c in spec.joint_names and p in spec.joint_names}
     for e in order:
         p, c = int(spec.edges[e, 0]), int(spec.edges[e, 1])
         parent, child = out[:, p], src[:, c]
@@ -170,6 +214,9 @@ def rigid_on_rays(world: np.ndarray, lengths: np.ndarray, spec: SkeletonSpec) ->
         phi = np.concatenate([-root[:, None], root[:, None],
                               np.broadcast_to(np.linspace(-np.pi, np.pi, BINS, endpoint=False), (len(a), BINS))], 1)
         dirs, cost = _cost(phi, a, np.where(safe, ray, X), dist, depth, sure, length)
+        axes = _trunk_axes(out, spec) if arms.get(c) == p else None
+        if axes is not None:  # a shoulder does not reach behind the back: the side of the ray that it can
+            cost = cost + REACH_COST * past_reach(dirs, *axes)
         chosen = phi[np.arange(len(phi)), _choose(dirs, cost, ok)]
         chosen = _refine(chosen, a, np.where(safe, ray, X), dist, depth, sure, length, ok)
         on_ray = _cost(chosen[:, None], a, ray, dist, depth, sure, length)[0][:, 0]
