@@ -6,7 +6,8 @@ then, in this order:
 1. joins the fragments of one track: a known number of animals (``config.people.known_count``:
    ``tracking.known_count.join_fragments``), else people hidden and back elsewhere (``tracking.relink``);
 2. exchanges back left and right where a person seen from behind slid to the other side, pair by pair as
-   the facing decides (``config.motion.fix_facing``: ``motion.sides.facing_sides``) and where a side view handed a
+   the facing decides (``config.motion.fix_facing``: ``motion.sides.facing_sides``), then each wrist and ankle pair
+   read on each other's limb hung back from its elbows / knees (``motion.limb_pairs``), and where a side view handed a
    knee and ankle to the other leg
    (``config.motion.fix_legs``: ``tracking.near_leg``);
 3. solves each track's motion over the whole clip (``config.motion.smoothing``: ``motion.solve``);
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from posetracker.motion.limb_pairs import limbs_from_parents
 from posetracker.motion.sides import exchange_legs, facing_sides, feet_swaps
 from posetracker.motion.solve import solve_tracks
 from posetracker.session_config import SessionConfig
@@ -38,7 +40,8 @@ from posetracker.types import PoseFrame
 def whole_track_motion(tracked: list[PoseFrame], spec: SkeletonSpec, config: SessionConfig, fps: float
                        ) -> tuple[list[PoseFrame], dict[str, Any]]:
     """The tracked frames -> (each track's motion, steps 1-5 of the module docstring; the metadata entries of
-    what the steps changed: ``known_count``, ``relinked``, ``facing_repairs``, ``leg_repairs``, ``feet_swaps``,
+    what the steps changed: ``known_count``, ``relinked``, ``facing_repairs``, ``limb_repairs``, ``leg_repairs``,
+    ``feet_swaps``,
     each present only where it is not empty, keyed by track id as text)."""
     report: dict[str, Any] = {}
     if config.people.known_count:  # a known number of animals: fragments of one animal's track share its id
@@ -50,6 +53,7 @@ def whole_track_motion(tracked: list[PoseFrame], spec: SkeletonSpec, config: Ses
         report["relinked"] = {str(k): int(v) for k, v in relinked["joined"].items()}
     if config.motion.fix_facing:  # a person seen from behind: labels that slid to the other side, exchanged back
         tracked, report["facing_repairs"] = facing_sides(tracked, spec)
+        tracked, report["limb_repairs"] = limbs_from_parents(tracked, spec)
     if config.motion.fix_legs:  # a side view: the knee and ankle labels handed over to the other leg, exchanged back
         tracked, report["leg_repairs"] = repair_near_leg(tracked, spec)
     read = tracked
