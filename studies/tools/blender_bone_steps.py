@@ -68,7 +68,7 @@ def steps(rots: np.ndarray):
     return step, swing, twist
 
 
-def measure(path: str, top: int) -> dict:
+def measure(path: str, top: int, frames: tuple[int, int] | None = None) -> dict:
     names, first, fps, rots = bone_rotations(path)
     step, swing, twist = steps(rots)
     report = Path(path + ".json")
@@ -92,6 +92,13 @@ def measure(path: str, top: int) -> dict:
         res["top"].append({"bone": names[b], "frame": first + i + 1, "seq_frame": start + i + 1,
                            "step_deg": float(step[i, b]), "swing_deg": float(swing[i, b]), "twist_deg": float(twist[i, b]),
                            "from": "roll" if twist[i, b] > swing[i, b] else "swing"})
+    if frames:  # every bone's step at each Blender frame in [a, b]
+        a, b = frames
+        res["frames_listed"] = [
+            {"frame": first + i + 1, "seq_frame": start + i + 1,
+             "bones": {names[j]: [round(float(step[i, j]), 1), round(float(swing[i, j]), 1), round(float(twist[i, j]), 1)]
+                       for j in range(len(names))}}
+            for i in range(len(step)) if a <= first + i + 1 <= b]
     return res
 
 
@@ -109,8 +116,10 @@ def main(argv=None) -> None:
     ap.add_argument("bvh", nargs="+")
     ap.add_argument("--json", help="write all results here")
     ap.add_argument("--top", type=int, default=15, help="largest steps over 30 degrees listed per file")
+    ap.add_argument("--frames", help="A:B: also list every bone's step / swing / twist at Blender frames A to B")
     args = ap.parse_args(argv)
-    files = [measure(p, args.top) for p in args.bvh]
+    span = tuple(int(v) for v in args.frames.split(":")) if args.frames else None
+    files = [measure(p, args.top, span) for p in args.bvh]
     clips: dict[str, dict] = {}
     for r in files:
         c = clips.setdefault(re.sub(r"_person\d+.*$", "", Path(r["file"]).stem),
@@ -142,6 +151,10 @@ def main(argv=None) -> None:
         for t in r["top"]:
             print(f"    {t['bone']:16s} {t['frame']:4d}({t['seq_frame']:4d}) {t['step_deg']:6.1f} {t['swing_deg']:6.1f}"
                   f" {t['twist_deg']:6.1f} {t['from']}")
+        for fr in r.get("frames_listed", []):
+            moved = {k: v for k, v in fr["bones"].items() if v[0] >= 10.0}
+            print(f"  frame {fr['frame']:4d}({fr['seq_frame']:4d}) bones turning 10 deg or more (step swing twist): "
+                  + (", ".join(f"{k} {v[0]:.1f} {v[1]:.1f} {v[2]:.1f}" for k, v in moved.items()) or "none"))
     if args.json:
         out = {"blender": bpy.app.version_string, "files": files, "clips": clips}
         Path(args.json).write_text(json.dumps(out, indent=1))
