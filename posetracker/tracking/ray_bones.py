@@ -11,7 +11,8 @@ in a frame as it passes the ray. Here, per bone (parents first) and over the who
 directions on the child's ray is solved first: in the plane of the parent and the child's ray, ``cos(phi) a +
 sin(phi) ray`` (``a``: from the parent square onto the ray), minimising
 
-    sum_t (off_t / (RAY_SCALE L))^2 + (deep_t / (s_t L))^2 + REACH_COST reach_t  +  sum_t (turn(bone_t, bone_{t-1}) / TURN_SCALE)^2
+    sum_t (off_t / (RAY_SCALE L))^2 + (deep_t / (s_t L))^2 + REACH_COST reach_t
+        +  sum_t (turn(bone_t, bone_{t-1}) / TURN_SCALE)^2
 
 with ``off_t`` the child's distance from its ray, ``deep_t`` its depth along the ray against the measured bone's,
 L the bone's length and ``s_t = DEPTH_SCALE + (1 - measured length / L)`` (a bone read short: its depth unsure);
@@ -73,7 +74,8 @@ def _smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def _trunk_axes(placed: np.ndarray, spec: SkeletonSpec) -> tuple[np.ndarray, np.ndarray] | None:
     """(up (T, 3), forward (T, 3)) unit axes of the trunk from the placed shoulders and hips (T, K, 3): up from
     mid-hip to mid-shoulder, forward square to it and to the shoulder line (right to left shoulder), the way the
-    person faces, scaled down to 0 as the shoulder line is read short against its median (WIDE); nan where unread. None for a skeleton without shoulders and hips."""
+    person faces, scaled down to 0 as the shoulder line is read short against its median (WIDE); nan where
+    unread. None for a skeleton without shoulders and hips."""
     names = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
     if not set(names) <= set(spec.joint_names):
         return None
@@ -93,9 +95,10 @@ def _trunk_axes(placed: np.ndarray, spec: SkeletonSpec) -> tuple[np.ndarray, np.
 
 def past_reach(dirs: np.ndarray, up: np.ndarray, forward: np.ndarray) -> np.ndarray:
     """(T, S) in [0, 1]: how far upper-arm directions ``dirs`` (T, S, 3) unit lie past the shoulder's reach, given
-    the trunk's ``up`` and ``forward`` (T, 3) unit (:func:`_trunk_axes`; nan: 0): 1 pointing straight back,
-    level or raised (the arm dropped behind the back, which a shoulder cannot reach), 0 in front, to the side or
-    hanging down behind (extension under about 50 degrees)."""
+    the trunk's ``up`` (T, 3) unit and ``forward`` (T, 3), unit or shorter where unsure (:func:`_trunk_axes`;
+    nan: 0): 1 pointing straight back (more than about 70 degrees behind the trunk's plane), level or raised (the
+    arm dropped behind the back, which a shoulder cannot reach), 0 in front, to the side, up to about 50 degrees
+    behind, or hanging down."""
     with np.errstate(invalid="ignore"):
         behind = -np.sum(dirs * forward[:, None, :], axis=-1)
         raised = np.sum(dirs * up[:, None, :], axis=-1)

@@ -19,9 +19,9 @@ AWAY = {"left_shoulder": (-0.18, -0.25, 0.0), "right_shoulder": (0.18, -0.25, 0.
 
 
 def _swing_track(frames: int = 31, step_deg: float = 6.0, depth_read: float = 0.1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(true (T, K, 3), read (T, K, 3), lengths (E,)): a still person 2.5 m from the camera, facing it, whose left upper arm
-    (0.3 m) swings from straight up, through pointing at the camera, to straight down, ``step_deg`` a frame (the
-    forearm held level); read with every joint on its true ray, the elbow's depth difference to the shoulder
+    """(true (T, K, 3), read (T, K, 3), lengths (E,)): a still person 2.5 m from the camera, facing it, whose left
+    upper arm (0.3 m) swings from straight up, through pointing at the camera, to straight down, ``step_deg`` a
+    frame (the forearm held level); read with every joint on its true ray, the elbow's depth difference to the shoulder
     ``depth_read`` of the true one (the network's too-small depth of a bone along the ray)."""
     rng = np.random.default_rng(3)
     lengths = rng.uniform(0.1, 0.4, E)
