@@ -69,7 +69,7 @@ def cmd_crop_head(args: argparse.Namespace) -> int:
     train, val = _entries(args, args.sources), _entries(args, args.val)
     spec = load_skeleton("human18")
     refiner = load_refiner(args.crop_weights or refiner_path("crop", spec.name), spec)
-    hs = HeadSettings(epochs=args.epochs, lr=args.lr, batch=args.batch, seed=args.seed)
+    hs = HeadSettings(epochs=args.epochs, lr=args.lr, batch=args.batch, seed=args.seed, select=args.select)
     history = train_crop_heads(refiner.net, refiner.centre_weight.numpy(), train, val, hs, _log)
     save_refiner(refiner, args.out, {}, half=True)
     _log(json.dumps(history, indent=1))
@@ -99,4 +99,7 @@ def add_crop_parsers(tsub) -> None:
             c.add_argument("--lr", type=float, default=3e-4)
             c.add_argument("--batch", type=int, default=16)
             c.add_argument("--seed", type=int, default=0)
+            c.add_argument("--select", choices=["val", "last"], default="val",
+                           help="heads written: the epoch with the lowest val error (the shipped ones if none is "
+                           "lower) or the last")
         c.set_defaults(func=func)

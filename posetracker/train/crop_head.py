@@ -47,6 +47,7 @@ class HeadSettings:
     near: float = 20.0
     offset_weight: float = 1.0
     regress_weight: float = 0.2
+    select: str = "val"  # the heads kept: "val" the epoch (0: the starting heads) with the lowest val error; "last"
 
 
 def _rows(entries: list[CropEntry]) -> list[tuple[int, int]]:
@@ -125,7 +126,8 @@ def label_error(net, weight: np.ndarray, entries: list[CropEntry], limit: int = 
 def train_crop_heads(net, weight: np.ndarray, train: list[CropEntry], val: list[CropEntry], hs: HeadSettings,
                      log: Log = print) -> list[dict]:
     """Train ``net.heads`` heatmap, offset and regress (in place; everything else frozen) on ``train``; keep the
-    epoch with the lowest validation error (``label_error`` px on ``val``). Returns per-epoch summaries."""
+    epoch with the lowest validation error (``label_error`` px on ``val``), or the last (``hs.select``). Returns
+    per-epoch summaries."""
     torch.manual_seed(hs.seed)
     rng = np.random.default_rng(hs.seed)
     start = copy.deepcopy(net.heads).eval()
@@ -162,7 +164,7 @@ def train_crop_heads(net, weight: np.ndarray, train: list[CropEntry], val: list[
         row = {"epoch": epoch, **{k: v / steps for k, v in sums.items()}, **{f"val_{k}": v for k, v in err.items()}}
         log(f"  epoch {epoch}: {row}")
         history.append(row)
-        if err["px"] < best:
+        if err["px"] < best or hs.select == "last":
             best, best_state = err["px"], copy.deepcopy(net.heads.state_dict())
     net.heads.load_state_dict(best_state)
     for p in net.parameters():

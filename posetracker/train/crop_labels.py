@@ -219,8 +219,8 @@ def crop_rows(records: list[dict], size: int) -> dict[str, np.ndarray]:
 
 
 def source_frames(path: Path, s: LabelSettings) -> Iterator[np.ndarray]:
-    """(H, W, 3) uint8 RGB frames of a source: a still photo once, a video every ``s.every``-th frame (at most
-    ``s.max_frames``)."""
+    """(H, W, 3) uint8 RGB frames of a source: a still photo once; a video every ``s.every``-th frame, or
+    sparser so that at most ``s.max_frames`` spread over the whole clip."""
     if path.suffix.lower() in IMAGE_SUFFIXES:
         import cv2
 
@@ -229,9 +229,13 @@ def source_frames(path: Path, s: LabelSettings) -> Iterator[np.ndarray]:
             raise FileNotFoundError(f"cannot read {path}")
         yield np.ascontiguousarray(bgr[..., ::-1])
         return
+    from posetracker.capture import VideoFileSource
     from posetracker.train.features import FrameSelection, iter_frames
 
-    for frame in iter_frames(path, FrameSelection(step=s.every, max_frames=s.max_frames)):
+    with VideoFileSource(path) as src:
+        count = src.frame_count or 0
+    step = max(s.every, -(-count // s.max_frames))
+    for frame in iter_frames(path, FrameSelection(step=step, max_frames=s.max_frames)):
         yield frame.image
 
 

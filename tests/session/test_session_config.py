@@ -17,6 +17,8 @@ OLD_FLAT = """{"mode": "offline", "lookahead": 2, "chunk": 12, "overlap": 4, "ma
  "fit_input": false, "low_light": false, "refiners": ["crop", "graph"], "crop_budget_ms": 20.0, "tile_grid": 3,
  "crop_turns": 4, "two_stage": false}"""
 
+NEWER_THAN_FLAT = {"crop_weights"}  # RefineSettings.crop_weights (issue #47)
+
 
 def test_an_old_flat_file_reads_back_into_the_groups() -> None:
     config = SessionConfig.from_dict(json.loads(OLD_FLAT))
@@ -29,10 +31,13 @@ def test_an_old_flat_file_reads_back_into_the_groups() -> None:
         refine=RefineSettings(refiners=("crop", "graph"), crop_budget_ms=20.0, tile_grid=3, crop_turns=4),
         motion=MotionSettings(smoothing=False, rigid_bones=False, fix_swaps=False, fix_facing=False, fix_legs=False),
         depth=DepthSettings(fov_deg=70.0, far_depth=False, pose_prior=False))
-    # every field of the groups has a value from the old file: none fell back to a default
+    # every field of the groups has a value from the old file: none fell back to a default (but settings added
+    # after the groups, which no flat file has)
     defaults = SessionConfig()
     for group in ("network", "people", "refine", "motion", "depth"):
         for f in dataclasses.fields(getattr(config, group)):
+            if f.name in NEWER_THAN_FLAT:
+                continue
             assert getattr(getattr(config, group), f.name) != getattr(getattr(defaults, group), f.name), f.name
 
 
