@@ -2,6 +2,7 @@
 
     python studies/tools/live_hinges.py record CLIP --frames N --out rec.pkl   # the live session, its solve's input kept
     python studies/tools/live_hinges.py measure rec.pkl [--json out.json]      # replayed through the live solve
+    python studies/tools/live_hinges.py cost rec.pkl [--baseline OLD.py]       # the stage's ms a frame, its outputs
 
 ``record`` runs ``TrackingSession`` live (the app's defaults, look-ahead 1, one thread) over the first N frames of
 CLIP and keeps every frame that enters its live solve (``session.smoother``: ``motion.live_solve.LiveSolve``).
@@ -19,7 +20,14 @@ of every tracked person:
   (thigh x shin) turned by more than 90 degrees between them; per 1,000 frames of limb seen.
 
 It also prints the SHA-1 of the output's 2-D keypoints (x, y of every person of every frame) so that two replays can
-be checked byte for byte. Shapes: T frames, P people, K joints; world (P, K, 3).
+be checked byte for byte.
+
+``cost`` times ``LiveHinges`` alone on the recording's smoothed frames (the live solve's own, its hinges left
+out) against the One Euro smoother (``PoseSmoother``) alone on the recorded frames, interleaved in one process,
+``--runs`` times (medians; the ratio to the smoother is what stays put on a loaded machine). ``--baseline`` names
+another ``live_hinges.py`` (e.g. ``git show COMMIT:posetracker/motion/live_hinges.py > old.py``): it is timed in
+the same runs, and its outputs (``world``, keypoints) are compared with the imported module's, frame by frame
+(nan against nan counts as equal). Shapes: T frames, P people, K joints; world (P, K, 3).
 """
 
 from __future__ import annotations
@@ -175,6 +183,63 @@ def measure(path: str) -> dict:
     return res
 
 
+def _smoothed(frames: list) -> tuple:
+    """The recording's frames as the live solve hands them to its hinges: (spec, that input of each frame)."""
+    from posetracker.motion.live_solve import LiveSolve
+    from posetracker.skeletons import load_skeleton
+    from posetracker.tracking import PoseSmoother
+
+    spec = load_skeleton("human18")
+    solve = LiveSolve(PoseSmoother(spec, "live"))
+    solve.hinges.applies = False  # passes every frame through: what the live solve's smoother made
+    return spec, [solve.update(copy.deepcopy(f)) for f in frames]
+
+
+def cost(path: str, baseline: str | None, runs: int) -> dict:
+    import importlib.util
+
+    from posetracker.motion.live_hinges import LiveHinges
+    from posetracker.tracking import PoseSmoother
+
+    with open(path, "rb") as fh:
+        frames = pickle.load(fh)["frames"]
+    spec, inputs = _smoothed(frames)
+    stages = {"hinges": LiveHinges}
+    if baseline:
+        mod_spec = importlib.util.spec_from_file_location("baseline_live_hinges", baseline)
+        mod = sys.modules["baseline_live_hinges"] = importlib.util.module_from_spec(mod_spec)
+        mod_spec.loader.exec_module(mod)
+        stages["baseline"] = mod.LiveHinges
+    ms: dict[str, list[float]] = {k: [] for k in [*stages, "smoother"]}
+    outs: dict[str, list] = {}
+    for _ in range(runs):
+        for name, cls in stages.items():
+            stage = cls(spec)
+            t0 = time.perf_counter()
+            outs[name] = [stage.update(f) for f in inputs]
+            ms[name].append((time.perf_counter() - t0) / len(inputs) * 1000)
+        smoother = PoseSmoother(spec, "live")
+        t0 = time.perf_counter()
+        for f in frames:
+            smoother.update(f)
+        ms["smoother"].append((time.perf_counter() - t0) / len(frames) * 1000)
+    med = {k: float(np.median(v)) for k, v in ms.items()}
+    res = {"recording": path, "frames": len(inputs), "runs": runs,
+           "ms_per_frame": {k: round(v, 4) for k, v in med.items()},
+           "ratio_to_smoother": {k: round(med[k] / med["smoother"], 3) for k in stages},
+           "moved_frames": sum(not np.array_equal(a.world, b.world, equal_nan=True) for a, b in zip(outs["hinges"], inputs))}
+    if baseline:
+        def gap(x: np.ndarray, y: np.ndarray) -> float:
+            d = np.abs(x.astype(np.float64) - y)
+            return float(np.where(np.isnan(x) & np.isnan(y), 0.0, np.nan_to_num(d, nan=np.inf)).max(initial=0.0))
+
+        diff = [max(gap(a.world, b.world), gap(a.keypoints, b.keypoints))
+                for a, b in zip(outs["hinges"], outs["baseline"])]
+        res["max_abs_diff_to_baseline"] = max(diff)
+        res["identical_frames"] = sum(d == 0.0 for d in diff)
+    return res
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -185,11 +250,16 @@ def main(argv=None) -> int:
     m = sub.add_parser("measure")
     m.add_argument("recording")
     m.add_argument("--json")
+    c = sub.add_parser("cost")
+    c.add_argument("recording")
+    c.add_argument("--baseline", help="another live_hinges.py, timed and compared in the same runs")
+    c.add_argument("--runs", type=int, default=5)
+    c.add_argument("--json")
     a = ap.parse_args(argv)
     if a.cmd == "record":
         record(a.clip, a.frames, a.out)
         return 0
-    res = measure(a.recording)
+    res = measure(a.recording) if a.cmd == "measure" else cost(a.recording, a.baseline, a.runs)
     text = json.dumps(res, indent=1)
     print(text)
     if a.json:
