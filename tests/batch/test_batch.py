@@ -292,12 +292,14 @@ def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path, shared_
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "posetracker", "batch", str(tmp_path / "in"), "--out", str(out), "--format", "json",
            "--workers", "1"]
-    driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    errors = tmp_path / "driver.err"
+    with errors.open("w") as err:
+        driver = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
         end = time.time() + 240
-        while time.time() < end and not read_manifest(out):
+        while time.time() < end and not read_manifest(out) and driver.poll() is None:  # a driver that ended: no wait
             time.sleep(0.05)
-        assert read_manifest(out), "no video finished in time"
+        assert read_manifest(out), f"no video finished in time: {errors.read_text()[-1500:]}"
         below = descendants(driver.pid)
         assert any("ray" in _cmdline(p) for p in below), "a local Ray cluster below the batch"
     finally:
