@@ -111,15 +111,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2
-    config = session_config(args, fov_to_track(camera))
-    try:
-        session = TrackingSession.open(args.skeleton, args.weights, config)
-    except RefinerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for notice in session.notices:
-        print(f"warning: {notice}", file=sys.stderr)
-    try:
+    try:  # the input first: a video that cannot be read, or another camera's, is refused before a model loads
         source = open_source(args.input)
     except CaptureError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -132,6 +124,15 @@ def _cmd_process(args: argparse.Namespace) -> int:
         return 2
     if note:
         print(f"warning: {note}", file=sys.stderr)
+    config = session_config(args, fov_to_track(camera))
+    try:
+        session = TrackingSession.open(args.skeleton, args.weights, config)
+    except RefinerError as exc:
+        source.close()
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    for notice in session.notices:
+        print(f"warning: {notice}", file=sys.stderr)
     bar, update = progress_bar(source.frame_count, f"{args.mode} tracking")
     interrupted = _InterruptFlag()
     try:
