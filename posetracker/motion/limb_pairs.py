@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from posetracker.skeletons import SkeletonSpec
-from posetracker.tracking.mirror import permute_joints
+from posetracker.tracking.mirror import reorder_rows, track_ids, track_rows
 from posetracker.types import PoseFrame
 
 #: (pair, parent pair) judged
@@ -91,18 +91,12 @@ def limbs_from_parents(frames: list[PoseFrame], spec: SkeletonSpec, min_confiden
     report: dict[int, int] = {}
     if not frames or not applies(spec):
         return out, report
-    for tid in sorted({int(i) for f in frames for i in f.track_ids if i >= 0}):
-        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames) if tid in f.track_ids]
+    for tid in track_ids(frames):
+        rows = track_rows(frames, tid)
         xy = np.stack([frames[t].keypoints[p, :, :2] for t, p in rows]).astype(np.float64)
         conf = np.stack([frames[t].confidence[p] for t, p in rows]).astype(np.float64)
         orders = pair_orders(xy, (conf >= min_confidence) & np.isfinite(xy).all(-1), spec)
-        changed = 0
-        for (t, p), o in zip(rows, orders):
-            if (o != np.arange(len(o))).any():
-                order = np.tile(np.arange(out[t].num_joints), (out[t].num_people, 1))
-                order[p] = o
-                out[t] = permute_joints(out[t], order)
-                changed += 1
+        changed = reorder_rows(out, rows, orders)
         if changed:
             report[tid] = changed
     return out, report

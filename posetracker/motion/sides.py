@@ -50,7 +50,7 @@ import numpy as np
 from posetracker.analysis.foot_contact import FOOT_JOINTS, LEG_JOINTS, ContactSettings, GaitError, foot_contacts
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking.facing import FacingSettings, applies, repair_states, trunk_yaw
-from posetracker.tracking.mirror import permute_joints
+from posetracker.tracking.mirror import permute_joints, reorder_rows, track_ids, track_rows
 from posetracker.tracks import PersonTrack, TrackError, frame_time, person_tracks
 from posetracker.types import PoseFrame, PoseSequence
 
@@ -237,9 +237,8 @@ def facing_sides(frames: list[PoseFrame], spec: SkeletonSpec, settings: FacingSe
     if not frames or not applies(spec):
         return out, report
     s = settings or FacingSettings()
-    for tid in sorted({int(i) for f in frames for i in f.track_ids if i >= 0}):
-        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
-                if f.world is not None and tid in f.track_ids]
+    for tid in track_ids(frames):
+        rows = track_rows(frames, tid, with_world=True)
         if len(rows) < min_frames:
             continue
         xy = np.stack([frames[t].keypoints[p, :, :2] for t, p in rows]).astype(np.float64)
@@ -249,14 +248,7 @@ def facing_sides(frames: list[PoseFrame], spec: SkeletonSpec, settings: FacingSe
         if not state.any():
             continue
         orders = facing_orders(xy, (conf >= s.min_confidence) & np.isfinite(xy).all(-1), state, spec)
-        changed = 0
-        for (t, p), o in zip(rows, orders):
-            if (o != np.arange(len(o))).any():
-                order = np.tile(np.arange(out[t].num_joints), (out[t].num_people, 1))
-                order[p] = o
-                out[t] = permute_joints(out[t], order)
-                changed += 1
-        report[tid] = changed
+        report[tid] = reorder_rows(out, rows, orders)
     return out, report
 
 

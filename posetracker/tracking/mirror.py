@@ -121,9 +121,8 @@ def permute_tracks(frames: list[PoseFrame], perm: np.ndarray, states: Callable[[
     Returns new frames and {track id: frames changed} for tracks with any."""
     out = list(frames)
     report: dict[int, int] = {}
-    for tid in sorted({int(i) for f in frames for i in f.track_ids if i >= 0}):
-        rows = [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
-                if f.world is not None and tid in f.track_ids]
+    for tid in track_ids(frames):
+        rows = track_rows(frames, tid, with_world=True)
         if len(rows) < min_frames:
             continue
         track = TrackArrays(np.stack([frames[t].keypoints[p, :, :2] for t, p in rows]).astype(np.float64),
@@ -133,14 +132,33 @@ def permute_tracks(frames: list[PoseFrame], perm: np.ndarray, states: Callable[[
         state = states(track)
         if not state.any():
             continue
-        report[tid] = int(state.sum())
-        for (t, p), swap in zip(rows, state):
-            if swap:
-                order = np.tile(np.arange(out[t].num_joints), (out[t].num_people, 1))
-                order[p] = perm
-                out[t] = permute_joints(out[t], order)
+        report[tid] = reorder_rows(out, rows, np.where(state[:, None], perm[None, :], np.arange(len(perm))[None, :]))
     return out, report
 
 
-__all__ = ["TrackArrays", "count_swaps", "crossed_pairs", "mirror_pairs", "permute_joints", "permute_tracks", "same_sides",
-           "swap_permutation"]
+def track_ids(frames: list[PoseFrame]) -> list[int]:
+    """Every track id of ``frames`` (people with id -1 left out), sorted."""
+    return sorted({int(i) for f in frames for i in f.track_ids if i >= 0})
+
+
+def track_rows(frames: list[PoseFrame], tid: int, with_world: bool = False) -> list[tuple[int, int]]:
+    """(frame index, person index) of track ``tid`` in each frame that has it (``with_world``: and 3-D)."""
+    return [(t, int(np.flatnonzero(f.track_ids == tid)[0])) for t, f in enumerate(frames)
+            if tid in f.track_ids and (not with_world or f.world is not None)]
+
+
+def reorder_rows(out: list[PoseFrame], rows: list[tuple[int, int]], orders: np.ndarray) -> int:
+    """Reorders, in place in the list ``out``, the joints of person p of frame t by ``orders[i]`` for each row
+    i = (t, p) of ``rows`` (orders (len(rows), K) int; identity rows left as they are). Returns the rows changed."""
+    changed = 0
+    for (t, p), o in zip(rows, orders):
+        if (o != np.arange(len(o))).any():
+            order = np.tile(np.arange(out[t].num_joints), (out[t].num_people, 1))
+            order[p] = o
+            out[t] = permute_joints(out[t], order)
+            changed += 1
+    return changed
+
+
+__all__ = ["TrackArrays", "count_swaps", "crossed_pairs", "mirror_pairs", "permute_joints", "permute_tracks",
+           "reorder_rows", "same_sides", "swap_permutation", "track_ids", "track_rows"]
