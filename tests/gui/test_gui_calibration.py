@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gui_helpers import fake_services, isolated_settings, make_video, no_modal_dialogs, wait_until  # noqa: F401
+from gui_helpers import (fake_services, isolated_settings, make_video, no_modal_dialogs, wait_until,  # noqa: F401
+                         window)
 from posetracker.multiview.calibration import CalibrationError, read_calibration
 from posetracker.multiview.one_view import read_view
 from test_gui_multicamera import write_toml
@@ -64,18 +65,6 @@ def test_the_cli_refuses_another_cameras_frames(tmp_path, calib, capsys):
 
 
 # ---------------------------------------------------------------------------------------------------- the app
-
-
-@pytest.fixture
-def window(qtbot):
-    from ui.main_window import MainWindow
-
-    w = MainWindow(fake_services())
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.close()
-    assert not w.controller.running_threads()
 
 
 def _processed(qtbot, window, before=None):

@@ -7,19 +7,8 @@ import json
 
 import pytest
 
-from gui_helpers import fake_services, isolated_settings, no_modal_dialogs  # noqa: F401
+from gui_helpers import isolated_settings, no_modal_dialogs, window  # noqa: F401
 from posetracker.export.choices import chosen_options, export_choices
-
-
-@pytest.fixture
-def window(qtbot):
-    from ui.main_window import MainWindow
-
-    w = MainWindow(fake_services())
-    qtbot.addWidget(w)
-    w.show()
-    yield w
-    w.close()
 
 
 def test_library_choices_apply_only_where_they_mean_something():

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from gui_helpers import FakeSession, fake_services, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
+from gui_helpers import (FakeSession, fake_services, isolated_settings, make_video, no_modal_dialogs,  # noqa: F401
+                         open_window)
 from posetracker.motion.heights import HeightError, Heights
 
 pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
@@ -24,13 +25,9 @@ def clip(tmp_path_factory):
 
 @pytest.fixture
 def window(qtbot):
-    from ui.main_window import MainWindow
-
     services = fake_services()
     services.make_session = lambda choice: FakeSession(people=2)  # two people side by side
-    w = MainWindow(services)
-    qtbot.addWidget(w)
-    w.show()
+    w = open_window(qtbot, services)
     yield w
     w.close()
     assert not w.controller.running_threads()

@@ -10,7 +10,7 @@ import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
-from gui_helpers import fake_services, isolated_settings, make_video, no_modal_dialogs  # noqa: F401
+from gui_helpers import isolated_settings, make_video, no_modal_dialogs, open_window, window  # noqa: F401
 from posetracker.export import exporters
 from posetracker.model.weights import WeightsError
 
@@ -21,23 +21,6 @@ pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
 @pytest.fixture(scope="module")
 def clip(tmp_path_factory):
     return make_video(tmp_path_factory.mktemp("clip") / "clip.mp4", frames=45)
-
-
-def make_window(qtbot, **services):
-    from ui.main_window import MainWindow
-
-    window = MainWindow(fake_services(**services))
-    qtbot.addWidget(window)
-    window.show()
-    return window
-
-
-@pytest.fixture
-def window(qtbot):
-    w = make_window(qtbot)
-    yield w
-    w.close()
-    assert not w.controller.running_threads()
 
 
 def poses_after(qtbot, window, n=3, timeout=5.0):
@@ -98,7 +81,7 @@ def test_switch_source_camera_then_file_leaves_only_the_new_threads(qtbot, windo
 
 
 def test_close_stops_every_thread_within_two_seconds(qtbot, clip):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     window.open_source("camera:0")
     poses_after(qtbot, window)
     window.start_recording()
@@ -136,7 +119,7 @@ def test_a_truncated_file_plays_up_to_the_damage_then_says_so(qtbot, window, tmp
 
 
 def test_camera_unplugged_mid_session(qtbot):
-    window = make_window(qtbot, camera={"unplug_after": 15})
+    window = open_window(qtbot, camera={"unplug_after": 15})
     window.open_source("camera:0")
     qtbot.waitUntil(lambda: any("stopped delivering" in m for m in window.banner.messages()), timeout=5000)
     assert window.poses_received > 0
@@ -144,7 +127,7 @@ def test_camera_unplugged_mid_session(qtbot):
 
 
 def test_a_model_notice_shows_and_tracking_goes_on(qtbot, clip):
-    window = make_window(qtbot, session_notices=("Pose prior not used (joint depths from the depth head alone): bad file",))
+    window = open_window(qtbot, session_notices=("Pose prior not used (joint depths from the depth head alone): bad file",))
     window.open_source(str(clip))
     qtbot.waitUntil(lambda: any("Pose prior not used" in m for m in window.banner.messages()), timeout=5000)
     poses_after(qtbot, window)
@@ -152,7 +135,7 @@ def test_a_model_notice_shows_and_tracking_goes_on(qtbot, clip):
 
 
 def test_missing_weights_show_a_message_and_the_video_still_plays(qtbot, clip):
-    window = make_window(qtbot, session_error=WeightsError("model weights not found: models/posenet-human18.safetensors"))
+    window = open_window(qtbot, session_error=WeightsError("model weights not found: models/posenet-human18.safetensors"))
     window.open_source(str(clip))
     qtbot.waitUntil(lambda: any("Could not load the model" in m for m in window.banner.messages()), timeout=5000)
     qtbot.waitUntil(lambda: window.video.frames_shown > 5, timeout=3000)
@@ -231,7 +214,7 @@ def test_offline_mode_processes_the_whole_file_then_plays_it(qtbot, window, clip
 
 
 def test_cancelling_offline_processing_returns_to_live_tracking(qtbot, clip):
-    window = make_window(qtbot, delay=0.05)
+    window = open_window(qtbot, delay=0.05)
     window.open_source(str(clip), mode="offline")
     qtbot.waitUntil(lambda: window.controller.offline is not None, timeout=3000)
     with qtbot.waitSignal(window.controller.processing_finished, timeout=3000):
@@ -243,7 +226,7 @@ def test_cancelling_offline_processing_returns_to_live_tracking(qtbot, clip):
 
 
 def test_cancelling_a_later_whole_file_pass_plays_on(qtbot, clip):
-    window = make_window(qtbot, delay=0.05)
+    window = open_window(qtbot, delay=0.05)
     window.open_source(str(clip))
     poses_after(qtbot, window)
     window.process_whole_file()
@@ -280,12 +263,12 @@ def test_drop_a_file_opens_it(qtbot, window, clip):
 
 
 def test_settings_persist_between_runs(qtbot, clip):
-    window = make_window(qtbot)
+    window = open_window(qtbot)
     window.labels_action.setChecked(False)
     window.model_panel.lookahead.setValue(2)
     window.open_source(str(clip))
     window.close()
-    again = make_window(qtbot)
+    again = open_window(qtbot)
     assert not again.state.show_labels and not again.labels_action.isChecked()
     assert again.state.lookahead == 2 and again.state.recent_files[0] == str(clip)
     again.close()
@@ -386,7 +369,7 @@ def test_a_failed_open_clears_the_title_and_a_good_one_clears_old_errors(qtbot, 
 def test_a_model_that_fails_to_load_is_not_left_loading(qtbot, clip):
     from posetracker.model.weights import WeightsError
 
-    window = make_window(qtbot, session_error=WeightsError("model weights not found: models/x.safetensors"))
+    window = open_window(qtbot, session_error=WeightsError("model weights not found: models/x.safetensors"))
     try:
         window.open_source(str(clip))
         qtbot.waitUntil(lambda: "not running" in window.model_panel.model_label.text(), timeout=5000)

@@ -152,6 +152,25 @@ def make_video(path: Path, frames: int = 45, size: tuple[int, int] = (160, 120),
     return path
 
 
+def open_window(qtbot, services=None, **fake):
+    """The main window on ``services`` (None: ``fake_services(**fake)``), shown; qtbot closes it with the test."""
+    from ui.main_window import MainWindow
+
+    window = MainWindow(services if services is not None else fake_services(**fake))
+    qtbot.addWidget(window)
+    window.show()
+    return window
+
+
+@pytest.fixture
+def window(qtbot):
+    """The main window on fake services; closed after the test, with no worker thread left running."""
+    w = open_window(qtbot)
+    yield w
+    w.close()
+    assert not w.controller.running_threads()
+
+
 def wait_until(qtbot, condition, timeout: float = 5.0) -> None:
     qtbot.waitUntil(condition, timeout=int(timeout * 1000))
 
