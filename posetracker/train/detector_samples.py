@@ -43,10 +43,10 @@ Arrays of a :class:`LabelledSamples` (M samples, P = most instances in one item)
   :func:`extra_samples`, may lack some: their heatmaps carry no loss there); None = every joint
 
 Extra sets (a config's ``extra_data``): further labelled sets of the same kind of footage whose keypoint
-names differ (``names``: skeleton joint -> the set's name) and which may lack joints; their items train
-(they are other recordings, never the held-out stretch), every ``every``-th item, ``variants`` copies each
-(default: the augmentation's), except the ``held_out`` segments ([[first, end), ...] of frame indices, item
-indices for stills) and ``gap`` frames either side of each: those segments are scored instead
+names differ (``names``: skeleton joint -> the set's name; null: another point there, dropped) and which
+may lack joints; their items train (they are other recordings, never the held-out stretch), every ``every``-th
+item, ``variants`` copies each (default: the augmentation's), except the ``held_out`` segments ([[first, end),
+...] of frame indices, item indices for stills) and ``gap`` frames either side of each: those are scored instead
 (:func:`extra_held_out`, ``posetracker train held-out-eval --extra-held-out``).
 """
 
@@ -315,8 +315,8 @@ def load_split(path: str, spec: SkeletonSpec, val_fraction: float) -> tuple[list
 
 def extra_columns(keypoint_names: list[str], names: dict[str, str], spec: SkeletonSpec, path: str) -> np.ndarray:
     """(K,) column of each skeleton joint in an extra set (by ``names``: joint -> the set's name, else the joint's
-    own name), -1 where the set lacks it."""
-    unknown = sorted(set(names) - set(spec.joint_names)) + sorted(v for v in names.values() if v not in keypoint_names)
+    own name; a null name drops the joint), -1 where the set lacks it."""
+    unknown = sorted(set(names) - set(spec.joint_names)) + sorted(v for v in names.values() if v not in [None, *keypoint_names])
     if unknown:
         raise ValueError(f"extra_data {path}: names not in the skeleton / the set: {unknown}")
     cols = np.array([keypoint_names.index(names.get(j, j)) if names.get(j, j) in keypoint_names else -1
@@ -345,7 +345,8 @@ def extra_samples(path: str, names: dict[str, str], every: int, spec: SkeletonSp
     items = [it for it, out in zip(items, segment_flags(items, held_out, gap)) if not out][:: max(1, every)]
     if aug is not None and variants:
         aug = replace(aug, variants=int(variants))
-    tag = f"extra-{every}" + (f"-out{[list(x) for x in held_out]}-{gap}" if held_out else "")
+    tag = f"extra-{every}" + (f"-out{[list(x) for x in held_out]}-{gap}" if held_out else "") \
+        + "".join(f"-no-{j}" for j in names if names[j] is None)
     out = prepare_samples(path, items, cols, spec, net, aug, seed, tag, progress, samples)
     labelled = np.broadcast_to(cols >= 0, (len(out), len(cols))).copy()
     return LabelledSamples(out.taps, out.images, out.points, labelled)

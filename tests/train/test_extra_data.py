@@ -126,3 +126,18 @@ def test_an_extra_set_may_give_more_copies(tmp_path, mouse, monkeypatch):
     extra_samples(path, {"snout": "nose"}, 1, mouse, None, AugmentConfig(variants=2), 0, variants=16)
     extra_samples(path, {"snout": "nose"}, 1, mouse, None, AugmentConfig(variants=2), 0)
     assert got == [16, 2]
+
+
+def test_a_null_name_drops_a_joint_whose_point_is_another(tmp_path, mouse, monkeypatch):
+    """names: {joint: null} (the set has a point of that name, but another one of the body): the joint is not
+    trained on from that set (unlabelled there) and the set's cached samples are not those with the joint."""
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path / "cache"))
+    path = _video_set(tmp_path, 3)
+    got = []
+    monkeypatch.setattr("posetracker.train.detector_samples.prepare_samples",
+                        lambda p, items, cols, spec, net, aug, seed, tag, *a, **k: got.append((cols.tolist(), tag))
+                        or _part(len(items), 2, mouse.num_joints))
+    s = extra_samples(path, {"snout": "nose", "leftear": None}, 1, mouse, None, None, 0)
+    extra_samples(path, {"snout": "nose"}, 1, mouse, None, None, 0)
+    assert got[0][0][:3] == [0, -1, 2] and got[1][0][:3] == [0, 1, 2] and got[0][1] != got[1][1]
+    assert s.labelled[:, :3].tolist() == [[True, False, True]] * 3
