@@ -71,12 +71,12 @@ class FarDepthBlend:
             heads.append(float(z_head))
             self._last_seen[tid] = self._frame
             if cue[p] == 0:
-                ratios.append(float(np.clip(np.log(z_scale[p] / z_head), -self.max_log_ratio, self.max_log_ratio)))
+                ratios.append(min(max(float(np.log(z_scale[p] / z_head)), -self.max_log_ratio), self.max_log_ratio))
             if not ratios:
                 continue
-            weight = np.clip((np.median(heads) - self.near_m) / (self.far_m - self.near_m), 0.0, 1.0)
+            weight = min(max((_median(heads) - self.near_m) / (self.far_m - self.near_m), 0.0), 1.0)
             weight *= min(1.0, len(ratios) / self.min_samples)
-            shift[p] = z_head * (np.exp(weight * np.median(ratios)) - 1.0)
+            shift[p] = z_head * (np.exp(weight * _median(ratios)) - 1.0)
         self._forget()
         if not shift.any():
             return pose
@@ -87,3 +87,11 @@ class FarDepthBlend:
     def _forget(self) -> None:
         for tid in [t for t, seen in self._last_seen.items() if self._frame - seen > self.forget_after]:
             del self._ratios[tid], self._heads[tid], self._last_seen[tid]
+
+
+def _median(values: deque[float]) -> float:
+    """The median of finite ``values`` (as ``np.median``: the mean of the middle two of an even count), without
+    numpy's cost on a few dozen numbers."""
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2

@@ -30,6 +30,7 @@ import numpy as np
 
 from posetracker.motion.live_hinges import LiveHinges
 from posetracker.tracking.smoothing import LARGE_PERSON_PX, PoseSmoother, person_size
+from posetracker.tracking.tracker import median_over_joints
 from posetracker.types import PoseFrame
 
 #: Residuals up to this share of the person's size (keypoint-box diagonal) keep their full weight
@@ -47,19 +48,19 @@ def robust_weights(xy: np.ndarray, ok: np.ndarray, smoothed: np.ndarray, previou
     joints' last smoothed positions (nan: none yet); previous: (M, K, 2) the track's readings at its last
     frame (nan where not read then). Returns (M, K) weights in (0, 1]; 1 where not weighed.
     """
-    m = xy.shape[0]
     size = person_size(np.where(np.isfinite(xy), xy, np.nan))  # (M,) px, nan without joints
     lo, hi = large_px
-    large = np.clip((np.nan_to_num(size) - lo) / (hi - lo), 0.0, 1.0)  # (M,) 0 small .. 1 large
+    large = np.minimum(np.maximum((np.where(np.isnan(size), 0.0, size) - lo) / (hi - lo), 0.0), 1.0)  # (M,) 0..1
     both = ok & np.isfinite(previous).all(-1)
-    body = np.zeros((m, 2))
-    for i in np.flatnonzero((both.sum(-1) >= min_body_joints) & (large > 0)):  # small people: weight 1 anyway
-        body[i] = np.median(xy[i][both[i]] - previous[i][both[i]], axis=0)
-    predicted = smoothed + body[:, None]
-    weighed = ok & np.isfinite(predicted).all(-1) & np.isfinite(size)[:, None]
-    with np.errstate(invalid="ignore", divide="ignore"):
+    moving = (both.sum(-1) >= min_body_joints) & (large > 0)  # small people: weight 1 anyway
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        predicted = smoothed
+        if moving.any():  # (M, 2) the median displacement of the joints read in both frames
+            predicted = smoothed + np.where(moving[:, None], median_over_joints(xy - previous, both), 0.0)[:, None]
+        weighed = ok & np.isfinite(predicted).all(-1) & np.isfinite(size)[:, None]
         r = np.linalg.norm(xy - predicted, axis=-1) / (scale * size[:, None])
-    w = np.where(weighed, 1.0 / (1.0 + np.maximum(np.nan_to_num(r) - 1.0, 0.0) ** 2), 1.0)
+        # where not weighed (r may be nan there) the weight is 1
+        w = np.where(weighed, 1.0 / (1.0 + np.maximum(r - 1.0, 0.0) ** 2), 1.0)
     return 1.0 - large[:, None] * (1.0 - w)
 
 
@@ -106,8 +107,9 @@ class LiveSolve:
         nan = np.full((k, 2), np.nan)
         previous = np.stack([self._previous.get(i, (t, nan))[1] for i in tids])
         w = robust_weights(xy, ok, self.smoother.last_xy(tids), previous, self.scale)
+        now = np.where(ok[..., None], xy, np.nan)  # (M, K, 2)
         for i, tid in enumerate(tids):
-            self._previous[tid] = (t, np.where(ok[i, :, None], xy[i], np.nan))
+            self._previous[tid] = (t, now[i])
         if (w == 1.0).all():  # nothing weighed (small people, nothing far): the smoother's own path
             return self.hinges.update(self.smoother.update(frame))
         weight = np.ones(frame.confidence.shape)

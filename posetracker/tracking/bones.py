@@ -220,9 +220,15 @@ class BoneLengthEstimator:
             cols = np.arange(s.shape[1])
             lo, hi = np.maximum((n - 1) // 2, 0), np.maximum(n // 2, 0)
             med = 0.5 * (s[lo, cols] + s[hi, cols])
-            for e, m in _mirror_pairs(self.spec):  # a left bone is as long as its right one: both sides' samples
-                if n[e] >= self.min_samples and n[m] >= self.min_samples:
-                    med[e] = med[m] = float(np.nanmedian(np.concatenate([filled[:, e], filled[:, m]])))
+            pairs = _mirror_pairs(self.spec)
+            if pairs:  # a left bone is as long as its right one: the median of both sides' samples, per pair
+                es, ms = np.array(pairs).T  # (B,) each
+                both = np.sort(np.concatenate([filled[:, es], filled[:, ms]]), axis=0)  # (2 samples, B)
+                nb = n[es] + n[ms]
+                pair = 0.5 * (both[np.maximum((nb - 1) // 2, 0), np.arange(len(es))] + both[nb // 2, np.arange(len(es))])
+                sure = (n[es] >= self.min_samples) & (n[ms] >= self.min_samples)
+                med[es[sure]] = pair[sure]
+                med[ms[sure]] = pair[sure]
             buf.cached = np.where(n >= self.min_samples, med, np.nan)
             buf.since_refresh = 0
         return buf.cached.copy()

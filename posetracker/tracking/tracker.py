@@ -57,7 +57,7 @@ from posetracker.types import PoseFrame, ShapeError
 _FIELDS = ("xy", "known", "observed", "vel", "vbody", "t", "area", "hits", "ids")
 
 
-def _median_over_joints(v: np.ndarray, ok: np.ndarray) -> np.ndarray:
+def median_over_joints(v: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """(M, 2) median over the ``ok`` joints of v (M, K, 2); nan where none."""
     s = np.sort(np.where(ok[..., None], v, np.nan), axis=1)  # nan sorts last
     n = ok.sum(axis=1)
@@ -282,7 +282,7 @@ class PoseTracker:
         both = ok & self.observed[rows] & moving[:, None]
         with np.errstate(invalid="ignore", divide="ignore"):
             v = (xy - self.xy[rows]) / dt[:, None, None]
-        vb = _median_over_joints(v, both)
+        vb = median_over_joints(v, both)
         vb = np.where(both.any(axis=1)[:, None], vb, self.vbody[rows])
         vj = np.where(both[..., None], v, vb[:, None, :])
         self.vel[rows] = np.where(moving[:, None, None], vj, self.vel[rows])

@@ -1,0 +1,141 @@
+"""The live session's tracking stage (ids, live solve, hinges, bone lengths) alone: its cost and its outputs.
+
+    python studies/tools/live_track_cost.py record CLIP --frames N --out rec.pkl   # the stage's inputs, kept
+    python studies/tools/live_track_cost.py replay rec.pkl --runs R [--profile]    # CPU ms a frame, outputs' SHA-1
+
+``record`` runs ``TrackingSession`` live (the app's defaults: look-ahead 1, the fast precision stage, one thread)
+over the first N frames of CLIP and keeps what enters its tracking stage (``TrackingSession._post_live``) each
+frame: the untracked PoseFrame and the bottom-up joints the tracker links by (``_bottom_up``).
+
+``replay`` opens a live session with whichever ``posetracker`` is imported (run it with ``PYTHONPATH=<a git
+worktree>`` for another commit; ``cd /tmp`` first so that the repository's own package is not the one found),
+feeds the recorded frames through ``_post_live`` ``--runs`` times (the session reset before each run) and prints
+the stage's process CPU time a frame (median frame, mean frame; medians over the runs) and the SHA-1 of every
+output array (keypoints (P, K, 3), confidence (P, K), scores (P,), track ids (P,), world (P, K, 3)) of the last
+run: two commits whose digests agree give byte-identical live outputs on these inputs. ``--profile`` adds a
+cProfile of one more run (the 25 costliest functions by own time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import cProfile
+import hashlib
+import io
+import pickle
+import pstats
+import statistics
+import time
+
+
+def _session():
+    import torch
+
+    from posetracker.session import SessionConfig, TrackingSession
+
+    torch.set_num_threads(1)
+    return TrackingSession.open("human18", None, SessionConfig(mode="live"))
+
+
+def record(clip: str, frames: int, out: str) -> None:
+    from posetracker.capture import open_source
+    from posetracker.session import TrackingSession
+
+    session = _session()
+    kept = []
+    inner = TrackingSession._post_live
+
+    def keep(self, pose, network_ms):
+        kept.append((copy.deepcopy(pose), copy.deepcopy(self._bottom_up.get(pose.index))))
+        return inner(self, pose, network_ms)
+
+    TrackingSession._post_live = keep
+    source = open_source(clip)
+
+    def first():
+        for i, f in enumerate(source):
+            if i >= frames:
+                break
+            yield f
+
+    t0 = time.time()
+    with source:
+        session.run(first(), fps=source.fps)
+    with open(out, "wb") as fh:
+        pickle.dump({"clip": clip, "frames": kept}, fh)
+    people = sum(p.num_people for p, _ in kept) / max(len(kept), 1)
+    print(f"{clip}: {len(kept)} frames ({people:.2f} people a frame) in {time.time() - t0:.0f} s -> {out}")
+
+
+def _run(session, frames: list) -> tuple[list, list[float]]:
+    """One replay: the outputs and each frame's process CPU time (s)."""
+    session.reset()
+    outs, spent = [], []
+    for pose, bottom_up in frames:
+        pose = copy.deepcopy(pose)
+        if bottom_up is not None:
+            session._bottom_up[pose.index] = copy.deepcopy(bottom_up)
+        t0 = time.process_time()
+        outs.append(session._post_live(pose, 0.0))
+        spent.append(time.process_time() - t0)
+    return outs, spent
+
+
+def digest(outs: list) -> str:
+    h = hashlib.sha1()
+    for f in outs:
+        for a in (f.keypoints, f.confidence, f.scores, f.track_ids, f.world):
+            if a is not None:
+                h.update(str(a.dtype).encode() + str(a.shape).encode())
+                h.update(a.tobytes())
+    return h.hexdigest()
+
+
+def replay(path: str, runs: int, profile: bool) -> None:
+    import posetracker
+
+    with open(path, "rb") as fh:
+        rec = pickle.load(fh)
+    session = _session()
+    frames = rec["frames"]
+    _run(session, frames)  # warm-up
+    medians, means = [], []
+    for _ in range(runs):
+        outs, spent = _run(session, frames)
+        medians.append(statistics.median(spent) * 1000)
+        means.append(statistics.fmean(spent) * 1000)
+    print(f"{posetracker.__file__}: {rec['clip']}, {len(frames)} frames, {runs} runs")
+    print(f"  CPU ms a frame: median frame {statistics.median(medians):.3f} (runs {', '.join(f'{m:.3f}' for m in medians)}),"
+          f" mean frame {statistics.median(means):.3f} (runs {', '.join(f'{m:.3f}' for m in means)})")
+    print(f"  outputs SHA-1 {digest(outs)}")
+    if profile:
+        prof = cProfile.Profile()
+        prof.enable()
+        _run(session, frames)
+        prof.disable()
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("tottime").print_stats(25)
+        print(text.getvalue())
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("record")
+    r.add_argument("clip")
+    r.add_argument("--frames", type=int, default=120)
+    r.add_argument("--out", required=True)
+    p = sub.add_parser("replay")
+    p.add_argument("recording")
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--profile", action="store_true")
+    a = ap.parse_args()
+    if a.cmd == "record":
+        record(a.clip, a.frames, a.out)
+    else:
+        replay(a.recording, a.runs, a.profile)
+
+
+if __name__ == "__main__":
+    main()
