@@ -259,8 +259,9 @@ class TrackingSession(FramePeople):
         if self.spec.score_calibration is None or pose.num_people == 0:
             return pose
         sure = pose.scores >= self.config.people.min_person_probability
-        self._sure_tracks.update(int(t) for t in pose.track_ids[sure & (pose.track_ids >= 0)])
-        keep = sure | np.isin(pose.track_ids, list(self._sure_tracks))
+        ids = pose.track_ids.tolist()
+        self._sure_tracks.update(t for t, s in zip(ids, sure.tolist()) if s and t >= 0)
+        keep = sure | np.array([t in self._sure_tracks for t in ids])
         return pose if keep.all() else pose.select(keep)
 
     def _post_live(self, pose: PoseFrame, network_ms: float) -> PoseFrame:

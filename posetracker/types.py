@@ -33,7 +33,8 @@ def _check(name: str, arr: np.ndarray, shape: tuple, dtype_kind: str | None = No
     """Raise ShapeError unless ``arr`` matches ``shape`` (None = any size)."""
     if not isinstance(arr, np.ndarray):
         raise ShapeError(f"{name}: expected a numpy array, got {type(arr).__name__}")
-    if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+    got = arr.shape
+    if got != shape and (len(got) != len(shape) or any(s is not None and s != a for s, a in zip(shape, got))):
         want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
         raise ShapeError(f"{name}: expected shape {want}, got {tuple(arr.shape)}")
     if dtype_kind is not None and arr.dtype.kind not in dtype_kind:

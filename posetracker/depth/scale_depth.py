@@ -36,10 +36,12 @@ def root_depth_from_scale(xy: np.ndarray, confidence: np.ndarray, spec: Skeleton
         ls, rs, lh, rh = (spec.index(n) for n in ("left_shoulder", "right_shoulder", "left_hip", "right_hip"))
         ok = confidence >= min_confidence
         sh_mid, hip_mid = (xy[:, ls] + xy[:, rs]) / 2, (xy[:, lh] + xy[:, rh]) / 2
+        d = np.stack([sh_mid - hip_mid, xy[:, ls] - xy[:, rs], xy[:, lh] - xy[:, rh]])  # (3, P, 2)
+        torso, shoulders, hips = np.sqrt(np.add.reduce(d * d, axis=-1))  # (P,) px each
         cues = [  # (pixel length, real length, usable) in order of preference
-            (np.linalg.norm(sh_mid - hip_mid, axis=-1), TORSO_M, ok[:, ls] & ok[:, rs] & ok[:, lh] & ok[:, rh]),
-            (np.linalg.norm(xy[:, ls] - xy[:, rs], axis=-1), SHOULDER_WIDTH_M, ok[:, ls] & ok[:, rs]),
-            (np.linalg.norm(xy[:, lh] - xy[:, rh], axis=-1), HIP_WIDTH_M, ok[:, lh] & ok[:, rh]),
+            (torso, TORSO_M, ok[:, ls] & ok[:, rs] & ok[:, lh] & ok[:, rh]),
+            (shoulders, SHOULDER_WIDTH_M, ok[:, ls] & ok[:, rs]),
+            (hips, HIP_WIDTH_M, ok[:, lh] & ok[:, rh]),
         ]
         for i, (length_px, real_m, usable) in enumerate(cues):
             use = usable & (cue < 0) & (length_px > 2.0)

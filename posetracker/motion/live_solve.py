@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from posetracker.motion.live_hinges import LiveHinges
-from posetracker.tracking.smoothing import LARGE_PERSON_PX, PoseSmoother, person_size
+from posetracker.tracking.smoothing import LARGE_PERSON_PX, PoseSmoother, first_of_tracks, person_size
 from posetracker.tracking.tracker import median_over_joints
 from posetracker.types import PoseFrame
 
@@ -58,7 +58,8 @@ def robust_weights(xy: np.ndarray, ok: np.ndarray, smoothed: np.ndarray, previou
         if moving.any():  # (M, 2) the median displacement of the joints read in both frames
             predicted = smoothed + np.where(moving[:, None], median_over_joints(xy - previous, both), 0.0)[:, None]
         weighed = ok & np.isfinite(predicted).all(-1) & np.isfinite(size)[:, None]
-        r = np.linalg.norm(xy - predicted, axis=-1) / (scale * size[:, None])
+        d = xy - predicted
+        r = np.sqrt(np.add.reduce(d * d, axis=-1)) / (scale * size[:, None])
         # where not weighed (r may be nan there) the weight is 1
         w = np.where(weighed, 1.0 / (1.0 + np.maximum(r - 1.0, 0.0) ** 2), 1.0)
     return 1.0 - large[:, None] * (1.0 - w)
@@ -96,8 +97,7 @@ class LiveSolve:
         drop = self.smoother.drop_after
         self._previous = {i: v for i, v in self._previous.items() if t - v[0] <= drop}
         ids = frame.track_ids
-        ids_u, first = np.unique(ids, return_index=True)
-        people = first[ids_u >= 0]  # (M,) one person per track id, as the smoother takes them
+        people = first_of_tracks(ids)  # (M,) one person per track id, as the smoother takes them
         if people.size == 0:
             return self.hinges.update(self.smoother.update(frame))
         k = frame.num_joints

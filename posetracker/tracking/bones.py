@@ -66,7 +66,8 @@ def _mirror_pairs(spec: SkeletonSpec) -> tuple[tuple[int, int], ...]:
 def bone_lengths(world: np.ndarray, spec: SkeletonSpec) -> np.ndarray:
     """(..., E) length of every bone of ``world`` (..., K, 3); nan where an end is nan."""
     w = np.asarray(world, np.float64)
-    return np.linalg.norm(w[..., spec.edges[:, 1], :] - w[..., spec.edges[:, 0], :], axis=-1)
+    d = w[..., spec.edges[:, 1], :] - w[..., spec.edges[:, 0], :]
+    return np.sqrt(np.add.reduce(d * d, axis=-1))
 
 
 def rigidify(

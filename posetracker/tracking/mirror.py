@@ -49,11 +49,14 @@ def crossed_pairs(det: np.ndarray, det_ok: np.ndarray, ref: np.ndarray, ref_ok: 
     det_ok, ref_ok: (N, K) bool; pairs: (M, 2). Returns (N, M) bool.
     """
     a, b = pairs[:, 0], pairs[:, 1]
+    m = len(a)
     ok = det_ok[:, a] & det_ok[:, b] & ref_ok[:, a] & ref_ok[:, b]
     size = np.sqrt(keypoint_bbox_area(det, det_ok))  # (N,)
     with np.errstate(invalid="ignore"):  # a nan distance compares False: never crossed
-        straight = np.linalg.norm(det[:, a] - ref[:, a], axis=-1) + np.linalg.norm(det[:, b] - ref[:, b], axis=-1)
-        crossed = np.linalg.norm(det[:, a] - ref[:, b], axis=-1) + np.linalg.norm(det[:, b] - ref[:, a], axis=-1)
+        d = det[:, np.concatenate([a, b, a, b])] - ref[:, np.concatenate([a, b, b, a])]  # (N, 4M, 2)
+        dist = np.sqrt(np.add.reduce(d * d, axis=-1))  # (N, 4M): a-a, b-b, a-b, b-a
+        straight = dist[:, :m] + dist[:, m:2 * m]
+        crossed = dist[:, 2 * m:3 * m] + dist[:, 3 * m:]
         return ok & (crossed < ratio * straight) & (straight - crossed > min_gain * size[:, None])
 
 

@@ -181,8 +181,7 @@ class PoseSmoother:
         self._last_t = t
         self.forget([i for i, s in self._slot.items() if t - self._seen[s] > self.drop_after])
         ids = frame.track_ids
-        ids_u, first = np.unique(ids, return_index=True)
-        people = first[ids_u >= 0]  # (M,) one person per track id
+        people = first_of_tracks(ids)  # (M,) one person per track id
         if people.size == 0:
             return frame
         rows = np.array([self._slot_of(int(ids[p])) for p in people])
@@ -199,7 +198,7 @@ class PoseSmoother:
         if self._large is not None:  # large people: towards LARGE_LIVE_PX with their size
             lo, hi = LARGE_PERSON_PX
             w = np.zeros((m, 1, 6))
-            w[:, 0, :2] = np.clip((np.nan_to_num(size) - lo) / (hi - lo), 0.0, 1.0)[:, None]
+            w[:, 0, :2] = np.minimum(np.maximum((np.where(np.isnan(size), 0.0, size) - lo) / (hi - lo), 0.0), 1.0)[:, None]
             min_cutoff, beta, d_cutoff = (a + w * (b - a) for a, b in zip(self._args, self._large))
         if self.reference_size is not None:
             scale = np.ones((m, 1, 6))
@@ -231,6 +230,16 @@ class PoseSmoother:
         return dataclasses.replace(frame, keypoints=kp, world=world)
 
     __call__ = update
+
+
+def first_of_tracks(track_ids: np.ndarray) -> np.ndarray:
+    """(M,) int64 the first person of each track id >= 0 in ``track_ids`` (P,), by ascending id (as
+    ``np.unique(..., return_index=True)``, without its cost on a few ids)."""
+    first: dict[int, int] = {}
+    for p, tid in enumerate(track_ids.tolist()):
+        if tid >= 0 and tid not in first:
+            first[tid] = p
+    return np.array([first[tid] for tid in sorted(first)], np.int64)
 
 
 def person_size(xy: np.ndarray, min_px: float = 8.0) -> np.ndarray:

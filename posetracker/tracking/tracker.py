@@ -61,9 +61,8 @@ def median_over_joints(v: np.ndarray, ok: np.ndarray) -> np.ndarray:
     """(M, 2) median over the ``ok`` joints of v (M, K, 2); nan where none."""
     s = np.sort(np.where(ok[..., None], v, np.nan), axis=1)  # nan sorts last
     n = ok.sum(axis=1)
-    lo = np.maximum((n - 1) // 2, 0)[:, None, None]
-    hi = np.maximum(n // 2, 0)[:, None, None]
-    med = 0.5 * (np.take_along_axis(s, lo, 1) + np.take_along_axis(s, hi, 1))[:, 0]
+    rows = np.arange(len(n))
+    med = 0.5 * (s[rows, np.maximum((n - 1) // 2, 0)] + s[rows, np.maximum(n // 2, 0)])  # (M, 2)
     return np.where((n > 0)[:, None], med, np.nan)
 
 
@@ -191,10 +190,11 @@ class PoseTracker:
             pred = self.predict(t)
             # Similarity to the constant-velocity prediction or to the last position, whichever
             # is higher: one bad match (a wrong velocity) then cannot lose the track.
-            sim = np.maximum(
-                oks_matrix(pred, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area),
-                oks_matrix(self.xy, self.known, self.area, det_xy, det_ok, det_area, self.sigmas, self.min_area),
-            )
+            n = self.num_tracks
+            both = oks_matrix(np.concatenate([pred, self.xy]), np.concatenate([self.known, self.known]),
+                              np.concatenate([self.area, self.area]), det_xy, det_ok, det_area, self.sigmas,
+                              self.min_area)  # (2N, D): the predictions' rows, then the last positions'
+            sim = np.maximum(both[:n], both[n:])
             rows, cols = self._match(sim)
             if rows.size and self.fix_swaps and self.pairs.size:
                 frame, det_xy, det_ok = self._unswap(frame, rows, cols, pred, det_xy, det_ok)
@@ -233,7 +233,7 @@ class PoseTracker:
             dets = np.flatnonzero(free)
             if not group.size or not dets.size:
                 continue
-            s = sim[np.ix_(group, dets)]
+            s = sim[group[:, None], dets]
             r, c = linear_sum_assignment(np.where(s >= self.oks_threshold, s, 0.0), maximize=True)
             good = s[r, c] >= self.oks_threshold
             rows += group[r[good]].tolist()
