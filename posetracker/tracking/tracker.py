@@ -208,7 +208,9 @@ class PoseTracker:
             self.ids[r] = self._new_id()
         out = np.full(n_det, -1, np.int64)
         out[cols] = self.ids[rows]
-        self._keep((self.ids >= 0) | matched)
+        keep = (self.ids >= 0) | matched
+        if not keep.all():
+            self._keep(keep)
         new = np.ones(n_det, bool)
         new[cols] = False
         new &= det_ok.sum(axis=1) >= self.min_joints
