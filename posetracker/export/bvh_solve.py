@@ -45,6 +45,9 @@ BEND_LO, BEND_HI = np.radians(10.0), np.radians(30.0)
 FACE_DEPTH_LO, FACE_DEPTH_HI = 0.02, 0.05  # metres the nose must be in front of the ears to orient the head
 #: the nose tip sits this far below the head's forward axis (about 3 cm down for 10 cm forward of the ears)
 NOSE_PITCH = np.arctan2(0.03, 0.10)
+#: cosines of a bent knee's signed hinge axis against the pelvis': the bend fixes the thigh's roll while the axis
+#: lies on the pelvis' side (within 90 degrees), not from 120 (the sign kept over the take reads it bending backwards)
+KNEE_BACK = (np.cos(np.radians(120.0)), np.cos(np.radians(90.0)))
 #: the smoothness prior's cutoff for the trunk, neck, head and clavicles (the limbs: RotationSettings.cutoff_hz)
 TRUNK_CUTOFF_HZ = 2.0
 
@@ -141,8 +144,10 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     (TRUNK_CUTOFF_HZ), the limbs with ``settings.cutoff_hz``. Limbs: the upper arm and thigh aim at the elbow /
     knee and spin on the bend's hinge axis (spin weight: the bend, 0 under 10 deg, 1 from 30 deg; a straight
     arm's reading is the chest's rest hinge swung onto it, a straight leg's the pelvis', weighted by the hip
-    line); the knee's axis is flipped to agree with the pelvis (a knee never bends backwards). The forearm and
-    shin aim at the wrist / ankle, spun on the solved upper bone's hinge axis; hands and feet follow them.
+    line); the knee's axis is signed over the take to agree with the pelvis (a knee never bends backwards); where
+    the sign kept while bent leaves it more than 90-120 degrees from the pelvis' (``KNEE_BACK``), the bend gives
+    no roll and the frames around carry it. The forearm and shin aim at the wrist / ankle, spun on the solved
+    upper bone's hinge axis; hands and feet follow them.
     Last, no bone turns faster than ``max_speed_dps`` (:func:`~posetracker.motion.rotations.limit_speed`).
     """
     s = settings or RotationSettings()
@@ -205,8 +210,12 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
         hinge, bend = _bend_weight(d1, d2)
         hinge = np.where(np.isfinite(hinge), hinge, ref)
         hinge = hinge * hinge_signs(hinge, ref, bend)[:, None]  # a knee never bends backwards; no flip while bent
-        n = _unit(bend[:, None] * hinge + (1 - bend[:, None]) * ref)
-        R[f"{side}UpLeg"] = _aim(frame_from(d1, n, a0, n0), ones, bend + (1 - bend) * w_hip, a0, lam, s)
+        # where the sign kept for continuity turns the axis round from the pelvis' (the knee read bending
+        # backwards), the bend does not fix the thigh's roll: the reading falls back to the pelvis' and weighs
+        # little, so the frames around carry the roll
+        trust = bend * _smoothstep(_dot(hinge, ref), *KNEE_BACK)
+        n = _unit(trust[:, None] * hinge + (1 - trust[:, None]) * ref)
+        R[f"{side}UpLeg"] = _aim(frame_from(d1, n, a0, n0), ones, trust + (1 - bend) * w_hip, a0, lam, s)
         R[f"{side}Leg"] = frame_from(d2, R[f"{side}UpLeg"] @ n0, a0, n0)  # the knee: on the thigh's hinge
         R[f"{side}Foot"] = R[f"{side}Leg"]
     step = s.max_speed_dps * frame_s  # no bone turns faster than a body can

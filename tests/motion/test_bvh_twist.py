@@ -5,6 +5,7 @@ included; a reading that would turn a bone by half a turn for a frame or two is 
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,6 +125,25 @@ def test_a_knee_axis_read_across_the_pelvis_keeps_its_sign_while_bent():
     bend[25:30] = 0.0
     signs = hinge_signs(back, ref, bend)
     assert np.all(signs[30:] == -1.0) and np.all(signs[:10] == 1.0)  # a knee never bends backwards
+
+
+def test_a_knee_read_bending_backwards_does_not_roll_the_spinning_thigh():
+    """The dancer spinning (clip frames 290-319 of ``sleap_dance_human/dance.mp4``, the solved joints the BVH
+    export reads, BVH space): her right knee, bent 13-32 degrees, is read with its bend plane sweeping round
+    against her pelvis, its hinge axis kept signed over the take 93-139 degrees from the pelvis' at 302-304 (a
+    knee bending backwards) before its sign changes where it is least bent. Such a bend does not fix the
+    thigh's roll: no leg bone turns 30 degrees in a frame (the thigh rolled 34.9 and the shin 35.1 when the
+    backward bend was read as the roll) while the pelvis turns up to 23 degrees a frame."""
+    from posetracker.export.bvh_rig import HUMANOID
+    from posetracker.export.bvh_solve import humanoid_rotations
+
+    data = np.load(Path(__file__).resolve().parents[1] / "data" / "dancer_spin_legs.npz")
+    pts = {k: data[k].astype(np.float64) for k in data.files}  # (30, 3) metres each
+    steps = bone_steps(humanoid_rotations(pts, 1 / 30))
+    names = [name for name, *_ in HUMANOID]
+    legs = [names.index(f"{side}{bone}") for side in ("Left", "Right") for bone in ("UpLeg", "Leg", "Foot")]
+    assert steps[:, legs].max() < 30.0, steps[:, legs].max(axis=0)
+    assert steps[:, names.index("Hips")].max() > 15.0  # she does spin
 
 
 CLIPS = ("more/sports2d_demos/demo4_older_woman_walking.mp4", "sleap_dance_human/dance.mp4", "more/pose2sim_demo/multi_cam02.mp4")
