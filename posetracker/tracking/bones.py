@@ -92,7 +92,7 @@ def rigidify(
     src = w.astype(np.float64)
     ps, cs = spec.edges[:, 0], spec.edges[:, 1]
     vec = src[..., cs, :] - src[..., ps, :]  # (..., E, 3) measured bones
-    norm = np.sqrt(np.sum(vec * vec, axis=-1))
+    norm = np.sqrt(np.add.reduce(vec * vec, axis=-1))
     length = np.asarray(lengths, np.float64)
     use = np.isfinite(length) & (norm > 1e-9)
     if confidence is not None:
@@ -217,7 +217,7 @@ class BoneLengthEstimator:
         if buf.cached is None or buf.since_refresh >= self.refresh_every:
             filled = buf.samples[: min(buf.count, self.window)]
             s = np.sort(filled, axis=0)  # nan sorts last
-            n = np.sum(~np.isnan(filled), axis=0)
+            n = np.add.reduce(~np.isnan(filled), axis=0)
             cols = np.arange(s.shape[1])
             lo, hi = np.maximum((n - 1) // 2, 0), np.maximum(n // 2, 0)
             med = 0.5 * (s[lo, cols] + s[hi, cols])

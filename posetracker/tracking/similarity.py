@@ -34,6 +34,6 @@ def oks_matrix(
     n_t, n_d = trk_xy.shape[0], det_xy.shape[0]
     if n_t == 0 or n_d == 0:
         return np.zeros((n_t, n_d))
-    d2 = np.sum((trk_xy[:, None] - det_xy[None]) ** 2, axis=-1)  # (T, D, K)
+    d2 = np.add.reduce((trk_xy[:, None] - det_xy[None]) ** 2, axis=-1)  # (T, D, K)
     s2 = np.maximum(0.5 * (trk_area[:, None] + det_area[None]), min_area)  # (T, D)
     return oks(d2, s2, sigmas, trk_ok[:, None] & det_ok[None])

@@ -1,7 +1,7 @@
 """The live session's tracking stage (ids, live solve, hinges, bone lengths) alone: its cost and its outputs.
 
     python studies/tools/live_track_cost.py record CLIP --frames N --out rec.pkl   # the stage's inputs, kept
-    python studies/tools/live_track_cost.py replay rec.pkl --runs R [--profile]    # CPU ms a frame, outputs' SHA-1
+    python studies/tools/live_track_cost.py replay rec.pkl --runs R [--stages] [--profile]   # CPU ms, outputs' SHA-1
 
 ``record`` runs ``TrackingSession`` live (the app's defaults: look-ahead 1, the fast precision stage, one thread)
 over the first N frames of CLIP and keeps what enters its tracking stage (``TrackingSession._post_live``) each
@@ -12,8 +12,11 @@ worktree>`` for another commit; ``cd /tmp`` first so that the repository's own p
 feeds the recorded frames through ``_post_live`` ``--runs`` times (the session reset before each run) and prints
 the stage's process CPU time a frame (median frame, mean frame; medians over the runs) and the SHA-1 of every
 output array (keypoints (P, K, 3), confidence (P, K), scores (P,), track ids (P,), world (P, K, 3)) of the last
-run: two commits whose digests agree give byte-identical live outputs on these inputs. ``--profile`` adds a
-cProfile of one more run (the 25 costliest functions by own time).
+run: two commits whose digests agree give byte-identical live outputs on these inputs. ``--stages`` adds each
+part's CPU ms a frame (medians over the runs): the tracker (``PoseTracker.update``), the far-depth blend, the
+unconfirmed-people filter (``_shown``), the live solve (``LiveSolve.update``, of it the One Euro smoother and the
+hinges where the commit has them) and the bone lengths. ``--profile`` adds a cProfile of one more run (the 25
+costliest functions by own time).
 """
 
 from __future__ import annotations
@@ -68,9 +71,35 @@ def record(clip: str, frames: int, out: str) -> None:
     print(f"{clip}: {len(kept)} frames ({people:.2f} people a frame) in {time.time() - t0:.0f} s -> {out}")
 
 
-def _run(session, frames: list) -> tuple[list, list[float]]:
-    """One replay: the outputs and each frame's process CPU time (s)."""
+def _timed(obj, name: str, label: str, spent: dict[str, float]) -> None:
+    """Wrap ``obj.name`` so that its process CPU time adds up in ``spent[label]`` (s)."""
+    inner = getattr(obj, name)
+
+    def timed(*args, **kwargs):
+        t0 = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.process_time() - t0
+
+    setattr(obj, name, timed)
+
+
+def _run(session, frames: list, parts: dict[str, float] | None = None) -> tuple[list, list[float]]:
+    """One replay: the outputs and each frame's process CPU time (s); ``parts`` (if given) gets each part's CPU
+    time over the run (s)."""
     session.reset()
+    if parts is not None:  # the session's tracker, smoother and bones are made again by reset
+        _timed(session.tracker, "update", "tracker", parts)
+        _timed(session.smoother, "update", "live solve", parts)
+        inner = getattr(session.smoother, "smoother", None)
+        if inner is not None:
+            _timed(inner, "update", "  of it smoother", parts)
+        if getattr(session.smoother, "hinges", None) is not None:
+            _timed(session.smoother.hinges, "update", "  of it hinges", parts)
+        _timed(session.bones, "update", "bone lengths", parts)
+        for obj, name, label in ((session.depth, "blend_tracks", "far-depth blend"), (session, "_shown", "shown")):
+            _timed(obj, name, label, parts)
     outs, spent = [], []
     for pose, bottom_up in frames:
         pose = copy.deepcopy(pose)
@@ -79,6 +108,9 @@ def _run(session, frames: list) -> tuple[list, list[float]]:
         t0 = time.process_time()
         outs.append(session._post_live(pose, 0.0))
         spent.append(time.process_time() - t0)
+    if parts is not None:
+        for obj, name in ((session.depth, "blend_tracks"), (session, "_shown")):
+            obj.__dict__.pop(name, None)  # these outlive the reset
     return outs, spent
 
 
@@ -92,7 +124,7 @@ def digest(outs: list) -> str:
     return h.hexdigest()
 
 
-def replay(path: str, runs: int, profile: bool) -> None:
+def replay(path: str, runs: int, profile: bool, stages: bool = False) -> None:
     import posetracker
 
     with open(path, "rb") as fh:
@@ -100,14 +132,19 @@ def replay(path: str, runs: int, profile: bool) -> None:
     session = _session()
     frames = rec["frames"]
     _run(session, frames)  # warm-up
-    medians, means = [], []
+    medians, means, by_part = [], [], {}
     for _ in range(runs):
-        outs, spent = _run(session, frames)
+        parts = {} if stages else None
+        outs, spent = _run(session, frames, parts)
         medians.append(statistics.median(spent) * 1000)
         means.append(statistics.fmean(spent) * 1000)
+        for k, v in (parts or {}).items():
+            by_part.setdefault(k, []).append(v / len(frames) * 1000)
     print(f"{posetracker.__file__}: {rec['clip']}, {len(frames)} frames, {runs} runs")
     print(f"  CPU ms a frame: median frame {statistics.median(medians):.3f} (runs {', '.join(f'{m:.3f}' for m in medians)}),"
           f" mean frame {statistics.median(means):.3f} (runs {', '.join(f'{m:.3f}' for m in means)})")
+    for k, v in by_part.items():
+        print(f"  {k:<18} {statistics.median(v):.3f} ms a frame")
     print(f"  outputs SHA-1 {digest(outs)}")
     if profile:
         prof = cProfile.Profile()
@@ -129,12 +166,13 @@ def main() -> None:
     p = sub.add_parser("replay")
     p.add_argument("recording")
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--stages", action="store_true")
     p.add_argument("--profile", action="store_true")
     a = ap.parse_args()
     if a.cmd == "record":
         record(a.clip, a.frames, a.out)
     else:
-        replay(a.recording, a.runs, a.profile)
+        replay(a.recording, a.runs, a.profile, a.stages)
 
 
 if __name__ == "__main__":
