@@ -7,6 +7,13 @@
 over the first N frames of CLIP and keeps what enters its tracking stage (``TrackingSession._post_live``) each
 frame: the untracked PoseFrame and the bottom-up joints the tracker links by (``_bottom_up``).
 
+    python studies/tools/live_track_cost.py pipeline CLIP --mode live --runs R      # the whole path's CPU ms a frame
+
+``pipeline`` times what ``posetracker bench CLIP`` times (``bench.bench_pipeline``: the session set up as it does,
+one thread, 64 frames a run after a warm-up run), but as the process's CPU time a frame over each run (every
+thread: reading, network, the frame stage, the tracking stage) beside the wall-clock fps, so that two commits can
+be compared on a machine shared with other jobs (wall-clock fps moves with the load; CPU time much less).
+
 ``replay`` opens a live session with whichever ``posetracker`` is imported (run it with ``PYTHONPATH=<a git
 worktree>`` for another commit; ``cd /tmp`` first so that the repository's own package is not the one found),
 feeds the recorded frames through ``_post_live`` ``--runs`` times (the session reset before each run) and prints
@@ -156,6 +163,27 @@ def replay(path: str, runs: int, profile: bool, stages: bool = False) -> None:
         print(text.getvalue())
 
 
+def pipeline(clip: str, mode: str, runs: int, frames: int = 64) -> None:
+    import posetracker
+    from posetracker.bench import _pipeline_run
+    from posetracker.defaults import DEFAULT_LOOKAHEAD
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
+
+    config = SessionConfig(mode=mode, network=NetworkSettings(threads=1, lookahead=DEFAULT_LOOKAHEAD, int8=True,
+                                                              two_stage=None),
+                           people=PeopleSettings(), refine=RefineSettings(refiners=None, tile_grid=None))
+    session = TrackingSession.open(None, None, config)  # as bench_pipeline sets it up
+    _pipeline_run(session, clip, mode, frames)  # warm-up, as bench_pipeline
+    cpu, fps = [], []
+    for _ in range(runs):
+        t0 = time.process_time()
+        f, _ = _pipeline_run(session, clip, mode, frames)
+        cpu.append((time.process_time() - t0) / frames * 1000)
+        fps.append(f)
+    print(f"{posetracker.__file__}: {clip} {mode}, {runs} runs of {frames} frames: CPU ms a frame "
+          f"{statistics.median(cpu):.1f} (runs {', '.join(f'{c:.1f}' for c in cpu)}), fps {statistics.median(fps):.2f}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -168,11 +196,17 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--stages", action="store_true")
     p.add_argument("--profile", action="store_true")
+    q = sub.add_parser("pipeline")
+    q.add_argument("clip")
+    q.add_argument("--mode", default="live", choices=("live", "offline"))
+    q.add_argument("--runs", type=int, default=3)
     a = ap.parse_args()
     if a.cmd == "record":
         record(a.clip, a.frames, a.out)
-    else:
+    elif a.cmd == "replay":
         replay(a.recording, a.runs, a.profile, a.stages)
+    else:
+        pipeline(a.clip, a.mode, a.runs)
 
 
 if __name__ == "__main__":
