@@ -13,6 +13,7 @@ from typing import Any
 from posetracker.batch.manifest import append_record, is_done, read_manifest
 from posetracker.batch.plan import (WHOLE, BatchError, BatchInput, BatchSettings, Chunk, collect_inputs,
                                     file_sha256, model_hash, plan_chunks, video_length)
+from posetracker.batch.ray_start import start_ray
 from posetracker.batch.tasks import FrameCounter, finish_chunks, process_file, track_chunk
 
 
@@ -146,16 +147,7 @@ def _run_on_ray(todo: list[_Work], out: Path, settings: BatchSettings, model: st
     started = False
     reaper = None
     if not ray.is_initialized():
-        kwargs: dict[str, Any] = {"address": address} if address else {"num_cpus": workers or os.cpu_count() or 1}
-        if not address:  # a local cluster ends with this process, even a killed one (batch.reaper)
-            from posetracker.batch.reaper import start_reaper
-
-            reaper = start_reaper()
-        try:
-            ray.init(include_dashboard=False, log_to_driver=False, logging_level="ERROR", **kwargs)
-        except Exception as exc:
-            _stop(reaper)
-            raise BatchError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {exc}") from None
+        reaper = start_ray(ray, address, workers)
         started = True
     try:
         counter = ray.remote(num_cpus=0)(FrameCounter).remote() if frame_progress is not None else None

@@ -67,28 +67,14 @@ def archive(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module", autouse=True)
-def ray_workers_at_the_tests_priority():
-    """Ray starts its workers 15 steps nicer than the process that starts the cluster (``RAY_worker_niceness``):
-    on a busy machine they then wait behind every other process, and a run of a few frames took minutes. The
-    clusters of this module (its own, the CLI's, the killed driver's: started with this environment) run their
-    workers at the tests' own priority, as ``posetracker process`` does its work."""
-    before = os.environ.get("RAY_worker_niceness")
-    os.environ["RAY_worker_niceness"] = "0"
-    yield
-    if before is None:
-        del os.environ["RAY_worker_niceness"]
-    else:
-        os.environ["RAY_worker_niceness"] = before
-
-
 class SharedRay:
     """One local Ray cluster for the batch runs of this module whose subject is not Ray's own start (issue #50
     item 6 / #51): ``run_batch`` joins a cluster that is already up (``ray.is_initialized``) and leaves it
     running, so each such run skips a cluster start and stop (20-30 s on two busy cores) and its workers' model
-    load (~8 s). Started on first use, with a reaper as ``run_batch`` starts one; stopped at the end of the module
-    or before a test that needs no Ray in this process. Its ``address`` is the cluster a ``--address`` run joins
-    from a process of its own. The runs that check the batch's own start (the CLI run of
+    load (~8 s). Started on first use as ``run_batch`` starts one (``batch.ray_start``: a reaper, the workers at
+    the tests' priority, a start that timed out tried again); stopped at the end of the module or before a test
+    that needs no Ray in this process. Its ``address`` is the cluster a ``--address`` run joins from a process
+    of its own. The runs that check the batch's own start (the CLI run of
     ``test_local_ray_batch_...``, the killed driver) still start their own."""
 
     def __init__(self) -> None:
@@ -99,10 +85,9 @@ class SharedRay:
         import ray
 
         if not ray.is_initialized():
-            from posetracker.batch.reaper import start_reaper
+            from posetracker.batch.ray_start import start_ray
 
-            self.reaper = start_reaper()
-            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+            self.reaper = start_ray(ray, None, 2)
 
     @property
     def address(self) -> str:
