@@ -136,12 +136,23 @@ def swing_onto(rot: np.ndarray, axis: np.ndarray, target: np.ndarray, share: np.
 def _limit_forward(rot: np.ndarray, limit: float) -> tuple[np.ndarray, int]:
     out = rot.copy()
     changed = 0
+    if len(rot) < 2:
+        return out, changed
+    # each frame's turn from the one before as read, all at once: a frame whose previous frame is kept as read and
+    # whose turn is clearly under the limit is kept without the exact step below (most frames)
+    turns = np.linalg.norm(Rotation.from_matrix(np.swapaxes(rot[:-1], 1, 2) @ rot[1:]).as_rotvec(), axis=1)
+    clear = turns < limit * (1.0 - 1e-6)  # (T - 1,)
+    previous_kept = True
     for t in range(1, len(out)):
+        if previous_kept and clear[t - 1]:
+            continue
+        previous_kept = True
         step = Rotation.from_matrix(out[t - 1].T @ rot[t]).as_rotvec()
         angle = float(np.linalg.norm(step))
         if angle > limit:
             out[t] = out[t - 1] @ Rotation.from_rotvec(step * (limit / angle)).as_matrix()
             changed += 1
+            previous_kept = False
     return out, changed
 
 
