@@ -29,7 +29,12 @@ from __future__ import annotations
 import numpy as np
 
 from posetracker.motion.live_hinges import LiveHinges
-from posetracker.tracking.smoothing import LARGE_PERSON_PX, PoseSmoother, first_of_tracks, person_size
+from posetracker.tracking.smoothing import (
+    LARGE_PERSON_PX,
+    PoseSmoother,
+    first_of_tracks,
+    person_size,
+)
 from posetracker.tracking.tracker import median_over_joints
 from posetracker.types import PoseFrame
 

@@ -167,7 +167,13 @@ def pipeline(clip: str, mode: str, runs: int, frames: int = 64) -> None:
     import posetracker
     from posetracker.bench import _pipeline_run
     from posetracker.defaults import DEFAULT_LOOKAHEAD
-    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
+    from posetracker.session import (
+        NetworkSettings,
+        PeopleSettings,
+        RefineSettings,
+        SessionConfig,
+        TrackingSession,
+    )
 
     config = SessionConfig(mode=mode, network=NetworkSettings(threads=1, lookahead=DEFAULT_LOOKAHEAD, int8=True,
                                                               two_stage=None),
