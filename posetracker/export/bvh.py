@@ -36,8 +36,9 @@ own floor goes to Y = 0 and the first frame's root to X = Z = 0. The standing
 feet are the motion's: the session held each stance foot still on this floor,
 an ankle height above it, in the world coordinates every output reads
 (:mod:`posetracker.motion.feet`; the report's ``feet`` is its report); the
-export moves no foot (the rest pose stands on its ankles at Y = 0; the legs
-reach the held ankles during the same phases, :mod:`.bvh_legs`). When the feet
+export moves no foot (the rest pose stands on its ankles at Y = 0): the
+session's pelvis and bones are the rig's (:mod:`posetracker.motion.pelvis`),
+so its legs stand on the held ankles. When the feet
 give no floor (too few stance frames, no plane), and with
 ``floor="percentile"``, the level camera's axes above are kept and the floor is
 the 2nd percentile of the lowest joint (the method before the fit); the
@@ -70,7 +71,6 @@ import numpy as np
 
 from posetracker.analysis.ground import Ground
 from posetracker.analysis.held_ground import held_ground
-from posetracker.export.bvh_legs import REACH_BLEND_S, reach_ankles, stance_weight
 from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
     ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
 from posetracker.export.bvh_rig import (
@@ -101,9 +101,8 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
                  ground: Ground | None = None) -> BvhMotion:
     """Rig, root path and continuous local rotations of one person (raises ValueError on unusable input).
 
-    ground: the clip's floor and stance phases (:func:`posetracker.analysis.held_ground.held_ground`: the
-    session's); None (or a floor not fitted): the level camera, the floor at the 2nd percentile of the lowest
-    joint, and the legs as solved."""
+    ground: the clip's floor (:func:`posetracker.analysis.held_ground.held_ground`: the session's); None (or a
+    floor not fitted): the level camera, the floor at the 2nd percentile of the lowest joint."""
     if not np.isfinite(track.world).any():
         raise ValueError("BVH needs 3-D joints and this person has no world coordinates")
     humanoid = options.rig == "humanoid" or (options.rig == "auto" and is_humanoid(spec))
@@ -163,11 +162,8 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
         floor = ground.frame.person_floor.get(track.track_id, 0.0)
     else:
         floor = float(np.percentile(np.nanmin(filled[ok][:, required, 1], axis=1), 2))
-    if humanoid:  # the legs reach the motion's ankles from the rig's own hips, then the feet stand level
-        stance = stance_weight(ground.phases.get(track.track_id, []) if fitted else [], slots, n,
-                               REACH_BLEND_S / dt)[span][ok]
-        legs = {side: (pts[f"{side.lower()}_ankle"], stance[:, f]) for f, side in enumerate(("Left", "Right"))}
-        world = level_feet(reach_ankles(world, root, legs, rig), rig.names)
+    if humanoid:  # the feet stand level (human18 has no toes: the foot's orientation is the rig's choice)
+        world = level_feet(world, rig.names)
     world, root = world[take], root[take]
     euler = euler_continuous(local_rotations(world, rig.parents), options.rotation_order)
 

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from posetracker.export.bvh_rig import HUMANOID, SPINE_FRACTION, Rig
+from posetracker.motion.pelvis import PELVIS_CUTOFF_HZ, hips_rotation
 from posetracker.motion.rotations import (
     RotationSettings,
     aim_share,
@@ -49,7 +50,7 @@ NOSE_PITCH = np.arctan2(0.03, 0.10)
 #: lies on the pelvis' side (within 90 degrees), not from 120 (the sign kept over the take reads it bending backwards)
 KNEE_BACK = (np.cos(np.radians(120.0)), np.cos(np.radians(90.0)))
 #: the smoothness prior's cutoff for the trunk, neck, head and clavicles (the limbs: RotationSettings.cutoff_hz)
-TRUNK_CUTOFF_HZ = 2.0
+TRUNK_CUTOFF_HZ = PELVIS_CUTOFF_HZ
 
 
 def _unit(v: np.ndarray) -> np.ndarray:
@@ -164,9 +165,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     w_ear = w_ear * _smoothstep(_dot(_unit(ear_x), _unit(sh_v)), -0.1, 0.2)
     R: dict[str, np.ndarray] = {}
     ones = np.ones(len(trunk))
-    hips = frame_from(hip_v, trunk, X, Y)  # the trunk is always read, the turn about it from the hip line
-    path, _ = solve_bone(hips, ones, lam_body, body, Y, w_hip)
-    R["Hips"] = swing_onto(path, X, hips @ X, w_hip * aim_share(direction_weight(path @ X, hips @ X, body)))
+    R["Hips"] = hips_rotation(hip_v, trunk, w_hip, frame_s, body)  # as the session's pelvis (motion.pelvis)
     # the Spine sits SPINE_FRACTION up the Hips' +Y, which is the trunk made square to the hip line: aim it
     # from there at the chest point, so the Chest (and all above) land where the keypoints put them
     spine_at = pts["mid_hip"] + SPINE_FRACTION * np.linalg.norm(trunk, axis=-1, keepdims=True) * R["Hips"][:, :, 1]

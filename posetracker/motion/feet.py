@@ -22,7 +22,9 @@ person's own floor):
    same smoothness prior (a'_p: the phase's mean ankle after step 1, at standing height), so it is pulled onto
    its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
    then under standing height is lifted to it. The knee moves the least that keeps the thigh and shin their
-   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in).
+   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in); a point farther
+   from the hip than thigh plus shin is reached as far as the straight leg goes (the shin used to stretch to it,
+   up to 2.8 cm on the walk, and a rig of constant bones, the BVH's, then missed the held ankle).
 3. **Again.** The floor and the stance phases are fitted again to the result (``rounds`` at most, until they
    no longer change), each round's phases kept within the first round's (eased): a foot held in the air that a
    round put at standing height is then no higher than the other, and ``ground.drop_raised`` would read it as
@@ -352,23 +354,27 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
         if not np.abs(np.where(known[:, None], new_a - a, 0.0)).max() > 1e-9:
             continue
         new_a = np.where(known[:, None], new_a, a)
-        out[:, ankle] = new_a
-        moved = np.linalg.norm(np.nan_to_num(new_a - a), axis=1) > 1e-6  # elsewhere the knee is left exactly
-        out[:, knee] = np.where(moved[:, None], _knee(pts[:, hip], pts[:, knee], out[:, ankle], a), pts[:, knee])
+        moved = np.linalg.norm(np.nan_to_num(new_a - a), axis=1) > 1e-6  # elsewhere the leg is left exactly
+        knee_at, ankle_at = _knee(pts[:, hip], pts[:, knee], new_a, a)
+        out[:, knee] = np.where(moved[:, None], knee_at, pts[:, knee])
+        out[:, ankle] = np.where(moved[:, None], ankle_at, new_a)
     return out
 
 
-def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray) -> np.ndarray:
-    """(T, 3) the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin |old_ankle - knee| lengths with
-    the ankle at ``ankle`` (the circle of such knees; out of reach: on the hip -> ankle line): out from the line
-    the way the knee bent, that way taken over a few frames (a straight leg's is noise, and a knee that took it
-    frame by frame would flip sides)."""
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray
+          ) -> tuple[np.ndarray, np.ndarray]:
+    """(knee (T, 3), ankle (T, 3)): the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin
+    |old_ankle - knee| lengths with the ankle at ``ankle`` (the circle of such knees), out from the hip -> ankle
+    line the way the knee bent, that way taken over a few frames (a straight leg's is noise, and a knee that took
+    it frame by frame would flip sides); an ``ankle`` out of reach is moved to where the straight leg's end points
+    at it, so that both bones keep their lengths."""
     l1 = np.linalg.norm(knee - hip, axis=1)
     l2 = np.linalg.norm(old_ankle - knee, axis=1)
     v = ankle - hip
     dist = np.linalg.norm(v, axis=1)
     u = v / np.maximum(dist, 1e-12)[:, None]
     reach = np.clip(dist, np.abs(l1 - l2) + 1e-9, (l1 + l2) * (1 - 1e-9))
+    ankle = np.where((dist > reach)[:, None], hip + reach[:, None] * u, ankle)  # out of reach: the straight leg's end
     along = (l1**2 + reach**2 - l2**2) / (2 * np.maximum(reach, 1e-12))
     radius = np.sqrt(np.maximum(l1**2 - along**2, 0.0))
     side = knee - hip - ((knee - hip) * u).sum(1, keepdims=True) * u  # the knee's way out from the line
@@ -384,7 +390,7 @@ def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.nd
     side = np.where(n > 1e-9, side / np.maximum(n, 1e-12), 0.0)
     new = hip + along[:, None] * u + radius[:, None] * side
     ok = np.isfinite(new).all(1) & np.isfinite(knee).all(1)
-    return np.where(ok[:, None], new, knee)
+    return np.where(ok[:, None], new, knee), ankle
 
 
 __all__ = ["FeetSettings", "anchored_path", "plant_feet", "stance_weights"]

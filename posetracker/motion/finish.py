@@ -18,7 +18,10 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``, from the 2-D
    keypoints); with ``repair_swaps`` the suspected id swaps are swapped back and listed in
    ``metadata["swaps_repaired"]``;
-5. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
+5. one pelvis per person (with ``rigid_bones``): the hips a constant width apart along a hip line solved over the
+   track, each leg moved with its hip (``motion.pelvis``), so that a rig of constant bones (the BVH's) stands on
+   the same joints;
+6. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
    the body moved with them, in the world coordinates every output reads (``motion.feet``); the floor, the
    stance phases and the points held go into ``metadata["feet"]``, which every export reads instead of fitting
    them again (``analysis.held_ground``; last, so that they belong to the track ids as repaired).
@@ -77,7 +80,7 @@ def is_finished(seq: PoseSequence) -> bool:
 def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones: bool, repair_swaps: bool = False,
                     tracked_fov: float | None = None, fix_legs: bool = True,
                     heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
-    """The tracked ``seq`` finished (module docstring, steps 1-5) -> (finished sequence, warnings to show).
+    """The tracked ``seq`` finished (module docstring, steps 1-6) -> (finished sequence, warnings to show).
 
     camera: :func:`camera_before`'s answer (None: estimate it from the people); rigid_bones: the session's
     (False: the user asked for the lengths as estimated; they stay so when re-lifted); repair_swaps: swap back
@@ -100,6 +103,10 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
     seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
     seq, height_warnings = apply_heights(seq, heights)
     seq, warnings = _encounters(seq, repair_swaps)
+    if rigid_bones:
+        from posetracker.motion.pelvis import rigid_pelvis
+
+        seq = rigid_pelvis(seq)
     return _feet(seq), height_warnings + warnings
 
 
