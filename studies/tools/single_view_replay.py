@@ -1,0 +1,241 @@
+"""Single-view 3-D variants on the 4-view trial without running the network again (studies/multiview-reference.md).
+
+    python studies/tools/single_view_replay.py record DIR                  # posetracker process cam01-04 -> DIR
+    python studies/tools/single_view_replay.py replay DIR OUT VARIANT ...  # OUT/VARIANT/camN.json
+
+``record`` runs ``posetracker process $D/cam0N.mp4 --out DIR/camN.json`` (N = 1..4, the offline defaults) and keeps
+each frame's readings as the depth stage got them (final joints, confidences, the depth head's reads, the joints
+the network found, and the bottom-up joints the tracker links by) in ``DIR/camN.pkl``. ``replay`` feeds those
+readings through today's depth stage, tracking, motion solve and finishing step (the ``process`` command, its
+network and refiners replaced by the recording) with a variant of the code applied, one child process per
+variant; ``none`` reproduces ``record``'s JSON byte for byte. Variants (monkeypatches, for measuring only):
+
+    none                  the code as it is
+    prior:W               the pose prior's default share of each joint's relative depth W (shipped 0.5)
+    upper:W               the joints above the knees (head, arms, hips) at least W
+    shin_from_head        each ankle's depth: its knee's plus the depth head's knee -> ankle difference
+    leg_from_head         the same for the knees from their hips, then the ankles
+    depth_cutoff:HZ       the motion solve's depth and world channels smoothed with a HZ cutoff (2-D: 4 Hz)
+    depth_robust:M        the depth and world channels fitted with a Cauchy loss of scale M metres on the depth
+    no_rays               rigid bones along their measured directions (no camera-ray path)
+    long_on_rays          bones read longer than their length also put on their camera ray
+    no_feet               without the finishing step's standing feet (motion.feet)
+
+Run from the repository root, one thread (``OMP_NUM_THREADS=1``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+D = Path("../shared/data/video/multiview_pose2sim_multiperson")
+LEGS = [("left_hip", "left_knee"), ("right_hip", "right_knee"), ("left_knee", "left_ankle"),
+        ("right_knee", "right_ankle")]
+
+
+def _names():
+    from posetracker.skeletons import load_skeleton
+
+    return load_skeleton("human18").joint_names
+
+
+def _prior_weight(w: float) -> None:
+    from posetracker.depth import pose_prior
+
+    init = pose_prior.PosePrior.__init__
+    pose_prior.PosePrior.__init__ = lambda self, state, spec, weight=0.5, min_confidence=0.3: init(
+        self, state, spec, w, min_confidence)
+
+
+def _upper(w: float) -> None:
+    from posetracker.depth import estimator
+
+    names = _names()
+    joints = [i for i, n in enumerate(names) if not n.endswith(("knee", "ankle")) and n != "centre"]
+    orig = estimator.moved_prior_weight
+
+    def moved(xy, read_xy, weight, full=estimator.MOVED_PRIOR_WEIGHT, fraction=estimator.MOVED_FRACTION):
+        out = orig(xy, read_xy, weight, full, fraction)
+        out[:, joints] = np.maximum(out[:, joints], w)
+        return out
+
+    estimator.moved_prior_weight = moved
+
+
+def _from_head(pairs) -> None:
+    from posetracker.depth import pose_prior
+
+    names = _names()
+    edges = [(names.index(p), names.index(c)) for p, c in pairs]
+    fuse = pose_prior.PosePrior.fuse
+
+    def fused(self, xy, confidence, depth, focal, weight=None):
+        mixed = fuse(self, xy, confidence, depth, focal, weight)
+        out = mixed.copy()
+        for p, c in edges:  # parents first
+            out[:, c] = out[:, p] + (depth[:, c] - depth[:, p])
+        return np.where(np.isfinite(out), out, mixed).astype(mixed.dtype)
+
+    pose_prior.PosePrior.fuse = fused
+
+
+def _depth_channels(cutoff_hz: float | None = None, robust_m: float | None = None) -> None:
+    from posetracker.motion import solve
+
+    orig = solve.fit_path
+
+    def fit_path(values, weight, lam, scale, iterations):
+        out, robust = orig(values, weight, lam, scale, iterations)
+        if values.shape[1] <= 2:
+            return out, robust
+        lam_d = solve.SolveSettings(cutoff_hz=cutoff_hz).smoothness(1 / 60) if cutoff_hz else lam
+        finite = np.isfinite(values)
+        y = np.where(finite, values, 0.0)
+        c = np.where(finite[:, :2].all(-1), weight, 0.0) * robust
+        rest = np.arange(2, values.shape[1])
+        fin = finite[:, rest].all(-1)
+        prior = solve._prior_bands(len(values), lam_d)
+
+        def fit(w, rhs):
+            ab = prior.copy()
+            ab[2] += w + 1e-9
+            return solve.solve_banded((2, 2), ab, w[:, None] * rhs)
+
+        rd = np.ones(len(values))
+        for _ in range(iterations if robust_m else 1):
+            z = fit(c * rd * fin, y[:, rest])
+            if robust_m:
+                e = np.where(fin, np.abs(z[:, 0] - y[:, 2]), 0.0) / robust_m
+                rd = 1.0 / (1.0 + e * e)
+        for ch in rest:
+            w = c * rd * finite[:, ch]
+            out[:, ch] = fit(w, y[:, ch:ch + 1])[:, 0] if w.sum() > 0 else np.nan
+        return out, robust
+
+    solve.fit_path = fit_path
+
+
+def _rays(on_rays: bool = True, long_too: bool = False) -> None:
+    import inspect
+
+    from posetracker.motion import whole_track
+    from posetracker.tracking import bones, ray_bones
+
+    if long_too:
+        old = "share = _smoothstep(np.where(ok, norm, length) / length, *READ_SHORT)"
+        new = ("r_ = np.where(ok, norm, length) / length; "
+               "share = _smoothstep(r_, *READ_SHORT) * (1.0 - _smoothstep(r_, 1.0, 1.3))")
+        src = inspect.getsource(ray_bones.rigid_on_rays)
+        namespace = dict(vars(ray_bones))
+        exec(src.replace(old, new), namespace)  # noqa: S102 (a measuring variant of the shipped function)
+        bones.rigid_on_rays = namespace["rigid_on_rays"]
+    if not on_rays:
+        orig = bones.rigid_tracks
+        whole_track.rigid_tracks = lambda frames, spec, min_confidence=0.5, min_samples=5, on_rays=False: orig(
+            frames, spec, min_confidence, min_samples, False)
+
+
+def _no_feet() -> None:
+    from posetracker.motion import finish
+
+    finish._feet = lambda seq: seq
+
+
+def apply(variant: str) -> None:
+    name, _, arg = variant.partition(":")
+    actions = {"none": lambda: None, "prior": lambda: _prior_weight(float(arg)), "upper": lambda: _upper(float(arg)),
+               "shin_from_head": lambda: _from_head(LEGS[2:]), "leg_from_head": lambda: _from_head(LEGS),
+               "depth_cutoff": lambda: _depth_channels(cutoff_hz=float(arg)),
+               "depth_robust": lambda: _depth_channels(robust_m=float(arg)),
+               "no_rays": lambda: _rays(on_rays=False), "long_on_rays": lambda: _rays(long_too=True),
+               "no_feet": _no_feet}
+    if name not in actions:
+        raise SystemExit(f"unknown variant {variant!r}")
+    actions[name]()
+
+
+def record(out: Path) -> None:
+    from posetracker import frame_people
+    from posetracker.cli import main
+    from posetracker.depth.estimator import DepthEstimator
+
+    estimate, people = DepthEstimator.estimate, frame_people.FramePeople._people
+    store: list = []
+    last: dict = {}
+
+    def estimate_kept(self, *args, **kw):
+        last["args"] = args
+        return estimate(self, *args, **kw)
+
+    def people_kept(self, outputs, meta, budget_ms=None, tracked=True):
+        pose = people(self, outputs, meta, budget_ms, tracked)
+        store.append((pose, last.pop("args"), self._bottom_up.get(meta.index)))
+        return pose
+
+    DepthEstimator.estimate, frame_people.FramePeople._people = estimate_kept, people_kept
+    out.mkdir(parents=True, exist_ok=True)
+    for v in (1, 2, 3, 4):
+        store.clear()
+        if main(["process", str(D / f"cam0{v}.mp4"), "--out", str(out / f"cam{v}.json"), "--force"]):
+            raise SystemExit(f"process cam0{v} failed")
+        (out / f"cam{v}.pkl").write_bytes(pickle.dumps(store))
+
+
+def replay(recorded: Path, out: Path, variants: list[str]) -> None:
+    from posetracker import session as session_module
+    from posetracker.cli import main
+    from posetracker.motion.whole_track import whole_track_motion
+    from posetracker.tracking.offline import backfill_ids
+
+    current: dict = {}
+
+    def run_offline(self, frames, total, progress, cancel, fps=30.0):
+        raw = []
+        for pose, args, bottom_up in current["store"]:
+            if bottom_up is not None:
+                self._bottom_up[pose.index] = bottom_up
+            depth, world = self.depth.estimate(*args)
+            raw.append(replace(pose, keypoints=np.concatenate([args[0], depth[..., None]], -1).astype(np.float32),
+                               world=world))
+        tracked, self.whole_track_report = whole_track_motion(
+            backfill_ids([self._track(p) for p in raw], self.sigmas), self.spec, self.config, fps)
+        return tracked
+
+    session_module.TrackingSession._run_offline = run_offline
+    opened = session_module.TrackingSession.open.__func__
+    sessions: dict = {}
+
+    def open_once(cls, *args, **kw):  # one session per settings: the four views share it
+        key = repr((args, kw))
+        if key not in sessions:
+            sessions[key] = opened(cls, *args, **kw)
+        return sessions[key]
+
+    session_module.TrackingSession.open = classmethod(open_once)
+    for variant in variants:
+        pid = os.fork()
+        if pid:
+            os.waitpid(pid, 0)
+            continue
+        apply(variant)
+        target = out / variant.replace(":", "_")
+        target.mkdir(parents=True, exist_ok=True)
+        for v in (1, 2, 3, 4):
+            current["store"] = pickle.loads((recorded / f"cam{v}.pkl").read_bytes())
+            main(["process", str(D / f"cam0{v}.mp4"), "--out", str(target / f"cam{v}.json"), "--force"])
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "record":
+        record(Path(sys.argv[2]))
+    elif len(sys.argv) >= 5 and sys.argv[1] == "replay":
+        replay(Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4:])
+    else:
+        raise SystemExit(__doc__)
