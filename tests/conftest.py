@@ -16,6 +16,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# One thread for torch and BLAS, in this process (set before torch is imported) and the processes the tests start,
+# as the app and the batch workers run inference: torch's default, a thread per CPU, spins while it waits, and on
+# a busy machine a session's start (the ONNX-against-torch check) took 4.2 CPU s instead of 0.26 (issue #50 item 6).
+# Before, the suite ran on one thread only from the first test that used ``shipped_net``.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 TESTS = Path(__file__).resolve().parent
 REPO = TESTS.parent
