@@ -118,7 +118,7 @@ def rigid_pelvis(seq: PoseSequence) -> PoseSequence:
     """``seq`` with every person's world coordinates given one pelvis (module docstring); a skeleton without hips
     and shoulders, or a sequence without world coordinates, is returned as it is. The input is not changed; 2-D
     keypoints, confidences and every joint but the hips and legs are kept."""
-    from posetracker.tracks import frame_time, person_tracks
+    from posetracker.tracks import TrackError, frame_time, person_tracks
 
     spec = seq.skeleton
     if not all(n in spec.joint_names for n in HIP_JOINTS) or not any(f.world is not None for f in seq.frames):
@@ -126,7 +126,10 @@ def rigid_pelvis(seq: PoseSequence) -> PoseSequence:
     index = {n: spec.index(n) for n in HIP_JOINTS}
     legs = {side: tuple(j for j in range(spec.num_joints) if _below(spec, j, index[f"{side}_hip"]))
             for side in ("left", "right")}
-    tracks = person_tracks(seq)
+    try:
+        tracks = person_tracks(seq)
+    except TrackError:  # nobody tracked (every id -1): nothing to give a pelvis
+        return seq
     if not tracks:
         return seq
     dt = frame_time(next(iter(tracks.values())).times, seq.fps)
