@@ -15,7 +15,8 @@ from posetracker.analysis.ground import ground_from_sequence
 from posetracker.analysis.held_ground import has_held_ground, held_ground
 from posetracker.analysis.stance import ContactPhase, slide
 from posetracker.depth.camera_meta import CameraFov
-from posetracker.motion.feet import anchored_path, plant_feet, stance_weights
+from posetracker.motion.feet import plant_feet, stance_weights
+from posetracker.motion.ray_shift import ray_path
 from posetracker.motion.finish import finish_sequence
 
 
@@ -41,18 +42,30 @@ def test_stance_weights_ease_within_half_the_swing_and_not_past_the_ends():
     assert set(owner[w[:, 0] > 0, 0]) == {0, 1} and (owner[w[:, 0] == 0, 0] == -1).all()
 
 
-def test_anchored_path_holds_one_standing_foot_exactly_and_spreads_the_change_over_the_swing():
+def test_ray_path_holds_a_foot_sliding_along_the_ray_and_not_the_body_sliding_across_it():
+    """The body may move freely along its camera ray (a depth the camera cannot see) and only a little across it
+    (where the camera saw the person): a standing foot whose reading slides along the ray is held still; one that
+    slides across the ray is held only in part, the body not dragged sideways off its image."""
     t = 60
     phases = [ContactPhase(0, 5, 25), ContactPhase(1, 35, 55)]
     w, owner = stance_weights(phases, t, blend=3)
-    values = np.stack([np.linspace(0.0, 0.3, t), np.linspace(0.5, 0.2, t)], axis=1)  # both feet slide
-    r, a = anchored_path(values, w, owner, 2, lam=1e-3, eps=1e-6)
-    held = values + r[:, None]
-    assert np.ptp(held[5:25, 0]) < 2e-3 and np.ptp(held[35:55, 1]) < 2e-3  # m: the standing foot stands
+    rays = np.tile([0.0, 0.0, 1.0], (t, 1))  # the camera looks along +Z at the body
+    along = np.zeros((t, 2, 3))
+    along[..., 2] = np.stack([np.linspace(0.0, 0.3, t), np.linspace(0.5, 0.2, t)], axis=1)  # both feet slide in Z
+    r, a = ray_path(along, rays, w, owner, 2, stand=0.0, lam=1e-3, eps=1e-6, across=0.3)
+    held = along + r[:, None]
+    assert np.ptp(held[5:25, 0, 2]) < 2e-3 and np.ptp(held[35:55, 1, 2]) < 2e-3  # m: the standing foot stands
     np.testing.assert_allclose(held[10, 0], a[0], atol=2e-3)
-    assert np.abs(np.diff(r)).max() < 0.03  # no jump between the two stances
-    r_y, _ = anchored_path(values, w, owner, 2, lam=1e-3, eps=1e-6, fixed=np.array([0.05, 0.05]))
-    np.testing.assert_allclose((values + r_y[:, None])[10, 0], 0.05, atol=2e-3)  # on the given height
+    assert np.abs(np.diff(r[:, 2])).max() < 0.03  # no jump between the two stances
+    assert np.abs(r[:, :2]).max() < 1e-6  # nothing across the ray
+    across = np.zeros((t, 2, 3))
+    across[..., 0] = along[..., 2]  # the same slides, across the ray (in X)
+    r_x, _ = ray_path(across, rays, w, owner, 2, stand=0.0, lam=1e-3, eps=1e-6, across=0.3)
+    assert 0.01 < np.abs(r_x[:, 0]).max() < 0.05  # m: in part only (each phase slides 0.1 m, free it followed)
+    lifted = np.zeros((t, 2, 3))
+    lifted[..., 1] = 0.05
+    r_y, _ = ray_path(lifted + along, rays, w, owner, 2, stand=0.0, lam=1e-3, eps=1e-6, across=0.3)
+    assert abs((lifted + along + r_y[:, None])[10, 0, 1]) < 0.05  # pulled towards standing height, in part
 
 
 @pytest.fixture(scope="module")
