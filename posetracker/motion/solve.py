@@ -15,11 +15,9 @@ minimises
 
 The loss is minimised by iteratively reweighted least squares: each step is one banded (pentadiagonal)
 linear solve shared by all six channels, with the robust weights from the 2-D residuals (pixels are where a
-wrong reading shows). Where the image border cuts the body, the person's depth read there is replaced by the
-one the frames around carry, and a joint's reading on the border counts for little (``motion.border_cut``).
-Runs of a track split where it is unseen for more than ``bridge`` frames (absent means absent: nothing is
-invented across a long gap); a joint is output solved where it has a confident reading within ``bridge``
-frames, and as read elsewhere.
+wrong reading shows). Runs of a track split where it is unseen for more than ``bridge`` frames (absent means
+absent: nothing is invented across a long gap); a joint is output solved where it has a confident reading
+within ``bridge`` frames, and as read elsewhere.
 
 This is the offline form of the per-track solve that every output reads (``TrackingSession``, offline mode).
 """
@@ -35,7 +33,6 @@ import numpy as np
 from scipy.linalg import solve_banded
 from scipy.ndimage import median_filter
 
-from posetracker.motion.border_cut import SPAN_S, border_cut, border_weight, carry_depth
 from posetracker.types import PoseFrame
 
 SIZE_CONFIDENCE = 0.3  # joints at least this sure span the person's size (the robust loss's scale)
@@ -158,7 +155,6 @@ def solve_tracks(frames: list[PoseFrame], settings: SolveSettings | None = None)
     stamps = np.array([f.timestamp for f in frames], np.float64)
     frame_s = float(np.median(np.diff(stamps))) if len(frames) > 1 else 1 / 30
     lam = s.smoothness(frame_s if frame_s > 0 else 1 / 30)
-    border_span = max(1, round(SPAN_S / (frame_s if frame_s > 0 else 1 / 30)))
     out_kp = [f.keypoints.astype(np.float64) for f in frames]
     out_world = [None if f.world is None else f.world.astype(np.float64) for f in frames]
     where: dict[int, list[tuple[int, int]]] = {}
@@ -170,14 +166,13 @@ def solve_tracks(frames: list[PoseFrame], settings: SolveSettings | None = None)
         rows_t = np.array([t for t, _ in rows])
         slot = {t: p for t, p in rows}
         for run in _runs(rows_t, s.bridge):
-            _solve_run(frames, run, slot, lam, s, out_kp, out_world, border_span)
+            _solve_run(frames, run, slot, lam, s, out_kp, out_world)
     return [dataclasses.replace(f, keypoints=k.astype(np.float32), world=None if w is None else w.astype(np.float32))
             for f, k, w in zip(frames, out_kp, out_world)]
 
 
-def _solve_run(frames, run, slot, lam, s: SolveSettings, out_kp, out_world, border_span: int) -> None:
-    """One run of one track (frame positions ``run``, its person index in each ``slot[t]``), solved in place;
-    ``border_span``: frames a joint on the image border may be carried by the frames around (``border_weight``)."""
+def _solve_run(frames, run, slot, lam, s: SolveSettings, out_kp, out_world) -> None:
+    """One run of one track (frame positions ``run``, its person index in each ``slot[t]``), solved in place."""
     t0 = int(run[0])
     n = int(run[-1]) - t0 + 1
     k = frames[int(run[0])].num_joints
@@ -191,12 +186,10 @@ def _solve_run(frames, run, slot, lam, s: SolveSettings, out_kp, out_world, bord
             values[t - t0, :, 3:] = f.world[p]
         conf[t - t0] = f.confidence[p]
     ok = (conf >= s.min_confidence) & np.isfinite(values[..., :2]).all(-1)
-    weight = np.where(ok, conf, 0.0) * border_weight(values[..., :2], ok, frames[t0].image_size, border_span)
+    weight = np.where(ok, conf, 0.0)
     if not ok.any():
         return
     scale = np.maximum(s.outlier_scale * _local_size(values[..., :2], conf), 2.0)  # (n,) px
-    cut = border_cut(values[..., :2], conf, frames[t0].image_size)  # (n,) the body cut by the image border
-    values = carry_depth(values if has_world else values[..., :3], conf, cut, _prior_bands(n, lam))
     channels = slice(0, 6 if has_world else 3)
     for j in range(k):
         if ok[:, j].sum() < 3:
