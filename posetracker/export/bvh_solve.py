@@ -35,8 +35,11 @@ from posetracker.motion.rotations import (
     RotationSettings,
     aim_share,
     direction_weight,
+    frame_from,
     hinge_signs,
     limit_speed,
+    line_weight,
+    smoothstep,
     solve_bone,
     swing_onto,
 )
@@ -62,24 +65,6 @@ def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=-1)
 
 
-def frame_from(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray) -> np.ndarray:
-    """(T, 3, 3) rotations taking rest axis ``a0`` onto ``aim`` (T, 3) and ``n0`` towards ``roll`` (T, 3).
-
-    ``a0`` and ``n0`` are orthogonal unit vectors; ``roll`` is made orthogonal
-    to ``aim``. Where roll is parallel to aim the previous frame's roll is used.
-    """
-    u = _unit(aim)
-    v = roll - _dot(roll, u)[:, None] * u
-    bad = ~(np.linalg.norm(v, axis=-1) > 1e-9)
-    for t in np.flatnonzero(bad):  # degenerate roll: keep the previous frame's (or any normal)
-        prev = v[t - 1] if t > 0 else np.cross(u[t], X if abs(u[t, 0]) < 0.9 else Y)
-        v[t] = prev - np.dot(prev, u[t]) * u[t]
-    v = _unit(v)
-    data = np.stack([u, v, np.cross(u, v)], axis=-1)  # columns
-    rest = np.stack([a0, n0, np.cross(a0, n0)], axis=-1)
-    return data @ rest.T
-
-
 def swing(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     """Apply to x (T, 3) the smallest rotation taking unit a (T, 3) onto unit b (T, 3)."""
     v = np.cross(a, b)
@@ -100,19 +85,6 @@ def _bend_weight(d1: np.ndarray, d2: np.ndarray) -> tuple[np.ndarray, np.ndarray
     ang = np.arctan2(np.linalg.norm(nb, axis=-1), _dot(d1, d2))
     s = np.clip((ang - BEND_LO) / (BEND_HI - BEND_LO), 0.0, 1.0)
     return _unit(nb), s * s * (3 - 2 * s)
-
-
-def _smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    s = np.clip((np.nan_to_num(x) - lo) / (hi - lo), 0.0, 1.0)
-    return s * s * (3 - 2 * s)
-
-
-def _line_weight(v: np.ndarray, lo: float = 0.25, hi: float = 0.6) -> np.ndarray:
-    """(T,) how well a line between two joints (T, 3) gives a direction: 0 while it is shorter than ``lo`` of
-    its median length (seen end-on: its direction is noise), 1 from ``hi``."""
-    length = np.linalg.norm(v, axis=-1)
-    ref = np.nanmedian(length) if np.isfinite(length).any() else 0.0
-    return _smoothstep(length / max(ref, 1e-9), lo, hi)
 
 
 def _aim(measured: np.ndarray, weight: np.ndarray, spin: np.ndarray, a0: np.ndarray, lam: float,
@@ -160,9 +132,9 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     hip_v = pts["left_hip"] - pts["right_hip"]
     sh_v = pts["left_shoulder"] - pts["right_shoulder"]
     ear_x = pts["left_ear"] - pts["right_ear"]
-    w_hip, w_sh, w_ear = _line_weight(hip_v), _line_weight(sh_v), _line_weight(ear_x)
+    w_hip, w_sh, w_ear = line_weight(hip_v), line_weight(sh_v), line_weight(ear_x)
     # a head turns at most about 80 degrees against the shoulders: an ear line further round is a misreading
-    w_ear = w_ear * _smoothstep(_dot(_unit(ear_x), _unit(sh_v)), -0.1, 0.2)
+    w_ear = w_ear * smoothstep(_dot(_unit(ear_x), _unit(sh_v)), -0.1, 0.2)
     R: dict[str, np.ndarray] = {}
     ones = np.ones(len(trunk))
     R["Hips"] = hips_rotation(hip_v, trunk, w_hip, frame_s, body)  # as the session's pelvis (motion.pelvis)
@@ -176,7 +148,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     neck_up = _unit(pts["head"] - pts["neck"])
     face = pts["nose"] - pts["head"]
     depth = _dot(face, _unit(np.cross(ear_x, neck_up)))  # how far the nose is in front of the ears
-    w = _smoothstep(depth, FACE_DEPTH_LO, FACE_DEPTH_HI)[:, None]
+    w = smoothstep(depth, FACE_DEPTH_LO, FACE_DEPTH_HI)[:, None]
     face_up = _unit(np.cross(face, ear_x))  # (nose direction) x left: up, tilted forward by the nose pitch
     face_dir = _unit(np.cross(ear_x, face_up))
     up_from_face = np.cos(NOSE_PITCH) * face_up - np.sin(NOSE_PITCH) * face_dir
@@ -186,7 +158,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
     for side, sgn in (("Left", 1.0), ("Right", -1.0)):
         low = side.lower()
         clav = pts[f"{low}_shoulder"] - pts["neck"]
-        w_clav = _smoothstep(np.linalg.norm(np.cross(_unit(clav), chest_z), axis=-1), 0.2, 0.5)
+        w_clav = smoothstep(np.linalg.norm(np.cross(_unit(clav), chest_z), axis=-1), 0.2, 0.5)
         R[f"{side}Shoulder"] = _aim(frame_from(clav, chest_z, sgn * X, Z), w_sh, w_clav, sgn * X, lam_body, body, w_sh)
         # arm: rest along +-X, the forearm bends towards +Z -> hinge n0 = a0 x Z
         a0 = sgn * X
@@ -212,7 +184,7 @@ def humanoid_rotations(pts: dict[str, np.ndarray], frame_s: float = 1 / 30,
         # where the sign kept for continuity turns the axis round from the pelvis' (the knee read bending
         # backwards), the bend does not fix the thigh's roll: the reading falls back to the pelvis' and weighs
         # little, so the frames around carry the roll
-        trust = bend * _smoothstep(_dot(hinge, ref), *KNEE_BACK)
+        trust = bend * smoothstep(_dot(hinge, ref), *KNEE_BACK)
         n = _unit(trust[:, None] * hinge + (1 - trust[:, None]) * ref)
         R[f"{side}UpLeg"] = _aim(frame_from(d1, n, a0, n0), ones, trust + (1 - bend) * w_hip, a0, lam, s)
         R[f"{side}Leg"] = frame_from(d2, R[f"{side}UpLeg"] @ n0, a0, n0)  # the knee: on the thigh's hinge

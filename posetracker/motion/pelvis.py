@@ -31,6 +31,8 @@ from posetracker.motion.rotations import (
     RotationSettings,
     aim_share,
     direction_weight,
+    frame_from,
+    line_weight,
     solve_bone,
     swing_onto,
 )
@@ -39,45 +41,18 @@ from posetracker.types import PoseSequence
 X, Y = np.eye(3)[0], np.eye(3)[1]
 #: the hips' smoothness prior's cutoff (the trunk's, as the BVH rig solves it)
 PELVIS_CUTOFF_HZ = 2.0
-#: a hip line shorter than LINE_LO of its median length gives no direction, from LINE_HI a full one
-LINE_LO, LINE_HI = 0.25, 0.6
 HIP_JOINTS = ("left_hip", "right_hip", "left_shoulder", "right_shoulder")
-
-
-def _smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
-    s = np.clip((np.nan_to_num(x) - lo) / (hi - lo), 0.0, 1.0)
-    return s * s * (3 - 2 * s)
-
-
-def line_weight(v: np.ndarray) -> np.ndarray:
-    """(T,) how well a line between two joints (T, 3) gives a direction: 0 while it is shorter than ``LINE_LO`` of
-    its median length (seen end-on: its direction is noise), 1 from ``LINE_HI``."""
-    length = np.linalg.norm(v, axis=-1)
-    ref = np.nanmedian(length) if np.isfinite(length).any() else 0.0
-    return _smoothstep(length / max(ref, 1e-9), LINE_LO, LINE_HI)
-
-
-def hips_frame(hip_line: np.ndarray, trunk: np.ndarray) -> np.ndarray:
-    """(T, 3, 3) the per-frame reading: X along ``hip_line`` (T, 3), Y towards ``trunk`` (T, 3) made square to it
-    (where the two are parallel, the previous frame's Y)."""
-    x = hip_line / np.maximum(np.linalg.norm(hip_line, axis=-1, keepdims=True), 1e-12)
-    y = trunk - np.sum(trunk * x, axis=-1, keepdims=True) * x
-    for t in np.flatnonzero(~(np.linalg.norm(y, axis=-1) > 1e-9)):
-        prev = y[t - 1] if t > 0 else np.cross(x[t], np.array([0.0, 0.0, 1.0]) if abs(x[t, 2]) < 0.9 else Y)
-        y[t] = prev - np.dot(prev, x[t]) * x[t]
-    y /= np.linalg.norm(y, axis=-1, keepdims=True)
-    return np.stack([x, y, np.cross(x, y)], axis=-1)
 
 
 def hips_rotation(hip_line: np.ndarray, trunk: np.ndarray, weight: np.ndarray, frame_s: float,
                   settings: RotationSettings | None = None) -> np.ndarray:
     """(T, 3, 3) the hips over one take: the trunk's direction (``trunk`` (T, 3), always read), spun about it by
-    the hip line (``hip_line`` (T, 3), by ``weight`` (T,) in [0, 1]: :func:`line_weight`), solved with a
+    the hip line (``hip_line`` (T, 3), by ``weight`` (T,) in [0, 1]: ``motion.rotations.line_weight``), solved with a
     ``PELVIS_CUTOFF_HZ`` prior (``settings``, default ``RotationSettings(cutoff_hz=PELVIS_CUTOFF_HZ)``;
     ``motion.rotations.solve_bone``) and then swung onto the hip line where it is long and its direction agrees
     with the path (``aim_share``)."""
     body = settings or RotationSettings(cutoff_hz=PELVIS_CUTOFF_HZ)
-    read = hips_frame(hip_line, trunk)
+    read = frame_from(hip_line, trunk, X, Y)  # X along the hip line, Y towards the trunk
     path, _ = solve_bone(read, np.ones(len(read)), body.smoothness(frame_s), body, Y, weight)
     return swing_onto(path, X, read @ X, weight * aim_share(direction_weight(path @ X, read @ X, body)))
 
@@ -158,4 +133,4 @@ def _below(spec, joint: int, ancestor: int) -> bool:
     return False
 
 
-__all__ = ["hips_frame", "hips_rotation", "line_weight", "pelvis_world", "rigid_pelvis"]
+__all__ = ["hips_rotation", "pelvis_world", "rigid_pelvis"]

@@ -54,6 +54,41 @@ class RotationSettings:
         return SolveSettings(cutoff_hz=self.cutoff_hz).smoothness(frame_s)
 
 
+def smoothstep(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """0 up to ``lo``, 1 from ``hi``, smooth in between (nan counts as 0)."""
+    s = np.clip((np.nan_to_num(x) - lo) / (hi - lo), 0.0, 1.0)
+    return s * s * (3 - 2 * s)
+
+
+def line_weight(v: np.ndarray, lo: float = 0.25, hi: float = 0.6) -> np.ndarray:
+    """(T,) how well a line between two joints (T, 3) gives a direction: 0 while it is shorter than ``lo`` of
+    its median length (seen end-on: its direction is noise), 1 from ``hi``."""
+    length = np.linalg.norm(v, axis=-1)
+    ref = np.nanmedian(length) if np.isfinite(length).any() else 0.0
+    return smoothstep(length / max(ref, 1e-9), lo, hi)
+
+
+def frame_from(aim: np.ndarray, roll: np.ndarray, a0: np.ndarray, n0: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) rotations taking rest axis ``a0`` onto ``aim`` (T, 3) and ``n0`` towards ``roll`` (T, 3).
+
+    ``a0`` and ``n0`` are orthogonal unit vectors; ``roll`` is made orthogonal
+    to ``aim``. Where roll is parallel to aim the previous frame's roll is used.
+    """
+    n = np.linalg.norm(aim, axis=-1, keepdims=True)
+    u = aim / np.where(n > 1e-12, n, np.nan)
+    v = roll - np.sum(roll * u, axis=-1)[:, None] * u
+    bad = ~(np.linalg.norm(v, axis=-1) > 1e-9)
+    x_axis, y_axis = np.eye(3)[0], np.eye(3)[1]
+    for t in np.flatnonzero(bad):  # degenerate roll: keep the previous frame's (or any normal)
+        prev = v[t - 1] if t > 0 else np.cross(u[t], x_axis if abs(u[t, 0]) < 0.9 else y_axis)
+        v[t] = prev - np.dot(prev, u[t]) * u[t]
+    n = np.linalg.norm(v, axis=-1, keepdims=True)
+    v = v / np.where(n > 1e-12, n, np.nan)
+    data = np.stack([u, v, np.cross(u, v)], axis=-1)  # columns
+    rest = np.stack([a0, n0, np.cross(a0, n0)], axis=-1)
+    return data @ rest.T
+
+
 def _continuous(q: np.ndarray, trusted: np.ndarray | None = None) -> np.ndarray:
     """(T, 4) quaternions with signs chosen frame to frame so that each agrees with the last trusted one before
     it ((T,) bool, default all; q and -q are one turn): a half-turn reading between two trusted ones does not
@@ -217,4 +252,5 @@ def hinge_signs(hinge: np.ndarray, ref: np.ndarray, weight: np.ndarray) -> np.nd
     return out
 
 
-__all__ = ["RotationSettings", "aim_share", "direction_weight", "hinge_signs", "limit_speed", "solve_bone", "swing_onto"]
+__all__ = ["RotationSettings", "aim_share", "direction_weight", "frame_from", "hinge_signs", "limit_speed",
+           "line_weight", "smoothstep", "solve_bone", "swing_onto"]
