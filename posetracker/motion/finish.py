@@ -21,7 +21,9 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 5. one pelvis per person (with ``rigid_bones``): the hips a constant width apart along a hip line solved over the
    track, each leg moved with its hip (``motion.pelvis``), so that a rig of constant bones (the BVH's) stands on
    the same joints;
-6. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
+6. one floor for everyone: each person scaled about the camera's centre so that their stance feet stand on one
+   floor (``motion.shared_floor``; their scales in ``metadata["shared_floor"]`` and ``metadata["people"]``);
+7. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
    the body moved with them, in the world coordinates every output reads (``motion.feet``); the floor, the
    stance phases and the points held go into ``metadata["feet"]``, which every export reads instead of fitting
    them again (``analysis.held_ground``; last, so that they belong to the track ids as repaired).
@@ -80,7 +82,7 @@ def is_finished(seq: PoseSequence) -> bool:
 def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones: bool, repair_swaps: bool = False,
                     tracked_fov: float | None = None, fix_legs: bool = True,
                     heights: Heights | None = None) -> tuple[PoseSequence, list[str]]:
-    """The tracked ``seq`` finished (module docstring, steps 1-6) -> (finished sequence, warnings to show).
+    """The tracked ``seq`` finished (module docstring, steps 1-7) -> (finished sequence, warnings to show).
 
     camera: :func:`camera_before`'s answer (None: estimate it from the people); rigid_bones: the session's
     (False: the user asked for the lengths as estimated; they stay so when re-lifted); repair_swaps: swap back
@@ -128,13 +130,15 @@ def _one_leg_each(seq: PoseSequence) -> PoseSequence:
 
 
 def _feet(seq: PoseSequence) -> PoseSequence:
-    """``seq`` with every person's stance feet held on the floor (``motion.feet.plant_feet``: its report, floor and
-    phases in ``metadata["feet"]``); a sequence without world coordinates is returned as it is."""
+    """``seq`` with everyone scaled to stand on one floor (``motion.shared_floor.scale_to_floor``) and every
+    person's stance feet held on it (``motion.feet.plant_feet``: its report, floor and phases in
+    ``metadata["feet"]``); a sequence without world coordinates is returned as it is."""
     from posetracker.motion.feet import plant_feet
+    from posetracker.motion.shared_floor import scale_to_floor
 
     if not any(f.world is not None for f in seq.frames):
         return seq
-    return plant_feet(seq)[0]
+    return plant_feet(scale_to_floor(seq)[0])[0]
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool
