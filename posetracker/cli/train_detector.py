@@ -50,6 +50,8 @@ def cmd_detector(args: argparse.Namespace) -> int:
 
     cfg, spec, train_items, val_items, cols = _setup(args)
     cfg = dataclasses.replace(cfg, **{k: v for k, v in (("batch", args.batch), ("resume", args.resume)) if v})
+    if args.train_seed is not None:
+        cfg = dataclasses.replace(cfg, train_seed=args.train_seed)
     try:
         run = train_detector(cfg, spec, train_items, val_items, cols, args.steps, args.out, _log,
                              samples=lambda net: _samples(cfg, spec, net, train_items, cols))
@@ -195,6 +197,7 @@ def add_detector_parsers(tsub) -> None:
     d.add_argument("--batch", type=int, help="override the config's batch")
     d.add_argument("--resume", help="go on from these weights of the same skeleton (override the config's resume)")
     d.add_argument("--out", help="detector weights (default: the config's out); the refiner goes beside it")
+    d.add_argument("--train-seed", type=int, help="override the config's train_seed (new heads, batch order)")
     d.add_argument("--log", help="per-step losses as JSON (default: beside the weights, .losses.json)")
     d.set_defaults(func=cmd_detector)
 

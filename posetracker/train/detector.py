@@ -90,6 +90,14 @@ class DetectorConfig:
     # the skeleton's top_down options for this run ({crop_px, crop_weights}, as in a skeleton YAML), e.g. to train
     # and score a top-down split of a skeleton that ships bottom-up; {} = the skeleton's own
     top_down: dict = field(default_factory=dict)
+    # checkpoint selection (train.checkpoint_select): every select_every steps the heads are scored on validation
+    # frames (select_val: [[first, end), ...] of the main set's training part, and each extra set's val), which do
+    # not train; the best step's weights are written. 0 = the last step's weights, no validation frames
+    select_every: int = 0
+    select_val: list = field(default_factory=list)
+    # seeds the new heads, the batch order and the jitter instead of ``seed`` (which keeps seeding the augmentation,
+    # so the cached samples are reused); None = ``seed`` (the heads from torch seed 0, as before)
+    train_seed: int | None = None
 
     def path(self, p: str) -> Path:
         q = Path(p)
@@ -104,7 +112,7 @@ class DetectorConfig:
         return self.path(self.out or f"models/posenet-{self.skeleton}.safetensors")
 
 
-EXTRA_KEYS = {"data", "names", "every", "variants", "held_out", "gap"}  # an extra_data entry's keys
+EXTRA_KEYS = {"data", "names", "every", "variants", "held_out", "gap", "val"}  # an extra_data entry's keys
 
 
 def load_detector_config(path: str | Path) -> DetectorConfig:
@@ -123,9 +131,10 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
     for e in raw.get("extra_data") or []:
         if not isinstance(e, dict) or "data" not in e or set(e) - EXTRA_KEYS \
                 or not isinstance(e.get("names", {}), dict) or int(e.get("every", 1)) < 1 \
-                or any(len(x) != 2 or x[0] >= x[1] for x in e.get("held_out", [])):
+                or any(len(x) != 2 or x[0] >= x[1] for x in [*e.get("held_out", []), *e.get("val", [])]):
             raise ValueError(f"{path}: extra_data: expected [{{data: <json>, names: {{joint: name}}, "
-                             f"every: <n >= 1>, variants: <n>, held_out: [[first, end], ...], gap: <n>}}], got {e!r}")
+                             f"every: <n >= 1>, variants: <n>, held_out: [[first, end], ...], gap: <n>, "
+                             f"val: [[first, end], ...]}}], got {e!r}")
     return DetectorConfig(**raw)
 
 
@@ -267,13 +276,15 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
                  data: LabelledSamples, spec: SkeletonSpec, cfg: DetectorConfig, steps: int,
                  log: Callable[[str], None], desc: str,
                  progress: Callable[[int, int, dict[str, float]], None] | None = None,
-                 cancel: Callable[[], bool] | None = None) -> list[dict[str, float]]:
+                 cancel: Callable[[], bool] | None = None,
+                 check: Callable[[int], None] | None = None) -> list[dict[str, float]]:
     """AdamW (parameter groups with their ``lr``), a linear warm-up over ``cfg.warmup_steps``, then cosine
     decay, over ``steps`` batches of ``cfg.batch`` random samples; returns per-step losses.
 
     ``progress(done, steps, losses)`` is called after every step (``losses``: that step's history entry);
     ``cancel()`` is asked before every step: True stops there and returns the steps done so far (the
-    caller tells a cancelled run from a finished one by ``len(history) < steps``).
+    caller tells a cancelled run from a finished one by ``len(history) < steps``). ``check(step)`` after
+    every ``cfg.select_every``-th step and the last (checkpoint selection).
 
     Without the warm-up the first full-size Adam steps knock the pretrained head layers about: three of
     four mouse4 runs never learnt the tail base (held-out PCK@0.1 0.24-0.26, one 0.66); with it two
@@ -283,7 +294,7 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
     opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=1e-4)
     params = [p for g in groups for p in g["params"]]
     sched = lr_schedule(opt, steps, cfg.warmup_steps)
-    rng = np.random.default_rng(cfg.seed)
+    rng = np.random.default_rng(cfg.seed if cfg.train_seed is None else cfg.train_seed)
     h, w = data.taps["c2"].shape[2:]
     history = []
     bar = tqdm(range(steps), desc=desc, dynamic_ncols=True, mininterval=2.0)
@@ -308,5 +319,7 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
             log(f"{desc} step {step}: loss {loss.item():.4f} " + " ".join(f"{k} {v:.4f}" for k, v in parts.items()))
         if progress is not None:
             progress(step + 1, steps, history[-1])
+        if check is not None and ((step + 1) % max(1, cfg.select_every) == 0 or step == steps - 1):
+            check(step + 1)
     bar.close()
     return history

@@ -105,9 +105,16 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     if not train_items and not cfg.teacher_config:
         raise TrainingError("no labelled frames left to train on (the project needs at least 2 labelled frames: "
                             "the last fifth is held out)")
+    if cfg.train_seed is not None:
+        torch.manual_seed(cfg.train_seed)
     net = new_detector(spec, load_posenet(cfg.path(cfg.init_weights)))
     t0 = time.time()
     data = samples(net) if samples is not None else detector_samples(cfg, spec, net, train_items, cols, log)
+    selector = None
+    if cfg.select_every:
+        from posetracker.train.checkpoint_select import split_for_selection
+
+        data, selector = split_for_selection(cfg, spec, net, train_items, cols, data, log)
     log(f"{len(train_items)} training items x {cfg.augment.variants} variants = {len(data)} samples "
         f"({time.time() - t0:.0f} s); {len(val_items)} held out")
     if cancel is not None and cancel():
@@ -119,22 +126,24 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
     if cfg.train_fpn:
         groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.seed if cfg.train_seed is None else cfg.train_seed)
     t1 = time.time()
 
     def loss(b):
         return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
 
     steps = steps or cfg.steps
-    history = run_training(loss, groups, data, spec, cfg, steps, log, "detector+graph", step_progress, cancel)
+    check = None if selector is None else (lambda step: selector(step, net, graph))
+    history = run_training(loss, groups, data, spec, cfg, steps, log, "detector+graph", step_progress, cancel, check)
     if len(history) < steps:
         raise TrainingCancelled(f"training cancelled after {len(history)} of {steps} steps")
+    kept = steps if selector is None else selector.restore(net, graph)
     minutes = (time.time() - t1) / 60
     net.eval()
     out = Path(out) if out else cfg.out_path
     src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
            f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
-           f"{minutes:.1f} min)")
+           f"{minutes:.1f} min" + (f"; kept step {kept}, best on the validation frames" if selector else "") + ")")
     gpath = refiner_path("graph", spec.name, out.parent)
     save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)  # the refiner first: the weights mark a whole run
     save_posenet(net, out, source=src, trained="heads")
