@@ -12,7 +12,9 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 2. the camera: the one given or tagged is kept (the sequence re-lifted with it when it was tracked with another
    field of view); none (``auto`` without a tag): estimated from the people and the sequence re-lifted with the
    estimate (``analysis.camera_fov.fov_after_tracking``), bones made rigid again where they were;
-3. ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
+3. where a track's distance runs away at the image border (a person leaving, their id handed to someone
+   behind), those frames dropped and the track split there (``motion.border_exits``; ``metadata["border_exits"]``
+   where any); ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
    then the heights the user gave (each such person scaled to theirs about the camera's centre) and everyone's
    stature and bone lengths with where they came from, ``metadata["people"]`` (``motion.heights``);
 4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``, from the 2-D
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from posetracker.depth.camera_meta import CameraFov
+from posetracker.motion.border_exits import split_border_exits
 from posetracker.motion.heights import Heights, apply_heights
 from posetracker.types import PoseSequence
 
@@ -102,7 +105,9 @@ def finish_sequence(seq: PoseSequence, camera: CameraFov | None, *, rigid_bones:
 
         seq = settle_bones(seq)  # live: one length per bone over the recording, as offline gives
     seq, camera = _with_camera(seq, camera, fov_used, rigid_bones)
-    seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), "camera": camera.as_dict()})
+    seq, exits = split_border_exits(seq)
+    exits = {"border_exits": exits} if exits else {}
+    seq = dataclasses.replace(seq, metadata={**(seq.metadata or {}), **exits, "camera": camera.as_dict()})
     seq, height_warnings = apply_heights(seq, heights)
     seq, warnings = _encounters(seq, repair_swaps)
     if rigid_bones:
