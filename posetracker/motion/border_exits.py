@@ -15,7 +15,8 @@ border* where such a joint lies within ``MARGIN`` of the image's long side from 
 2. its frames between the last frame before it and the first after it are dropped (absent means absent: a mix
    of two people, or of a body and the border, is no one), and the frames after it go on under a new track id
    (the person read after is not known to be the one before). A run-away that reaches the track's first or last
-   frame just drops those frames: the track starts or ends where its distance is still a person's.
+   frame just drops those frames: the track starts or ends where its distance is still a person's (one that
+   spans the whole track leaves it as read: no frame to go by).
 
 A depth that wanders slower than ``RUN_MS``, a body whose feet touch the image's edge, and any frame away from
 the border stay as they are: on the dancer, the side-view walk and the pose2sim clip nothing moves (the fastest
@@ -61,7 +62,7 @@ def run_aways(times: np.ndarray, distance: np.ndarray, border: np.ndarray) -> li
     """One track's frames in order: times (n,) s, distance (n,) m (nan unknown), border (n,) bool ->
     [(first, stop)) row ranges to drop, one per run-away (module docstring, steps 1-2): the rows strictly
     between the last row before it and the first row after it (none for a jump between two rows), or to the
-    track's start / end where it reaches it."""
+    track's start / end where it reaches it; none where it spans the whole track."""
     n = len(times)
     if n < 2:
         return []
@@ -76,7 +77,8 @@ def run_aways(times: np.ndarray, distance: np.ndarray, border: np.ndarray) -> li
             continue
         first = 0 if a == 0 else a + 1  # row a is the last one before (unless the track starts running away)
         stop = n if b == n - 1 else b  # row b is the first one after (unless the track ends running away)
-        out.append((first, stop))  # first == stop: a jump from one frame to the next, nothing between
+        if stop - first < n:  # a track running away over its whole length has no frame to go by: kept as read
+            out.append((first, stop))  # first == stop: a jump from one frame to the next, nothing between
     return out
 
 

@@ -82,3 +82,4 @@ def test_what_is_left_as_read():
     assert run_aways(t, ends, np.arange(40) >= 30) == [(36, 40)]
     starts = ends[::-1]
     assert run_aways(t, starts, np.arange(40) < 10) == [(0, 4)]
+    assert run_aways(t[:2], np.array([5.0, 7.6]), np.ones(2, bool)) == []  # all of it runs away: kept as read
