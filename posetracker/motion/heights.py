@@ -13,7 +13,8 @@ finished result. ``metadata["people"]`` then holds, per track id, ``stature_m``,
 "multi-view" measured on the people triangulated from several calibrated cameras, "floor" from one calibrated
 view's floor, "estimated" from one view's 3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
 ``scale`` (given / measured, or the floor's; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
-"parent-child").
+"parent-child"); where several people share one uncalibrated view, ``motion.shared_floor`` then scales each to stand
+on one floor and multiplies their ``stature_m``, ``scale`` and ``bones_m`` by it (``floor_scale``).
 
 One calibrated view (``metadata["floor"]`` with ``people_on_it`` False) sizes each person whose height is not
 given by the floor instead (:func:`floor_scales`, ``stature_source`` "floor"): scaled about the camera's centre
