@@ -26,7 +26,11 @@ person's own floor):
    same smoothness prior (a'_p: the phase's mean ankle after step 1, at standing height), so it is pulled onto
    its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
    then under standing height is lifted to it. The knee moves the least that keeps the thigh and shin their
-   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in); a point farther
+   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in), and where it must
+   bend out farther than it was bent, the rest of the way forward (the body's forward: a knee never bends
+   backwards; a near-straight leg's bend plane is noise, and a swinging ankle lifted 4.7 cm on a straight leg bent
+   the side-view walk's knee 14 cm out along a plane read backwards, then snapped it straight: 24 cm in one
+   frame); a point farther
    from the hip than thigh plus shin is reached as far as the straight leg goes (the shin used to stretch to it,
    up to 2.8 cm on the walk, and a rig of constant bones, the BVH's, then missed the held ankle).
 3. **Again.** The floor and the stance phases are fitted again to the result (``rounds`` at most, until they
@@ -70,6 +74,7 @@ from posetracker.motion.solve import _prior_bands
 from posetracker.types import PoseSequence
 
 FEET = ("left", "right")
+UP = np.array([0.0, 1.0, 0.0])  # the floor frame's up
 SIDE_SMOOTH_FRAMES = 2.0  # Gaussian sigma (frames) of the direction a moved knee bends out to
 STRAIGHT_M = 0.02  # a knee within this of the hip -> ankle line bends out the way the frames around it do
 
@@ -291,6 +296,7 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
     out = pts.copy()
     t = len(pts)
     w, owner = stance_weights(phases, t, blend)
+    forward = np.cross(pts[:, legs[0][0]] - pts[:, legs[1][0]], UP)  # (T, 3) left hip - right hip, x up
     for f, (hip, knee, ankle) in enumerate(legs):
         a = pts[:, ankle]
         ok = valid[:, ankle] & np.isfinite(a).all(1)
@@ -313,19 +319,20 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
             continue
         new_a = np.where(known[:, None], new_a, a)
         moved = np.linalg.norm(np.nan_to_num(new_a - a), axis=1) > 1e-6  # elsewhere the leg is left exactly
-        knee_at, ankle_at = _knee(pts[:, hip], pts[:, knee], new_a, a)
+        knee_at, ankle_at = _knee(pts[:, hip], pts[:, knee], new_a, a, forward)
         out[:, knee] = np.where(moved[:, None], knee_at, pts[:, knee])
         out[:, ankle] = np.where(moved[:, None], ankle_at, new_a)
     return out
 
 
-def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray, forward: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray]:
     """(knee (T, 3), ankle (T, 3)): the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin
     |old_ankle - knee| lengths with the ankle at ``ankle`` (the circle of such knees), out from the hip -> ankle
     line the way the knee bent, that way taken over a few frames (a straight leg's is noise, and a knee that took
-    it frame by frame would flip sides); an ``ankle`` out of reach is moved to where the straight leg's end points
-    at it, so that both bones keep their lengths."""
+    it frame by frame would flip sides); where it must go farther out than it was, the rest of the way towards
+    ``forward`` (T, 3) (the body's forward, any length; nan: none); an ``ankle`` out of reach is moved to where the
+    straight leg's end points at it, so that both bones keep their lengths."""
     l1 = np.linalg.norm(knee - hip, axis=1)
     l2 = np.linalg.norm(old_ankle - knee, axis=1)
     v = ankle - hip
@@ -342,7 +349,10 @@ def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.nd
     around = gaussian_filter1d(np.nan_to_num(side), SIDE_SMOOTH_FRAMES, axis=0, mode="nearest")
     around = around / np.maximum(np.linalg.norm(around, axis=1, keepdims=True), 1e-12)
     straight = 1.0 - np.clip((np.nan_to_num(out) - STRAIGHT_M) / STRAIGHT_M, 0.0, 1.0)  # 1 within STRAIGHT_M
-    side = np.nan_to_num(side) + straight * STRAIGHT_M * around
+    fwd = np.nan_to_num(forward - (forward * u).sum(1, keepdims=True) * u)
+    fwd = fwd / np.maximum(np.linalg.norm(fwd, axis=1, keepdims=True), 1e-12)
+    farther = np.maximum(radius[:, None] - np.nan_to_num(out), 0.0)  # how much farther out than it was bent
+    side = np.nan_to_num(side) + straight * STRAIGHT_M * around + farther * fwd
     side = side - (side * u).sum(1, keepdims=True) * u
     n = np.linalg.norm(side, axis=1, keepdims=True)
     side = np.where(n > 1e-9, side / np.maximum(n, 1e-12), 0.0)
