@@ -24,7 +24,8 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
    track, each leg moved with its hip (``motion.pelvis``), so that a rig of constant bones (the BVH's) stands on
    the same joints;
 6. one floor for everyone: each person scaled about the camera's centre so that their stance feet stand on one
-   floor (``motion.shared_floor``; their scales in ``metadata["shared_floor"]`` and ``metadata["people"]``);
+   floor (``motion.shared_floor``; their scales in ``metadata["shared_floor"]`` and ``metadata["people"]``; after
+   step 7 they are scaled onto the floor it ended with);
 7. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
    the body moved with them, in the world coordinates every output reads (``motion.feet``); the floor, the
    stance phases and the points held go into ``metadata["feet"]``, which every export reads instead of fitting
@@ -139,11 +140,12 @@ def _feet(seq: PoseSequence) -> PoseSequence:
     person's stance feet held on it (``motion.feet.plant_feet``: its report, floor and phases in
     ``metadata["feet"]``); a sequence without world coordinates is returned as it is."""
     from posetracker.motion.feet import plant_feet
-    from posetracker.motion.shared_floor import scale_to_floor
+    from posetracker.motion.shared_floor import keep_one_floor, scale_to_floor
 
     if not any(f.world is not None for f in seq.frames):
         return seq
-    return plant_feet(scale_to_floor(seq)[0])[0]
+    seq, shared = scale_to_floor(seq)
+    return keep_one_floor(plant_feet(seq)[0], shared)
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool

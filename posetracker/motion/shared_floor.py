@@ -23,7 +23,9 @@ far and too large, scatter the most in metres) is tried too: the scaled people a
 with its usual limits then accepts them; otherwise the sequence is returned as it was.
 
 :func:`scale_to_floor` runs in the finishing step (``motion.finish.finish_sequence``) after the heights and before
-the feet step, which fits the floor again (then one floor within millimetres) and holds the stance feet on it.
+the feet step, which fits the floor again and holds the stance feet on it; its last fit may turn the floor's normal
+(the 4-view trial's cam03: the people's floors 27 cm apart again), so :func:`keep_one_floor` then scales the same
+people onto the floor the feet step ended with, and moves its record (``metadata["feet"]``) with them.
 It writes ``metadata["shared_floor"]``: ``camera_height_m`` (H), ``gauge``, ``rounds`` and per person
 ``floor_before_m`` (their floor above the shared one as first fitted) and ``scale``; ``metadata["people"]``
 (:mod:`posetracker.motion.heights`) gets each scaled person's ``floor_scale``, and their ``stature_m``,
@@ -90,6 +92,61 @@ def scale_to_floor(seq: PoseSequence) -> tuple[PoseSequence, dict[str, Any]]:
                                               "people": _people(meta.get("people") or {}, total)}), report
 
 
+def keep_one_floor(seq: PoseSequence, report: dict[str, Any]) -> PoseSequence:
+    """``seq`` after the feet step (``motion.feet.plant_feet``, ``metadata["feet"]``) with the people
+    :func:`scale_to_floor` scaled (its ``report``) scaled again so that they stand on the feet step's floor as it
+    ended: the feet step fits the floor again to the feet it held, and where they spread little across one
+    direction the body-axis prior turns its normal there (the 4-view trial's cam03: 10 -> 17 degrees of pitch),
+    which moves the floors of people standing apart along it (27 cm). The same scales (``_scales``: the same gauge)
+    from the feet step's floors, and the feet step's record made to match: scaling about the camera's centre by
+    s moves a person's floor to H - s h (H the camera's height over the new shared floor, h theirs before) and
+    multiplies their ankle height, held points (their own floor frame: its origin lies below the camera) and
+    largest shift by s. ``metadata["shared_floor"]`` gets the scales multiplied, ``after_feet`` (these factors)
+    and H; ``metadata["people"]`` as in :func:`scale_to_floor`. Anything else is returned as it is."""
+    meta = seq.metadata or {}
+    feet = meta.get("feet") or {}
+    floor = feet.get("floor") or {}
+    if not report.get("scaled") or not feet.get("planted") or not floor.get("fitted"):
+        return seq
+    camera = float(floor["translation"][1])
+    mine = {int(t) for t in report["people"]}
+    h = {int(t): camera - float(y) for t, y in floor["person_floor"].items() if int(t) in mine}
+    scale, height, gauge = _scales({t: v for t, v in h.items() if v > 0}, {t for t in mine if _given(meta, t)})
+    if not scale or all(abs(v - 1.0) <= DONE for v in scale.values()) and abs(height - camera) <= 1e-4:
+        return seq
+    new_floor = dict(floor, translation=[float(floor["translation"][0]), height, float(floor["translation"][2])],
+                     person_floor={t: float(height - scale.get(int(t), 1.0) * (camera - float(y)))
+                                   for t, y in floor["person_floor"].items()},
+                     ankle_height={t: float(a) * scale.get(int(t), 1.0) for t, a in floor["ankle_height"].items()},
+                     report=_floor_report(floor.get("report", {}), height, camera, scale))
+    people = {}
+    for t, person in (feet.get("people") or {}).items():
+        k = scale.get(int(t), 1.0)
+        people[t] = {**person, "largest_shift_m": round(person["largest_shift_m"] * k, 4),
+                     "phases": [{**ph, "point_m": [round(v * k, 6) for v in ph["point_m"]]}
+                                for ph in person.get("phases", [])]}
+    total = {t: round(p["scale"] * scale.get(int(t), 1.0), 4) for t, p in report["people"].items()}
+    shared = {**report, "camera_height_m": round(height, 4), "gauge": gauge,
+              "after_feet": {str(t): round(v, 4) for t, v in sorted(scale.items())},
+              "people": {t: {**p, "scale": total[t]} for t, p in report["people"].items()}}
+    out = _scaled(seq, scale)
+    return dataclasses.replace(out, metadata={**meta, "feet": {**feet, "floor": new_floor, "people": people},
+                                              "shared_floor": shared,
+                                              "people": _people(meta.get("people") or {}, scale, total)})
+
+
+def _floor_report(report: dict[str, Any], height: float, camera: float, scale: dict[int, float]) -> dict[str, Any]:
+    """The feet step's floor report with the camera's height ``height`` and each person's ``floor_m`` (above the
+    shared floor) as :func:`keep_one_floor` moved them (``camera``: the height before)."""
+    people = {t: ({**p, "floor_m": round(height - scale.get(int(t), 1.0) * (camera - p["floor_m"]), 4)}
+                  if p.get("floor_m") is not None else p) for t, p in (report.get("people") or {}).items()}
+    return {**report, "camera_height_m": round(height, 4), "people": people}
+
+
+def _given(meta: dict[str, Any], tid: int) -> bool:
+    return ((meta.get("people") or {}).get(str(tid)) or {}).get("stature_source") == "given"
+
+
 def _floors(seq: PoseSequence, settings) -> tuple[dict[int, float], dict[int, float]] | None:
     """({track id: distance of their floor from the camera along the normal, m}, {track id: their floor above the
     shared one, m}) of the people whose stance ankles the fit found on the plane (at least MIN_POINTS); None where
@@ -141,8 +198,10 @@ def _scaled(seq: PoseSequence, scale: dict[int, float]) -> PoseSequence:
     return dataclasses.replace(seq, frames=[scaled_frame(f, scale) for f in seq.frames])
 
 
-def _people(people: dict[str, dict], scale: dict[int, float]) -> dict[str, dict]:
-    """``metadata["people"]`` with each scaled person's ``floor_scale``, and stature, scale and bones times it."""
+def _people(people: dict[str, dict], scale: dict[int, float], total: dict[str, float] | None = None
+            ) -> dict[str, dict]:
+    """``metadata["people"]`` with each person's ``scale`` and stature and bones times their ``scale`` (this step's
+    factor), and their ``floor_scale`` (the whole of it: ``total[track id]``, else this factor)."""
     out = {}
     for tid, p in people.items():
         s = scale.get(int(tid))
@@ -154,9 +213,9 @@ def _people(people: dict[str, dict], scale: dict[int, float]) -> dict[str, dict]
             q["stature_m"] = round(q["stature_m"] * s, 3)
         q["scale"] = round(q.get("scale", 1.0) * s, 4)
         q["bones_m"] = {k: round(v * s, 4) for k, v in (q.get("bones_m") or {}).items()}
-        q["floor_scale"] = round(s, 4)
+        q["floor_scale"] = round((total or {}).get(str(tid), s), 4)
         out[tid] = q
     return out
 
 
-__all__ = ["scale_to_floor"]
+__all__ = ["keep_one_floor", "scale_to_floor"]

@@ -63,3 +63,30 @@ def test_one_person_or_a_calibrated_floor_is_left_as_it_is(two_walkers):
                                        {**two_walkers.metadata, "floor": {"source": "test"}})
     out, report = scale_to_floor(calibrated)
     assert out is calibrated and not report["scaled"]
+
+
+def test_people_held_on_their_own_floors_are_scaled_onto_one_and_the_held_feet_follow(two_walkers):
+    """keep_one_floor after the feet step: each person scaled onto the feet step's shared floor, and the floor, the
+    ankle heights and the held points of metadata["feet"] moved with them (what every export reads)."""
+    from posetracker.analysis.held_ground import held_ground
+    from posetracker.motion.feet import plant_feet
+    from posetracker.motion.shared_floor import keep_one_floor
+
+    planted, _ = plant_feet(two_walkers)  # each on their own floor, 0.36 m apart
+    assert abs(planted.metadata["feet"]["floor"]["person_floor"]["1"]) > 0.3
+    out = keep_one_floor(planted, {"scaled": True, "people": {"0": {"scale": 1.0}, "1": {"scale": 1.0}}})
+    floor = out.metadata["feet"]["floor"]
+    assert abs(floor["person_floor"]["0"] - floor["person_floor"]["1"]) < 1e-6
+    scales = out.metadata["shared_floor"]["people"]
+    assert scales["1"]["scale"] / scales["0"]["scale"] == pytest.approx(1 / DEPTH_SCALE, rel=0.02)
+    ground = held_ground(out)
+    spec = out.skeleton
+    for tid, phases in ground.phases.items():
+        points = out.metadata["feet"]["people"][str(tid)]["phases"]
+        for p, held in zip(phases, points):
+            ankle = spec.index(("left_ankle", "right_ankle")[p.foot])
+            mid = (p.start + p.stop) // 2
+            world = out.frames[mid].world[list(out.frames[mid].track_ids).index(tid), ankle]
+            at = ground.frame.to_person_floor(world, tid)
+            np.testing.assert_allclose(at, held["point_m"], atol=0.01)  # m: the held point is where the ankle is
+            assert at[1] == pytest.approx(ground.frame.ankle_height[tid], abs=0.01)
