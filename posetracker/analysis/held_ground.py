@@ -56,6 +56,34 @@ def phase_as_dict(phase: ContactPhase, point: np.ndarray) -> dict[str, Any]:
             "point_m": [round(float(v), 6) for v in point]}
 
 
+def scaled_record(feet: dict[str, Any], scale: dict[int, float], height: float | None = None) -> dict[str, Any]:
+    """The ``metadata["feet"]`` record ``feet`` for the same people with person t's world scaled by ``scale[t]``
+    about the camera's centre, the floor frame's camera height (``translation[1]``) set to ``height`` (None: kept).
+    With H, H' the camera's heights before and after, person t's floor Y_t goes to H' - s (H - Y_t), their ankle
+    height and largest shift times s, and each held point q (their own floor frame) to s q - (s - 1) (t_x, 0, t_z)
+    (t: the frame's translation). People not in ``scale`` keep their floor where it is. The input is not changed."""
+    floor = feet["floor"]
+    t = [float(v) for v in floor["translation"]]
+    new_h = t[1] if height is None else float(height)
+    k = {str(tid): float(v) for tid, v in scale.items()}
+    person_floor = {tid: new_h - k.get(tid, 1.0) * (t[1] - float(y)) for tid, y in floor["person_floor"].items()}
+    report = dict(floor.get("report") or {})
+    if height is not None:
+        report["camera_height_m"] = round(new_h, 4)
+    report["people"] = {tid: ({**p, "floor_m": round(person_floor[tid], 4)} if tid in k and tid in person_floor
+                              and p.get("floor_m") is not None else p) for tid, p in (report.get("people") or {}).items()}
+    new_floor = {**floor, "translation": [t[0], new_h, t[2]], "person_floor": person_floor, "report": report,
+                 "ankle_height": {tid: float(a) * k.get(tid, 1.0) for tid, a in floor["ankle_height"].items()}}
+    people = {}
+    for tid, person in (feet.get("people") or {}).items():
+        s = k.get(tid, 1.0)
+        moved = [{**ph, "point_m": [round(s * v - (s - 1.0) * o, 6) for v, o in zip(ph["point_m"], (t[0], 0.0, t[2]))]}
+                 for ph in person.get("phases", [])]
+        people[tid] = {**person, "phases": moved, **({"largest_shift_m": round(person["largest_shift_m"] * s, 4)}
+                                                     if "largest_shift_m" in person else {})}
+    return {**feet, "floor": new_floor, "people": people}
+
+
 def held_phases(feet: dict[str, Any]) -> dict[int, list[ContactPhase]]:
     """{track id: the stance phases held} of a ``metadata["feet"]`` record."""
     return {int(tid): [ContactPhase(FEET.index(p["foot"]), int(p["start"]), int(p["stop"]))
@@ -81,4 +109,5 @@ def held_ground(seq: PoseSequence) -> Ground:
     return Ground(floor_from_dict(feet["floor"]), held_phases(feet))
 
 
-__all__ = ["floor_as_dict", "floor_from_dict", "has_held_ground", "held_ground", "held_phases", "phase_as_dict"]
+__all__ = ["floor_as_dict", "floor_from_dict", "has_held_ground", "held_ground", "held_phases", "phase_as_dict",
+           "scaled_record"]

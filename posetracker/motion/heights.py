@@ -138,14 +138,63 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
         else:
             entry = {"stature_m": round(measured, 3) if math.isfinite(measured) else None,
                      "stature_source": measured_by if math.isfinite(measured) else "unknown", "scale": 1.0}
+            if "floor_scale" in before:  # sized by the shared floor when finished (motion.shared_floor): kept
+                entry.update(scale=before.get("scale", 1.0), floor_scale=before["floor_scale"])
         entry["bones_m"] = _bones(track.world[track.present] * scale.get(tid, 1.0), seq)
         people[str(tid)] = entry
     missing = sorted(set(heights.per_track) - set(tracks))
     if missing:
         warnings.append(f"heights given for track ids not in the result: {', '.join(map(str, missing))} "
                         f"(ids present: {', '.join(map(str, ids))})")
+    _follow_shared_floor(seq, tracks, scale, people)
     frames = [_scaled(f, scale) for f in seq.frames] if scale else seq.frames
-    return dataclasses.replace(seq, frames=frames, metadata={**(seq.metadata or {}), "people": people}), warnings
+    return dataclasses.replace(seq, frames=frames, metadata=_held_feet({**(seq.metadata or {}), "people": people},
+                                                                     scale)), warnings
+
+
+def _follow_shared_floor(seq: PoseSequence, tracks: dict, scale: dict[int, float], people: dict[str, dict]) -> None:
+    """A finished result whose people were scaled to one floor (``metadata["shared_floor"]``, ``motion.shared_floor``)
+    and some of them given a height now: the others on that floor scaled with them (the geometric mean of the
+    given people's factors), so that everyone still stands on one floor, as ``process --height`` gives. ``scale``
+    and ``people`` are updated in place."""
+    meta = seq.metadata or {}
+    mates = {int(t) for t in (meta.get("shared_floor") or {}).get("people", {})}
+    now = [scale[t] for t in mates if t in scale and people[str(t)]["stature_source"] == "given"]
+    if not now:
+        return
+    g = math.exp(sum(math.log(v) for v in now) / len(now))
+    for t in sorted(mates - set(scale)):
+        if t not in tracks or str(t) not in people:
+            continue
+        before = (meta.get("people") or {}).get(str(t)) or {}
+        scale[t] = g
+        p = people[str(t)]
+        p.update(stature_m=None if p["stature_m"] is None else round(p["stature_m"] * g, 3),
+                 scale=round(before.get("scale", 1.0) * g, 4), floor_scale=round(before.get("floor_scale", 1.0) * g, 4),
+                 bones_m=_bones(tracks[t].world[tracks[t].present] * g, seq))
+
+
+def _held_feet(meta: dict, scale: dict[int, float]) -> dict:
+    """``meta`` with the feet step's record (``metadata["feet"]``, a finished result) moved with the people scaled
+    (``analysis.held_ground.scaled_record``), so that every export still finds the held feet where they are: the
+    floor frame's camera height goes with the people on its floor (a calibrated floor stays), and the shared
+    floor's record (``metadata["shared_floor"]``) with it."""
+    feet = meta.get("feet") or {}
+    if not scale or "floor" not in feet or all(v == 1.0 for v in scale.values()):
+        return meta
+    from posetracker.analysis.held_ground import scaled_record
+
+    floor = feet["floor"]
+    on = [v for t, v in scale.items() if abs(float(floor["person_floor"].get(str(t), 1.0))) < 1e-6]
+    height = None if "floor" in meta or not on else float(floor["translation"][1]) * math.exp(
+        sum(math.log(v) for v in on) / len(on))
+    out = {**meta, "feet": scaled_record(feet, scale, height)}
+    if "shared_floor" in meta and meta["shared_floor"].get("scaled"):
+        shared = meta["shared_floor"]
+        out["shared_floor"] = {**shared, **({"camera_height_m": round(height, 4)} if height is not None else {}),
+                               "people": {t: {**p, "scale": round(p["scale"] * scale.get(int(t), 1.0), 4)}
+                                          for t, p in shared["people"].items()}}
+    return out
 
 
 def floor_scales(seq: PoseSequence, min_points: int = MIN_FLOOR_POINTS) -> dict[int, float]:

@@ -103,6 +103,8 @@ def keep_one_floor(seq: PoseSequence, report: dict[str, Any]) -> PoseSequence:
     multiplies their ankle height, held points (their own floor frame: its origin lies below the camera) and
     largest shift by s. ``metadata["shared_floor"]`` gets the scales multiplied, ``after_feet`` (these factors)
     and H; ``metadata["people"]`` as in :func:`scale_to_floor`. Anything else is returned as it is."""
+    from posetracker.analysis.held_ground import scaled_record
+
     meta = seq.metadata or {}
     feet = meta.get("feet") or {}
     floor = feet.get("floor") or {}
@@ -114,33 +116,14 @@ def keep_one_floor(seq: PoseSequence, report: dict[str, Any]) -> PoseSequence:
     scale, height, gauge = _scales({t: v for t, v in h.items() if v > 0}, {t for t in mine if _given(meta, t)})
     if not scale or all(abs(v - 1.0) <= DONE for v in scale.values()) and abs(height - camera) <= 1e-4:
         return seq
-    new_floor = dict(floor, translation=[float(floor["translation"][0]), height, float(floor["translation"][2])],
-                     person_floor={t: float(height - scale.get(int(t), 1.0) * (camera - float(y)))
-                                   for t, y in floor["person_floor"].items()},
-                     ankle_height={t: float(a) * scale.get(int(t), 1.0) for t, a in floor["ankle_height"].items()},
-                     report=_floor_report(floor.get("report", {}), height, camera, scale))
-    people = {}
-    for t, person in (feet.get("people") or {}).items():
-        k = scale.get(int(t), 1.0)
-        people[t] = {**person, "largest_shift_m": round(person["largest_shift_m"] * k, 4),
-                     "phases": [{**ph, "point_m": [round(v * k, 6) for v in ph["point_m"]]}
-                                for ph in person.get("phases", [])]}
     total = {t: round(p["scale"] * scale.get(int(t), 1.0), 4) for t, p in report["people"].items()}
     shared = {**report, "camera_height_m": round(height, 4), "gauge": gauge,
               "after_feet": {str(t): round(v, 4) for t, v in sorted(scale.items())},
               "people": {t: {**p, "scale": total[t]} for t, p in report["people"].items()}}
     out = _scaled(seq, scale)
-    return dataclasses.replace(out, metadata={**meta, "feet": {**feet, "floor": new_floor, "people": people},
+    return dataclasses.replace(out, metadata={**meta, "feet": scaled_record(feet, scale, height),
                                               "shared_floor": shared,
                                               "people": _people(meta.get("people") or {}, scale, total)})
-
-
-def _floor_report(report: dict[str, Any], height: float, camera: float, scale: dict[int, float]) -> dict[str, Any]:
-    """The feet step's floor report with the camera's height ``height`` and each person's ``floor_m`` (above the
-    shared floor) as :func:`keep_one_floor` moved them (``camera``: the height before)."""
-    people = {t: ({**p, "floor_m": round(height - scale.get(int(t), 1.0) * (camera - p["floor_m"]), 4)}
-                  if p.get("floor_m") is not None else p) for t, p in (report.get("people") or {}).items()}
-    return {**report, "camera_height_m": round(height, 4), "people": people}
 
 
 def _given(meta: dict[str, Any], tid: int) -> bool:

@@ -90,3 +90,34 @@ def test_people_held_on_their_own_floors_are_scaled_onto_one_and_the_held_feet_f
             at = ground.frame.to_person_floor(world, tid)
             np.testing.assert_allclose(at, held["point_m"], atol=0.01)  # m: the held point is where the ankle is
             assert at[1] == pytest.approx(ground.frame.ankle_height[tid], abs=0.01)
+
+
+def _held_off(seq) -> float:
+    """Metres the farthest stance ankle (mid-phase) lies from the point its phase holds (``metadata["feet"]``)."""
+    from posetracker.analysis.held_ground import held_ground
+
+    ground, spec, worst = held_ground(seq), seq.skeleton, 0.0
+    for tid, phases in ground.phases.items():
+        for p, held in zip(phases, seq.metadata["feet"]["people"][str(tid)]["phases"]):
+            fr = seq.frames[(p.start + p.stop) // 2]
+            world = fr.world[list(fr.track_ids).index(tid), spec.index(("left_ankle", "right_ankle")[p.foot])]
+            worst = max(worst, float(np.abs(ground.frame.to_person_floor(world, tid) - held["point_m"]).max()))
+    return worst
+
+
+def test_a_height_given_to_a_finished_result_moves_its_held_feet_and_the_people_on_its_floor(two_walkers):
+    """``posetracker export --height`` on a finished result (motion.heights.apply_heights): the feet step's record
+    moves with the people scaled (the old code left it: a single walker's stance ankles 6 cm off the floor every
+    export stands them on), and the people sharing the floor follow the one given a height."""
+    from posetracker.motion.heights import apply_heights
+
+    one, _ = finish_sequence(scene(n=150).seq, CameraFov(FOV, "user"), rigid_bones=False)
+    assert _held_off(one) < 0.01
+    taller, _ = apply_heights(one, Heights(everyone=1.9))
+    assert _held_off(taller) < 0.01  # m
+    assert taller.metadata["feet"]["floor"]["person_floor"]["0"] == pytest.approx(0.0, abs=1e-6)
+    done, _ = finish_sequence(two_walkers, CameraFov(FOV, "user"), rigid_bones=False)
+    given, _ = apply_heights(done, Heights(per_track={0: round(STATURE, 3)}))
+    assert _statures(given) == pytest.approx([STATURE, STATURE], rel=0.02)  # walker 1 follows walker 0
+    floors = given.metadata["feet"]["floor"]["person_floor"]
+    assert floors["0"] == pytest.approx(floors["1"], abs=0.01) and _held_off(given) < 0.01
