@@ -14,7 +14,9 @@ finished result. ``metadata["people"]`` then holds, per track id, ``stature_m``,
 view's floor, "estimated" from one view's 3-D, or "unknown" where no frame shows the whole ankle-to-ear chain),
 ``scale`` (given / measured, or the floor's; 1 when estimated) and ``bones_m`` (each bone's median length, m, by name
 "parent-child"); where several people share one uncalibrated view, ``motion.shared_floor`` then scales each to stand
-on one floor and multiplies their ``stature_m``, ``scale`` and ``bones_m`` by it (``floor_scale``).
+on one floor and multiplies their ``stature_m``, ``scale`` and ``bones_m`` by it (``floor_scale``). On a finished
+result the feet step's record (``metadata["feet"]``) moves with the people scaled, and the people sharing its floor
+are scaled with those given a height (:func:`_follow_shared_floor`), so every export still stands them on one floor.
 
 One calibrated view (``metadata["floor"]`` with ``people_on_it`` False) sizes each person whose height is not
 given by the floor instead (:func:`floor_scales`, ``stature_source`` "floor"): scaled about the camera's centre
