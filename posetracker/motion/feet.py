@@ -26,11 +26,11 @@ person's own floor):
    same smoothness prior (a'_p: the phase's mean ankle after step 1, at standing height), so it is pulled onto
    its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
    then under standing height is lifted to it. The knee moves the least that keeps the thigh and shin their
-   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in), and where it must
-   bend out farther than it was bent, the rest of the way forward (the body's forward: a knee never bends
-   backwards; a near-straight leg's bend plane is noise, and a swinging ankle lifted 4.7 cm on a straight leg bent
-   the side-view walk's knee 14 cm out along a plane read backwards, then snapped it straight: 24 cm in one
-   frame); a point farther
+   lengths (the nearest point of the circle of such knees: it stays in the plane it bent in); where it must bend
+   out farther than it was bent, that plane turns at most ``TURN_DEG`` a frame (a near-straight leg's plane is
+   noise: on the side-view walk a swinging ankle 4.7 cm under standing height on a leg 0.3 cm short of straight
+   was lifted, its knee put 10-14 cm out along a plane read 3.5 cm out that turned 75 degrees a frame, then
+   snapped straight: 23.8 cm in one frame); a point farther
    from the hip than thigh plus shin is reached as far as the straight leg goes (the shin used to stretch to it,
    up to 2.8 cm on the walk, and a rig of constant bones, the BVH's, then missed the held ankle).
 3. **Again.** The floor and the stance phases are fitted again to the result (``rounds`` at most, until they
@@ -74,9 +74,9 @@ from posetracker.motion.solve import _prior_bands
 from posetracker.types import PoseSequence
 
 FEET = ("left", "right")
-UP = np.array([0.0, 1.0, 0.0])  # the floor frame's up
 SIDE_SMOOTH_FRAMES = 2.0  # Gaussian sigma (frames) of the direction a moved knee bends out to
 STRAIGHT_M = 0.02  # a knee within this of the hip -> ankle line bends out the way the frames around it do
+TURN_DEG = 30.0  # the most a knee bent farther than it was read turns its bend plane a frame (about the leg)
 
 
 @dataclass(frozen=True)
@@ -296,7 +296,6 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
     out = pts.copy()
     t = len(pts)
     w, owner = stance_weights(phases, t, blend)
-    forward = np.cross(pts[:, legs[0][0]] - pts[:, legs[1][0]], UP)  # (T, 3) left hip - right hip, x up
     for f, (hip, knee, ankle) in enumerate(legs):
         a = pts[:, ankle]
         ok = valid[:, ankle] & np.isfinite(a).all(1)
@@ -319,20 +318,20 @@ def _legs(pts: np.ndarray, legs: list[tuple[int, int, int]], phases: list[Contac
             continue
         new_a = np.where(known[:, None], new_a, a)
         moved = np.linalg.norm(np.nan_to_num(new_a - a), axis=1) > 1e-6  # elsewhere the leg is left exactly
-        knee_at, ankle_at = _knee(pts[:, hip], pts[:, knee], new_a, a, forward)
+        knee_at, ankle_at = _knee(pts[:, hip], pts[:, knee], new_a, a)
         out[:, knee] = np.where(moved[:, None], knee_at, pts[:, knee])
         out[:, ankle] = np.where(moved[:, None], ankle_at, new_a)
     return out
 
 
-def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray, forward: np.ndarray
+def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.ndarray
           ) -> tuple[np.ndarray, np.ndarray]:
     """(knee (T, 3), ankle (T, 3)): the knee nearest ``knee`` that keeps the thigh |knee - hip| and shin
     |old_ankle - knee| lengths with the ankle at ``ankle`` (the circle of such knees), out from the hip -> ankle
     line the way the knee bent, that way taken over a few frames (a straight leg's is noise, and a knee that took
-    it frame by frame would flip sides); where it must go farther out than it was, the rest of the way towards
-    ``forward`` (T, 3) (the body's forward, any length; nan: none); an ``ankle`` out of reach is moved to where the
-    straight leg's end points at it, so that both bones keep their lengths."""
+    it frame by frame would flip sides); where it must go farther out than it was, that way turns at most
+    ``TURN_DEG`` a frame (:func:`_turn_limited`); an ``ankle`` out of reach is moved to where the straight leg's end
+    points at it, so that both bones keep their lengths."""
     l1 = np.linalg.norm(knee - hip, axis=1)
     l2 = np.linalg.norm(old_ankle - knee, axis=1)
     v = ankle - hip
@@ -349,16 +348,44 @@ def _knee(hip: np.ndarray, knee: np.ndarray, ankle: np.ndarray, old_ankle: np.nd
     around = gaussian_filter1d(np.nan_to_num(side), SIDE_SMOOTH_FRAMES, axis=0, mode="nearest")
     around = around / np.maximum(np.linalg.norm(around, axis=1, keepdims=True), 1e-12)
     straight = 1.0 - np.clip((np.nan_to_num(out) - STRAIGHT_M) / STRAIGHT_M, 0.0, 1.0)  # 1 within STRAIGHT_M
-    fwd = np.nan_to_num(forward - (forward * u).sum(1, keepdims=True) * u)
-    fwd = fwd / np.maximum(np.linalg.norm(fwd, axis=1, keepdims=True), 1e-12)
-    farther = np.maximum(radius[:, None] - np.nan_to_num(out), 0.0)  # how much farther out than it was bent
-    side = np.nan_to_num(side) + straight * STRAIGHT_M * around + farther * fwd
+    side = np.nan_to_num(side) + straight * STRAIGHT_M * around
     side = side - (side * u).sum(1, keepdims=True) * u
     n = np.linalg.norm(side, axis=1, keepdims=True)
     side = np.where(n > 1e-9, side / np.maximum(n, 1e-12), 0.0)
+    farther = radius - np.nan_to_num(out[:, 0]) > 1e-3  # bent more than 1 mm farther out than it was read
+    side = _turn_limited(side, np.nan_to_num(u), farther, math.radians(TURN_DEG))
     new = hip + along[:, None] * u + radius[:, None] * side
     ok = np.isfinite(new).all(1) & np.isfinite(knee).all(1)
     return np.where(ok[:, None], new, knee), ankle
+
+
+def _turn_limited(side: np.ndarray, line: np.ndarray, limit: np.ndarray, step: float) -> np.ndarray:
+    """(T, 3) the unit ways out ``side`` (across the unit lines ``line`` (T, 3); 0: none), each frame where ``limit``
+    (T,) is set turned at most ``step`` radians from the frame before's (put across its own line), in time order
+    and against it; the order that limits fewer frames is kept (as ``motion.rotations.limit_speed`` does)."""
+
+    def one_way(way: np.ndarray, axis: np.ndarray, where: np.ndarray) -> tuple[np.ndarray, int]:
+        out, limited = way.copy(), 0
+        for t in np.flatnonzero(where[1:]) + 1:
+            prev = out[t - 1] - np.dot(out[t - 1], axis[t]) * axis[t]
+            size = np.linalg.norm(prev)
+            if size < 1e-9 or np.linalg.norm(out[t]) < 1e-9:
+                continue
+            prev = prev / size
+            cos = float(np.clip(np.dot(prev, out[t]), -1.0, 1.0))
+            if math.acos(cos) <= step:
+                continue
+            across = out[t] - cos * prev  # towards the way read, within the plane across the line
+            size = np.linalg.norm(across)
+            out[t] = prev if size < 1e-9 else math.cos(step) * prev + math.sin(step) * across / size
+            limited += 1
+        return out, limited
+
+    forward, n_f = one_way(side, line, limit)
+    if n_f == 0:
+        return forward
+    backward, n_b = one_way(side[::-1], line[::-1], limit[::-1])
+    return forward if n_f <= n_b else backward[::-1].copy()
 
 
 __all__ = ["FeetSettings", "plant_feet", "stance_weights"]
