@@ -29,8 +29,8 @@ person's own floor):
    lengths (the nearest point of the circle of such knees: it stays in the plane it bent in); where it must bend
    out farther than it was bent, that plane turns at most ``TURN_DEG`` a frame (a near-straight leg's plane is
    noise: on the side-view walk a swinging ankle 4.7 cm under standing height on a leg 0.3 cm short of straight
-   was lifted, its knee put 10-14 cm out along a plane read 3.5 cm out that turned 75 degrees a frame, then
-   snapped straight: 23.8 cm in one frame); a point farther
+   was lifted, its knee put 10-14 cm out along a plane read 3.3-4.2 cm out that turned up to 75 degrees a frame,
+   then snapped straight: 23.8 cm in one frame); a point farther
    from the hip than thigh plus shin is reached as far as the straight leg goes (the shin used to stretch to it,
    up to 2.8 cm on the walk, and a rig of constant bones, the BVH's, then missed the held ankle).
 3. **Again.** The floor and the stance phases are fitted again to the result (``rounds`` at most, until they
