@@ -46,6 +46,8 @@ class PriorConfig:
     blocks: int = 3
     noise: float = 0.05
     seed: int = 0
+    pitch_deg: tuple[float, float] = (-10.0, 35.0)  # the virtual cameras' pitch, uniform in this range (degrees)
+    roll_sd_deg: float = 4.0  # and their roll, normal with this spread (degrees)
     root: Path = field(default=Path("."), compare=False)  # the repo root paths resolve against
 
     @property
@@ -60,6 +62,8 @@ def load_prior_config(path: str | Path) -> PriorConfig:
     unknown = set(raw) - set(PriorConfig.__dataclass_fields__)
     if unknown:
         raise ValueError(f"{path}: unknown keys {sorted(unknown)}")
+    if "pitch_deg" in raw:
+        raw["pitch_deg"] = tuple(float(v) for v in raw["pitch_deg"])
     return PriorConfig(bvh=bvh, root=path.resolve().parents[1], **raw)
 
 
@@ -117,11 +121,13 @@ def _rotations(yaw: np.ndarray, pitch: np.ndarray, roll: np.ndarray) -> np.ndarr
 class VirtualViews:
     """Random camera views of a pool of 3-D poses -> (inputs, targets) batches for :class:`PosePriorNet`."""
 
-    def __init__(self, poses: list[np.ndarray], spec: SkeletonSpec, noise: float = 0.05, seed: int = 0):
+    def __init__(self, poses: list[np.ndarray], spec: SkeletonSpec, noise: float = 0.05, seed: int = 0,
+                 pitch_deg: tuple[float, float] = (-10.0, 35.0), roll_sd_deg: float = 4.0):
         if not poses:
             raise ValueError("no 3-D poses to train the pose prior on")
         self.poses = np.concatenate(poses).astype(np.float64)  # (N, K, 3) Y up
         self.spec, self.noise = spec, noise
+        self.pitch_deg, self.roll_sd_deg = pitch_deg, roll_sd_deg
         self.rng = np.random.default_rng(seed)
         self.torso = [spec.index(n) for n in TORSO]
 
@@ -132,8 +138,8 @@ class VirtualViews:
         flip = rng.random(size) < 0.5
         p[flip] = p[flip][:, spec.mirror_index] * np.array([-1.0, 1.0, 1.0])
         p = (p - p[:, spec.root, None]) * rng.uniform(0.85, 1.15, (size, 1, 1))
-        rot = _rotations(rng.uniform(0, 2 * np.pi, size), np.radians(rng.uniform(-10, 35, size)),
-                         np.radians(rng.normal(0, 4, size)))
+        rot = _rotations(rng.uniform(0, 2 * np.pi, size), np.radians(rng.uniform(*self.pitch_deg, size)),
+                         np.radians(rng.normal(0, self.roll_sd_deg, size)))
         q = np.einsum("bij,bkj->bki", rot, p) @ BVH_FROM_CAMERA  # camera space: x right, y down, z forward
         dist = rng.uniform(1.5, 12.0, size)
         q += np.stack([rng.normal(0, 0.1 * dist), rng.normal(0, 0.2, size), dist], -1)[:, None]
