@@ -13,7 +13,10 @@ lies below / above 0.
 
 ``--lifting RECORDED`` (a ``single_view_replay.py record`` folder): per frame, no motion solve, each matched
 person lifted from the depth head alone, from the pose prior alone, and from the pose prior fed the 2-D rectified
-to a level camera (the calibration's gravity), knee / hip / elbow angle error against the own reference.
+to a level camera (the calibration's gravity), knee / hip / elbow angle error against the own reference. With
+``--level-prior WEIGHTS`` (a prior trained on level cameras, ``configs/pose_prior_level.yaml``) two more: that
+prior alone on the level camera's 2-D, and mixed half and half with the depth head as the session mixes it
+(``DepthEstimator`` with the calibration's gravity), beside the shipped mix.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import pickle
+import sys
 import warnings
 from pathlib import Path
 
@@ -102,20 +106,17 @@ def summary(base: Path, variants: list[str], refs, spec) -> None:
               f"{', '.join(sorted(worse)) or '-'} |")
 
 
-def _level(g: np.ndarray) -> np.ndarray:
-    """(3, 3) the rotation taking the camera's down direction ``g`` (3,) onto +y (a level camera's)."""
-    g = g / np.linalg.norm(g)
-    axis, cos = np.cross(g, [0.0, 1.0, 0.0]), g[1]
-    k = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
-    return np.eye(3) + k + k @ k * ((1 - cos) / max(float(axis @ axis), 1e-12))
-
-
-def lifting(base: Path, recorded: Path, refs, spec, cams) -> None:
+def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | None = None) -> None:
     from posetracker.decoding.tree import path_matrix
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py beside this file
+    from level_prior import LevelDepthEstimator, level_relative_depth, level_turn
+
+    from posetracker.depth.estimator import DepthEstimator
     from posetracker.depth.lift import Camera, joint_depths
     from posetracker.depth.pose_prior import load_pose_prior
 
     prior, path = load_pose_prior(spec=spec), path_matrix(spec)
+    level = load_pose_prior(level_weights, spec) if level_weights else None
     camera = Camera(1088, 1920, 60.0)  # what process tracks the trial with (default field of view)
     k, k_inv = camera.matrix, np.linalg.inv(camera.matrix)
 
@@ -126,11 +127,14 @@ def lifting(base: Path, recorded: Path, refs, spec, cams) -> None:
         rel = prior.relative_depth(xy[None], (conf >= prior.min_confidence)[None], np.array([root]), camera.focal)[0]
         return camera.to_camera(xy, root + rel)
 
-    print("| view | person | camera pitch ° | knee: head / prior / prior, level | hip | elbow |")
+    names = "head / prior / prior, level" + (" / level prior / mix / level mix" if level else "")
+    print(f"| view | person | camera pitch ° | knee: {names} | hip | elbow |")
     print("|---|---|---|---|---|---|")
     for v in range(4):
         down = cams[v].R @ np.array([0.0, 0.0, -1.0])  # Z up in the calibration's world
-        turn = _level(down)
+        turn = level_turn(down)
+        mixes = (DepthEstimator(spec, 60.0, True, prior),
+                 LevelDepthEstimator(DepthEstimator(spec, 60.0, True, prior), level, down) if level else None)
         store = pickle.loads((recorded / f"cam{v + 1}.pkl").read_bytes())
         tracks = person_tracks(read_sequence(base / f"cam{v + 1}.json"))
         for n, r in enumerate(refs):
@@ -146,10 +150,17 @@ def lifting(base: Path, recorded: Path, refs, spec, cams) -> None:
                 p = int(np.nanargmin(np.nanmean(np.linalg.norm(xy - kp[pose.index][None], axis=-1), axis=1)))
                 depth = joint_depths(reads[p:p + 1], path)[0]
                 root = float(depth[spec.root])
-                lifted = (camera.to_camera(xy[p], depth), by_prior(xy[p], conf[p], root),
-                          by_prior(xy[p], conf[p], root, turn))
+                lifted = [camera.to_camera(xy[p], depth), by_prior(xy[p], conf[p], root),
+                          by_prior(xy[p], conf[p], root, turn)]
+                if level is not None:
+                    rel = level_relative_depth(level, xy[p:p + 1], (conf[p:p + 1] >= level.min_confidence),
+                                               np.array([root]), camera.focal, turn, camera.principal_point,
+                                               depth[None, level.hips])[0]
+                    lifted.append(camera.to_camera(xy[p], depth[level.hips].mean() + rel))
+                    one = [a[p:p + 1] if isinstance(a, np.ndarray) else a for a in args]
+                    lifted += [m.estimate(*one)[1][0] for m in mixes]
                 errs.append([np.abs(joint_angles(x, spec.joint_names) - truth[pose.index]) for x in lifted])
-            e = np.array(errs)  # (T, 3 sources, A)
+            e = np.array(errs)  # (T, sources, A)
             cols = [" / ".join(f"{x:.1f}" for x in np.nanmean(e[:, :, idx], axis=(0, 2))) for _, idx in GROUPS]
             print(f"| {NAMES[v]} | P{n + 1} | {np.degrees(np.arcsin(down[2])):.1f} | " + " | ".join(cols) + " |")
 
@@ -160,13 +171,14 @@ def main() -> None:
     ap.add_argument("variants", nargs="*", help="NAME=DIR")
     ap.add_argument("--peer", nargs=4, required=True)
     ap.add_argument("--lifting", type=Path, help="a single_view_replay.py record folder")
+    ap.add_argument("--level-prior", type=Path, help="with --lifting: a pose prior trained on level cameras")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     refs, spec, cams = references(args.base, args.peer)
     if args.variants:
         summary(args.base, args.variants, refs, spec)
     if args.lifting:
-        lifting(args.base, args.lifting, refs, spec, cams)
+        lifting(args.base, args.lifting, refs, spec, cams, args.level_prior)
 
 
 if __name__ == "__main__":

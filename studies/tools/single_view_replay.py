@@ -2,13 +2,16 @@
 
     python studies/tools/single_view_replay.py record DIR                  # posetracker process cam01-04 -> DIR
     python studies/tools/single_view_replay.py replay DIR OUT VARIANT ...  # OUT/VARIANT/camN.json
+    python studies/tools/single_view_replay.py replay DIR OUT --calibration VARIANT ...  # process --calibration
 
 ``record`` runs ``posetracker process $D/cam0N.mp4 --out DIR/camN.json`` (N = 1..4, the offline defaults) and keeps
 each frame's readings as the depth stage got them (final joints, confidences, the depth head's reads, the joints
 the network found, and the bottom-up joints the tracker links by) in ``DIR/camN.pkl``. ``replay`` feeds those
 readings through today's depth stage, tracking, motion solve and finishing step (the ``process`` command, its
 network and refiners replaced by the recording) with a variant of the code applied, one child process per
-variant; ``none`` reproduces ``record``'s JSON byte for byte. Variants (monkeypatches, for measuring only):
+variant; ``none`` reproduces ``record``'s JSON byte for byte. ``--calibration``: every variant runs ``process
+--calibration $D/calibration.qca.txt`` (the calibrated focal length, floor and gravity). Variants (monkeypatches,
+for measuring only):
 
     none                  the code as it is
     prior:W               the pose prior's default share of each joint's relative depth W (shipped 0.5)
@@ -20,6 +23,13 @@ variant; ``none`` reproduces ``record``'s JSON byte for byte. Variants (monkeypa
     no_rays               rigid bones along their measured directions (no camera-ray path)
     long_on_rays          bones read longer than their length also put on their camera ray
     no_feet               without the finishing step's standing feet (motion.feet)
+    prior_weights:PATH    PATH as the pose prior
+    level:PATH            the level-camera pose prior at PATH reads the 2-D turned level by the camera's gravity
+                          (studies/tools/level_prior.py): the calibration's (with --calibration)
+    floor_down:DIR+level:PATH  the gravity from the floor DIR/camN.json's finishing step fitted (a second pass;
+                          its normal_camera) instead, no calibration needed
+    A+B                   variants A and B together (OUT/A_B: every character other than letters, digits,
+                          "." and "-" as "_")
 
 Run from the repository root, one thread (``OMP_NUM_THREADS=1``).
 """
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -147,14 +158,57 @@ def _no_feet() -> None:
     finish._feet = lambda seq: seq
 
 
+def _weights(path: str) -> None:
+    from posetracker import session
+
+    session.default_prior_path = lambda skeleton="human18": Path(path)
+
+
+def _level(path: str) -> None:
+    """Each view's session reads its depths with the level prior at ``path`` (studies/tools/level_prior.py),
+    turned by the view's gravity: the calibration's (``--calibration``) or ``CURRENT["down_from"]``'s floor."""
+    import json
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py beside this file
+    from level_prior import LevelDepthEstimator
+
+    from posetracker import session
+    from posetracker.depth.pose_prior import load_pose_prior
+    from posetracker.multiview.calibration import camera_named, read_calibrations
+
+    opened = session.TrackingSession.open.__func__
+
+    def open_level(cls, *args, **kw):
+        s = opened(cls, *args, **kw)
+        base = s.__dict__.setdefault("_base_depth", s.depth)
+        v = CURRENT["view"]
+        if CURRENT.get("down_from"):
+            floor = json.loads((Path(CURRENT["down_from"]) / f"cam{v}.json").read_text())["metadata"]["feet"]["floor"]
+            down = -np.asarray(floor["report"]["normal_camera"], float)
+        else:  # Z up in the calibration's world
+            down = camera_named(read_calibrations([str(D / "calibration.qca.txt")]), f"cam0{v}").R @ [0.0, 0.0, -1.0]
+        s.depth = LevelDepthEstimator(base, load_pose_prior(path, s.spec), down)
+        return s
+
+    session.TrackingSession.open = classmethod(open_level)
+
+
+CURRENT: dict = {}
+
+
 def apply(variant: str) -> None:
+    if "+" in variant:  # several at once
+        for part in variant.split("+"):
+            apply(part)
+        return
     name, _, arg = variant.partition(":")
     actions = {"none": lambda: None, "prior": lambda: _prior_weight(float(arg)), "upper": lambda: _upper(float(arg)),
                "shin_from_head": lambda: _from_head(LEGS[2:]), "leg_from_head": lambda: _from_head(LEGS),
                "depth_cutoff": lambda: _depth_channels(cutoff_hz=float(arg)),
                "depth_robust": lambda: _depth_channels(robust_m=float(arg)),
                "no_rays": lambda: _rays(on_rays=False), "long_on_rays": lambda: _rays(long_too=True),
-               "no_feet": _no_feet}
+               "no_feet": _no_feet, "level": lambda: _level(arg),
+               "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg)}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")
     actions[name]()
@@ -188,6 +242,9 @@ def record(out: Path) -> None:
 
 
 def replay(recorded: Path, out: Path, variants: list[str]) -> None:
+    calibrated = variants[:1] == ["--calibration"]
+    variants = variants[1:] if calibrated else variants
+    extra = ["--calibration", str(D / "calibration.qca.txt")] if calibrated else []
     from posetracker import session as session_module
     from posetracker.cli import main
     from posetracker.motion.whole_track import whole_track_motion
@@ -224,11 +281,12 @@ def replay(recorded: Path, out: Path, variants: list[str]) -> None:
             os.waitpid(pid, 0)
             continue
         apply(variant)
-        target = out / variant.replace(":", "_")
+        target = out / re.sub(r"[^\w.-]+", "_", variant)
         target.mkdir(parents=True, exist_ok=True)
         for v in (1, 2, 3, 4):
             current["store"] = pickle.loads((recorded / f"cam{v}.pkl").read_bytes())
-            main(["process", str(D / f"cam0{v}.mp4"), "--out", str(target / f"cam{v}.json"), "--force"])
+            CURRENT["view"] = v
+            main(["process", str(D / f"cam0{v}.mp4"), "--out", str(target / f"cam{v}.json"), "--force", *extra])
         os._exit(0)
 
 
