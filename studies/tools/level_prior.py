@@ -57,16 +57,21 @@ def level_relative_depth(prior: PosePrior, xy: np.ndarray, ok: np.ndarray, root_
 
 
 def level_fuse(prior: PosePrior, xy: np.ndarray, confidence: np.ndarray, depth: np.ndarray, camera: Camera,
-               turn: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+               turn: np.ndarray, weight: np.ndarray | None = None, plain: PosePrior | None = None,
+               legs: list[int] | None = None) -> np.ndarray:
     """``PosePrior.fuse`` with the level prior's depths (:func:`level_relative_depth`); ``depth`` (P, K) m are the
-    real camera's (``camera``), ``weight`` (P, K) the prior's share (None: ``prior.weight``)."""
+    real camera's (``camera``), ``weight`` (P, K) the prior's share (None: ``prior.weight``). ``plain``, ``legs``:
+    only the joints ``legs`` take the level prior's depths, the others ``plain``'s on the 2-D as it is."""
     if len(depth) == 0:
         return depth
     w = prior.weight if weight is None else np.asarray(weight, np.float64)
     root = depth[:, prior.spec.root]
     hip = depth[:, prior.hips].mean(1, keepdims=True)
-    rel = level_relative_depth(prior, xy, confidence >= prior.min_confidence, root, camera.focal, turn,
-                               camera.principal_point, depth[:, prior.hips])
+    ok = confidence >= prior.min_confidence
+    rel = level_relative_depth(prior, xy, ok, root, camera.focal, turn, camera.principal_point, depth[:, prior.hips])
+    if plain is not None:
+        rest = plain.relative_depth(xy, ok, root.astype(np.float64), camera.focal)
+        rel = np.where(np.isin(np.arange(rel.shape[1]), legs), rel, rest)
     mixed = hip + (1.0 - w) * (depth - hip) + w * rel
     mixed[:, prior.spec.root] = root
     return np.where(np.isfinite(rel), mixed, depth).astype(depth.dtype)
@@ -76,8 +81,10 @@ class LevelDepthEstimator(DepthEstimator):
     """The session's depth stage (:class:`DepthEstimator`, a trained depth head) with ``prior`` a level-camera prior
     reading the 2-D of the camera turned level by its gravity ``down`` (3,)."""
 
-    def __init__(self, base: DepthEstimator, prior: PosePrior, down: np.ndarray):
+    def __init__(self, base: DepthEstimator, prior: PosePrior, down: np.ndarray, legs_only: bool = False):
         self.__dict__.update(base.__dict__)
+        self.plain = base.prior if legs_only else None  # legs_only: the other joints keep the base's prior
+        self.legs = [self.spec.index(n) for n in self.spec.joint_names if n.endswith(("hip", "knee", "ankle"))]
         self.prior, self.turn = prior, level_turn(down)
 
     def estimate(self, xy: np.ndarray, confidence: np.ndarray, depth_reads: np.ndarray,
@@ -85,5 +92,5 @@ class LevelDepthEstimator(DepthEstimator):
         camera = Camera(*image_size, fov_deg=self.fov_deg)
         depth = camera_depths(joint_depths(depth_reads, self.path), self.spec.root, self.depth_scale)
         weight = None if read_xy is None else moved_prior_weight(xy, read_xy, self.prior.weight)
-        depth = level_fuse(self.prior, xy, confidence, depth, camera, self.turn, weight)
+        depth = level_fuse(self.prior, xy, confidence, depth, camera, self.turn, weight, self.plain, self.legs)
         return depth, lift_keypoints(xy, depth, camera)

@@ -28,6 +28,7 @@ for measuring only):
                           (studies/tools/level_prior.py): the calibration's (with --calibration)
     floor_down:DIR+level:PATH  the gravity from the floor DIR/camN.json's finishing step fitted (a second pass;
                           its normal_camera) instead, no calibration needed
+    legs_only+level:PATH  the level prior for the hips, knees and ankles only, the other joints the shipped prior
     A+B                   variants A and B together (OUT/A_B: every character other than letters, digits,
                           "." and "-" as "_")
 
@@ -187,7 +188,7 @@ def _level(path: str) -> None:
             down = -np.asarray(floor["report"]["normal_camera"], float)
         else:  # Z up in the calibration's world
             down = camera_named(read_calibrations([str(D / "calibration.qca.txt")]), f"cam0{v}").R @ [0.0, 0.0, -1.0]
-        s.depth = LevelDepthEstimator(base, load_pose_prior(path, s.spec), down)
+        s.depth = LevelDepthEstimator(base, load_pose_prior(path, s.spec), down, CURRENT.get("legs_only", False))
         return s
 
     session.TrackingSession.open = classmethod(open_level)
@@ -208,7 +209,8 @@ def apply(variant: str) -> None:
                "depth_robust": lambda: _depth_channels(robust_m=float(arg)),
                "no_rays": lambda: _rays(on_rays=False), "long_on_rays": lambda: _rays(long_too=True),
                "no_feet": _no_feet, "level": lambda: _level(arg),
-               "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg)}
+               "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg),
+               "legs_only": lambda: CURRENT.update(legs_only=True)}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")
     actions[name]()
