@@ -399,8 +399,11 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path, shared_ray):
             z_diff.append(np.nanmax(np.abs(pa[..., 2] - pb[..., 2])))
             world_diff.append(np.nanmax(np.abs(a.world[a.track_ids == tid] - b.world[b.track_ids == tid])))
     # seen: median 3e-5 px; the largest, a few px, where a per-frame decision went the other way on a near-tie
-    # (a hip pair swapped back for one frame in one run, spread by smoothing; a knee at the confidence cut-off)
-    assert np.median(xy_diff) < 1e-3 and np.median(z_diff) < 1e-4 and np.median(world_diff) < 1e-3
+    # (a hip pair swapped back for one frame in one run, spread by smoothing; a knee at the confidence cut-off).
+    # z is the depth in m (~3 here): each person's one scale onto the shared floor (motion.shared_floor), fitted over
+    # the track to frames that differ by those few 1e-4 px, moves all of their depths alike (seen 1.2e-4 m; 1.4e-6
+    # before that step)
+    assert np.median(xy_diff) < 1e-3 and np.median(z_diff) < 2e-4 and np.median(world_diff) < 1e-3
     assert max(z_diff) < 0.05 and max(world_diff) < 0.05  # m
     # a re-run finds it done
     assert run_batch([str(clip)], tmp_path / "out", settings, workers=2).skipped == 1
