@@ -149,7 +149,7 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
         warnings.append(f"heights given for track ids not in the result: {', '.join(map(str, missing))} "
                         f"(ids present: {', '.join(map(str, ids))})")
     _follow_shared_floor(seq, tracks, scale, people)
-    frames = [_scaled(f, scale) for f in seq.frames] if scale else seq.frames
+    frames = [scaled_frame(f, scale) for f in seq.frames] if scale else seq.frames
     return dataclasses.replace(seq, frames=frames, metadata=_held_feet({**(seq.metadata or {}), "people": people},
                                                                      scale)), warnings
 
@@ -224,7 +224,7 @@ def floor_scales(seq: PoseSequence, min_points: int = MIN_FLOOR_POINTS) -> dict[
     return out
 
 
-def _scaled(frame, scale: dict[int, float]):
+def scaled_frame(frame, scale: dict[int, float]):
     """A PoseFrame with person p's depth and world multiplied by ``scale[track id]`` (others as they are)."""
     s = np.array([scale.get(int(t), 1.0) for t in frame.track_ids], np.float32)  # (P,)
     if (s == 1.0).all():
@@ -252,4 +252,4 @@ def _bones(world: np.ndarray, seq: PoseSequence) -> dict[str, float]:
     return out
 
 
-__all__ = ["HeightError", "Heights", "apply_heights", "parse_heights"]
+__all__ = ["HeightError", "Heights", "apply_heights", "parse_heights", "scaled_frame"]

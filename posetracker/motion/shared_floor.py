@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from posetracker.motion.heights import scaled_frame
 from posetracker.types import PoseSequence
 
 MIN_POINTS = 10  # stance ankles on the plane a person needs to be scaled to it
@@ -174,8 +175,6 @@ def _accepted(seq: PoseSequence) -> bool:
 
 def _scaled(seq: PoseSequence, scale: dict[int, float]) -> PoseSequence:
     """``seq`` with each person's depth and world multiplied by ``scale[track id]`` (others as they are)."""
-    from posetracker.motion.heights import _scaled as scaled_frame
-
     if all(s == 1.0 for s in scale.values()):
         return seq
     return dataclasses.replace(seq, frames=[scaled_frame(f, scale) for f in seq.frames])

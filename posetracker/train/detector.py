@@ -99,6 +99,11 @@ class DetectorConfig:
     # so the cached samples are reused); None = ``seed`` (the heads from torch seed 0, as before)
     train_seed: int | None = None
 
+    @property
+    def heads_seed(self) -> int:
+        """The seed of the new heads, the batch order and the jitter: ``train_seed``, else ``seed``."""
+        return self.seed if self.train_seed is None else self.train_seed
+
     def path(self, p: str) -> Path:
         q = Path(p)
         return q if q.is_absolute() else REPO / q
@@ -294,7 +299,7 @@ def run_training(step_loss: Callable[[dict], tuple[torch.Tensor, dict[str, float
     opt = torch.optim.AdamW(groups, lr=cfg.lr, weight_decay=1e-4)
     params = [p for g in groups for p in g["params"]]
     sched = lr_schedule(opt, steps, cfg.warmup_steps)
-    rng = np.random.default_rng(cfg.seed if cfg.train_seed is None else cfg.train_seed)
+    rng = np.random.default_rng(cfg.heads_seed)
     h, w = data.taps["c2"].shape[2:]
     history = []
     bar = tqdm(range(steps), desc=desc, dynamic_ncols=True, mininterval=2.0)

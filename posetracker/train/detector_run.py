@@ -126,7 +126,7 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
     if cfg.train_fpn:
         groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
-    gen = torch.Generator().manual_seed(cfg.seed if cfg.train_seed is None else cfg.train_seed)
+    gen = torch.Generator().manual_seed(cfg.heads_seed)
     t1 = time.time()
 
     def loss(b):
