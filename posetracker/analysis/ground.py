@@ -67,6 +67,8 @@ class FloorFrame:
     person_floor: {track id: Y (m) of that person's floor in the floor frame}
     ankle_height: {track id: the person's ankle height above the sole (m)}
     report:       what was fitted, from how much, the camera's pitch and roll (JSON-ready)
+    turn:         (T, 3, 3) per frame of the sequence, the rotation from that frame's camera to the one the floor
+                  was fitted in (a camera that tilts, ``motion.moving_floor``); None: the camera stood still
     """
 
     rotation: np.ndarray
@@ -75,6 +77,7 @@ class FloorFrame:
     person_floor: dict[int, float] = field(default_factory=dict)
     ankle_height: dict[int, float] = field(default_factory=dict)
     report: dict[str, Any] = field(default_factory=dict)
+    turn: np.ndarray | None = None
 
     def to_floor(self, points: np.ndarray) -> np.ndarray:
         """(..., 3) camera-space points -> (..., 3) floor-frame points (m)."""
@@ -82,6 +85,16 @@ class FloorFrame:
         if p.shape[-1:] != (3,):
             raise GroundError(f"points must have shape (..., 3), got {p.shape}")
         return p @ self.rotation.T + self.translation
+
+    def world_to_floor(self, world: np.ndarray, person: int | None = None) -> np.ndarray:
+        """(T, ..., 3) camera-space points of the sequence's T frames -> floor frame, each frame turned by its
+        ``turn`` first where the camera tilts; with ``person`` their own floor at Y = 0."""
+        p = np.asarray(world, np.float64)
+        if self.turn is not None:
+            if p.ndim < 2 or p.shape[0] != len(self.turn):
+                raise GroundError(f"points must have shape ({len(self.turn)}, ..., 3), got {p.shape}")
+            p = np.einsum("tij,t...j->t...i", self.turn, p)
+        return self.to_floor(p) if person is None else self.to_person_floor(p, person)
 
     def to_person_floor(self, points: np.ndarray, person: int) -> np.ndarray:
         """(..., 3) camera-space points of ``person`` -> floor frame with that person's own floor at Y = 0."""

@@ -5,8 +5,9 @@ floor and the stance phases once and holds each stance ankle still on one point 
 coordinates. It writes what it decided into ``metadata["feet"]`` (plain JSON, so a saved result keeps it):
 
 - ``floor``: the floor frame (:func:`floor_as_dict`: ``rotation`` (3, 3) and ``translation`` (3,), camera metres ->
-  floor frame, ``fitted``, ``person_floor`` and ``ankle_height`` {track id: m}, ``report``), the one the motion was
-  planted on (or the level-camera fallback where no floor could be fitted: then nothing was held);
+  floor frame, ``fitted``, ``person_floor`` and ``ankle_height`` {track id: m}, ``report``; where the camera tilts,
+  ``turn``: T rotation vectors, each frame's camera -> the one the floor was fitted in, applied first), the one the
+  motion was planted on (or the level-camera fallback where no floor could be fitted: then nothing was held);
 - ``num_frames``: the sequence's frame count the phases index;
 - ``people``: {track id: {"phases": [{"foot": "left" | "right", "start", "stop", "point_m"}, ...], ...}}, each phase
   [start, stop) in positions of the sequence's frames (= a :class:`~posetracker.tracks.PersonTrack`'s frames) and
@@ -38,7 +39,15 @@ def floor_as_dict(frame: FloorFrame) -> dict[str, Any]:
             "fitted": bool(frame.fitted),
             "person_floor": {str(k): float(v) for k, v in frame.person_floor.items()},
             "ankle_height": {str(k): float(v) for k, v in frame.ankle_height.items()},
-            "report": frame.report}
+            "report": frame.report,
+            **({} if frame.turn is None else {"turn": turn_as_list(frame.turn)})}
+
+
+def turn_as_list(turn: np.ndarray) -> list[list[float]]:
+    """(T, 3, 3) per-frame rotations -> T rotation vectors (radians, axis times angle), JSON-ready."""
+    from scipy.spatial.transform import Rotation
+
+    return [[float(v) for v in row] for row in Rotation.from_matrix(np.asarray(turn, np.float64)).as_rotvec()]
 
 
 def floor_from_dict(data: dict[str, Any]) -> FloorFrame:
@@ -47,7 +56,16 @@ def floor_from_dict(data: dict[str, Any]) -> FloorFrame:
                       np.asarray(data["translation"], np.float64).reshape(3), bool(data["fitted"]),
                       {int(k): float(v) for k, v in data.get("person_floor", {}).items()},
                       {int(k): float(v) for k, v in data.get("ankle_height", {}).items()},
-                      dict(data.get("report", {})))
+                      dict(data.get("report", {})), _turn(data.get("turn")))
+
+
+def _turn(rotvecs: list[list[float]] | None) -> np.ndarray | None:
+    """(T, 3, 3) rotations of :func:`turn_as_list`'s rotation vectors (None: none)."""
+    if rotvecs is None:
+        return None
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_rotvec(np.asarray(rotvecs, np.float64).reshape(-1, 3)).as_matrix()
 
 
 def phase_as_dict(phase: ContactPhase, point: np.ndarray) -> dict[str, Any]:
@@ -110,4 +128,4 @@ def held_ground(seq: PoseSequence) -> Ground:
 
 
 __all__ = ["floor_as_dict", "floor_from_dict", "has_held_ground", "held_ground", "held_phases", "phase_as_dict",
-           "scaled_record"]
+           "scaled_record", "turn_as_list"]

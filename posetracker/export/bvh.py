@@ -31,7 +31,10 @@ the finishing step decided, read from the sequence's ``metadata["feet"]``
 :mod:`posetracker.analysis.ground`, only for a sequence without them, such as
 a result saved before they were kept): step 1 maps camera space into the floor
 frame instead (Y up along the floor's normal, so gravity is -Y whatever the
-camera's pitch and roll; X the camera's right along the floor), each person's
+camera's pitch and roll; X the camera's right along the floor; where the camera
+tilts, each frame turned first by the turn recorded with the floor, and the
+report's ``bvh_from_camera`` is then the map of the camera the floor was fitted
+in, :mod:`posetracker.motion.moving_floor`), each person's
 own floor goes to Y = 0 and the first frame's root to X = Z = 0. The standing
 feet are the motion's: the session held each stance foot still on this floor,
 an ankle height above it, in the world coordinates every output reads
@@ -118,7 +121,7 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
     translation = ground.frame.translation if fitted else np.zeros(3)
     pos = np.full((n, spec.num_joints, 3), np.nan)
     valid = np.zeros((n, spec.num_joints), bool)
-    pos[slots] = track.world @ rotation.T + translation
+    pos[slots] = ground.frame.world_to_floor(track.world) if fitted else track.world @ rotation.T + translation
     valid[slots] = track.valid_world(options.min_confidence)
     max_gap = int(round(options.max_gap_s / dt))
     filled, ok_joint = fill_gaps(pos, valid, max_gap)

@@ -23,7 +23,8 @@ where the sequence has one (``metadata["floor"]``), else the floor fitted to eve
 stance feet:
 Y up along the floor's normal from each person's own floor, so OpenSim's
 gravity (-Y) is the clip's whatever the camera's pitch and roll; X the
-camera's right along the floor, origin on the floor below the camera. When the
+camera's right along the floor, origin on the floor below the camera (where the
+camera tilts, each frame turned first: :mod:`posetracker.motion.moving_floor`). When the
 feet give no floor, ``origin="floor"`` keeps the level camera's axes with the
 floor at the 2nd percentile of the lowest joint, and says so in an
 ExportWarning. The markers are the session's motion as it is (its standing feet held on
@@ -101,7 +102,7 @@ class TrcExporter:
             if not ok.any():
                 raise ExportError(f"TRC: person {tid} has no 3-D marker in any frame (world coordinates missing)")
             world = tr.world[:, joints]
-            xyz = (world @ BVH_FROM_CAMERA.T if frame is None else frame.to_person_floor(world, tid)) * 1000.0
+            xyz = (world @ BVH_FROM_CAMERA.T if frame is None else frame.world_to_floor(world, tid)) * 1000.0
             xyz[~ok] = np.nan
             out = person_path(path, tid, len(tracks) > 1)
             rate = 1.0 / frame_time(tr.times, seq.fps)

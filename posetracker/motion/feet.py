@@ -155,7 +155,7 @@ def plant_feet(seq: PoseSequence, settings: FeetSettings | None = None) -> tuple
     rounds = 1
     while report.get("planted") and rounds < s.rounds:
         again, more, found = _plant_once(out, s, allowed)
-        if found == phases:  # the floor fitted again finds the feet it planted: done
+        if found == phases or not more.get("planted"):  # the feet it planted found again (done), or no floor
             break
         out, phases, rounds = again, found, rounds + 1
         report["floor_pitch_deg"], report["floor_roll_deg"] = more["floor_pitch_deg"], more["floor_roll_deg"]

@@ -29,7 +29,9 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 7. the standing feet: one floor fitted to everyone's stance feet and each person's stance feet held still on it,
    the body moved with them, in the world coordinates every output reads (``motion.feet``); the floor, the
    stance phases and the points held go into ``metadata["feet"]``, which every export reads instead of fitting
-   them again (``analysis.held_ground``; last, so that they belong to the track ids as repaired).
+   them again (``analysis.held_ground``; last, so that they belong to the track ids as repaired). Where one
+   floor fits the stance feet only with each frame turned (a handheld camera that tilts), steps 6 and 7 are done
+   on the turned frames and the turn is recorded with the floor (``motion.moving_floor``).
 
 Sequences hold T frames of P people with K joints: keypoints (P, K, 3) x, y px and depth m, world (P, K, 3)
 camera-space m, per frame (``posetracker.types.PoseFrame``); re-lifting changes depth and world, never x, y.
@@ -138,14 +140,21 @@ def _one_leg_each(seq: PoseSequence) -> PoseSequence:
 def _feet(seq: PoseSequence) -> PoseSequence:
     """``seq`` with everyone scaled to stand on one floor (``motion.shared_floor.scale_to_floor``) and every
     person's stance feet held on it (``motion.feet.plant_feet``: its report, floor and phases in
-    ``metadata["feet"]``); a sequence without world coordinates is returned as it is."""
+    ``metadata["feet"]``); where the camera tilts (one floor fits the stance feet only with each frame turned,
+    ``motion.moving_floor``) both are done on the turned frames, which are then turned back, the turn recorded
+    with the floor; a sequence without world coordinates is returned as it is."""
     from posetracker.motion.feet import plant_feet
+    from posetracker.motion.moving_floor import camera_turn, record_turn, turned
     from posetracker.motion.shared_floor import keep_one_floor, scale_to_floor
 
     if not any(f.world is not None for f in seq.frames):
         return seq
+    turn, report = camera_turn(seq)
+    if turn is not None:
+        seq = turned(seq, turn)
     seq, shared = scale_to_floor(seq)
-    return keep_one_floor(plant_feet(seq)[0], shared)
+    seq = keep_one_floor(plant_feet(seq)[0], shared)
+    return seq if turn is None else record_turn(turned(seq, turn, inverse=True), turn, report)
 
 
 def _with_camera(seq: PoseSequence, camera: CameraFov | None, fov_used: float, rigid_bones: bool

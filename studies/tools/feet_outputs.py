@@ -77,7 +77,8 @@ def measure(path: Path) -> list[dict]:
     for tid, tr in person_tracks(seq).items():
         phases = ground.phases.get(tid, [])
         a_h = ground.frame.ankle_height.get(tid, 0.0)
-        world = ground.frame.to_person_floor(tr.world[:, ankle_idx], tid)
+        to_floor = getattr(ground.frame, "world_to_floor", ground.frame.to_person_floor)  # per frame: a moving camera
+        world = to_floor(tr.world[:, ankle_idx], tid)
         world[~tr.valid_world(0.2)[:, ankle_idx]] = np.nan
         row = {"file": path.stem, "person": tid, "fitted": bool(ground.frame.fitted), "ankle_height": a_h}
         n, deep = _under(world[..., 1] - a_h)

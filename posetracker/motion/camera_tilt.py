@@ -1,0 +1,185 @@
+"""The floor of a camera that tilts: a floor normal per frame, fitted to everyone's stance feet.
+
+A handheld camera that pans and tilts moves the floor in camera space: the stance ankles of the street-dance
+crowd (``studies/floor-and-feet.md``) lie on no one plane (5.9 cm scatter, so no floor was fitted), and the near
+woman's stance ankles rise and sink with the camera's tilt (correlation -0.987 with the background's vertical
+shift). A camera turning about its centre leaves every distance from it as it was, so the floor keeps its
+distance (the camera's height) and only its normal turns: n_t, slowly over time. With n0 a normal to fit about
+(first the one-plane fit's, then the mean of the normals found, :func:`fit_tilt`) and e1, e2 two unit directions
+across it, n_t = unit(n0 + a_t e1 + b_t e2) and the stance ankle p_i of person k(i) at frame t(i) lies an ankle
+height above the floor:
+
+    r_i = n0 . p_i + a_t(i) (e1 . p_i) + b_t(i) (e2 . p_i) - d_k(i)
+
+(linear in a, b and the people's offsets d), fitted by iteratively reweighted least squares with Tukey's biweight
+(as :func:`posetracker.analysis.floor_plane.fit_floor_plane`: a foot in the air read as standing gets weight 0)
+plus a smoothness prior on a and b (second differences, weighted to halve a tilt that swings at ``cutoff_hz``
+against the stance ankles of a typical frame: their squared distances from their person's centroid, the lever a
+tilt has on them once each person's offset is free; frames without stance feet take the tilt of the frames
+around them) and a small pull of each frame's a, b towards their mean over the clip.
+
+On the street-dance crowd (``studies/floor-and-feet.md``) the pitch found follows the background's vertical
+motion (correlation -0.76, 0.73 of its size at 0.5 Hz; 1 Hz and more fit the ankles to the 0.5 cm floor of the
+robust scale, with roll swinging 8-13 degrees where the image turns 3.7); the roll is not well seen there
+(correlation -0.35 with the image's rotation): the stance feet spread little in depth.
+
+:func:`tilt_rotations` turns each frame's normal onto a reference (the mean normal) by the smallest rotation (no
+turn about the floor's normal: a pan leaves the floor where it is): C_t (3, 3), with C_t n_t = reference, so C_t p
+is frame t's point as the camera at that tilt would see it. :mod:`posetracker.motion.moving_floor` decides when to use it.
+
+Shapes: N stance ankles, K people, T frames.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse import coo_matrix, csr_matrix, diags, hstack, vstack
+from scipy.sparse.linalg import spsolve
+
+from posetracker.analysis.floor_plane import unit
+
+
+@dataclass(frozen=True)
+class TiltSettings:
+    """cutoff_hz: the tilt's smoothness (a swing at this frequency is halved, against a typical frame's stance
+    ankles); ridge: the pull of a frame's tilt towards the mean tilt, relative to a frame's data; tukey_c, min_scale_m: the
+    robust weights (as the one-plane fit); iterations: IRLS rounds at most; centre_rounds: fits about the mean
+    normal of the fit before at most (:func:`fit_tilt`)."""
+
+    cutoff_hz: float = 0.5
+    ridge: float = 1e-3
+    tukey_c: float = 4.685
+    min_scale_m: float = 0.005
+    iterations: int = 30
+    centre_rounds: int = 5
+
+
+@dataclass(frozen=True)
+class TiltFit:
+    """normals: (T, 3) unit up normal of the floor per frame, camera space; offsets: (K,) each person's plane
+    offset n_t . p (m); scale: robust standard deviation of the residuals (m); inliers: (N,) bool."""
+
+    normals: np.ndarray
+    offsets: np.ndarray
+    scale: float
+    inliers: np.ndarray
+
+
+def _across(n0: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Two unit directions (3,) across the unit ``n0`` and across each other: e1 along the camera's x as far as
+    it can be (a roll), e2 = n0 x e1 (a pitch)."""
+    e1 = np.array([1.0, 0.0, 0.0]) - n0[0] * n0
+    if np.linalg.norm(e1) < 1e-6:
+        e1 = np.array([0.0, 0.0, 1.0]) - n0[2] * n0
+    e1 = unit(e1)
+    return e1, np.cross(n0, e1)
+
+
+def fit_tilt(points: np.ndarray, frames: np.ndarray, person: np.ndarray, num_frames: int, n0: np.ndarray,
+             frame_s: float, settings: TiltSettings | None = None) -> TiltFit:
+    """The module docstring's fit. points: (N, 3) finite camera-space stance ankles (m); frames: (N,) int frame
+    of each in [0, num_frames); person: (N,) int group of each in [0, K); n0: (3,) the one-plane fit's up normal,
+    where the fit starts; frame_s: seconds between frames. The fit is made again about the mean of the normals it
+    found (``centre_rounds`` at most, until the mean moves less than 0.01 degree): the one-plane fit of a camera
+    that tilted can lie 10 degrees off the tilts' mean (synthetic), and the pull towards it would hold every
+    frame's tilt back. Raises ValueError for mismatched shapes or no points."""
+    s = settings or TiltSettings()
+    p = np.asarray(points, np.float64)
+    t = np.asarray(frames, np.int64)
+    k = np.asarray(person, np.int64)
+    if p.ndim != 2 or p.shape[1] != 3 or len(p) == 0 or t.shape != (len(p),) or k.shape != (len(p),):
+        raise ValueError(f"points (N, 3), frames and person (N,) expected, got {p.shape}, {t.shape}, {k.shape}")
+    centre = unit(np.asarray(n0, np.float64))
+    for _ in range(s.centre_rounds):
+        fit = _fit_about(p, t, k, num_frames, centre, frame_s, s)
+        mean = unit(fit.normals.mean(0))
+        moved = float(np.degrees(np.arccos(np.clip(mean @ centre, -1.0, 1.0))))
+        centre = mean
+        if moved < 0.01:
+            break
+    return fit
+
+
+def _fit_about(p: np.ndarray, t: np.ndarray, k: np.ndarray, num_frames: int, n0: np.ndarray, frame_s: float,
+               s: TiltSettings) -> TiltFit:
+    """One IRLS fit of the module docstring's model about the unit ``n0`` (:func:`fit_tilt`'s arguments)."""
+    e1, e2 = _across(n0)
+    nk = int(k.max()) + 1
+    n = len(p)
+    # unknowns: a (T), b (T), d (K)
+    rows = np.repeat(np.arange(n), 3)
+    cols = np.stack([t, num_frames + t, 2 * num_frames + k], axis=1).ravel()
+    vals = np.stack([p @ e1, p @ e2, -np.ones(n)], axis=1).ravel()
+    a_data = coo_matrix((vals, (rows, cols)), shape=(n, 2 * num_frames + nk)).tocsr()
+    target = -(p @ n0)
+    # the priors' weight: a typical frame's data weight on a tilt (its stance ankles' squared distances from their
+    # person's centroid: the lever a tilt has on them once each person's offset is free)
+    centroid = np.stack([np.bincount(k, weights=p[:, c], minlength=nk) for c in range(3)], 1) \
+        / np.maximum(np.bincount(k, minlength=nk), 1)[:, None]
+    per_frame = np.bincount(t, weights=((p - centroid[k]) ** 2).sum(1), minlength=num_frames)
+    typical = float(np.median(per_frame[per_frame > 0]))
+    w = 2.0 * math.sin(math.pi * min(s.cutoff_hz * frame_s, 0.5))
+    lam = typical / w ** 4
+    d2 = _second_difference(num_frames)
+    zeros = csr_matrix((d2.shape[0], num_frames))
+    zk = csr_matrix((d2.shape[0], nk))
+    prior = vstack([hstack([d2, zeros, zk]), hstack([zeros, d2, zk])]).tocsr() * math.sqrt(lam)
+    # the pull of each frame's tilt towards the tilts' mean (the mean itself is the data's)
+    centred = csr_matrix(np.eye(num_frames) - 1.0 / num_frames)
+    zr = csr_matrix((num_frames, num_frames))
+    zkr = csr_matrix((num_frames, nk))
+    ridge = vstack([hstack([centred * math.sqrt(s.ridge * typical), zr, zkr]),
+                    hstack([zr, centred * math.sqrt(s.ridge * typical), zkr])]).tocsr()
+    weight = np.ones(n)
+    x = np.zeros(2 * num_frames + nk)
+    x[2 * num_frames:] = [np.median(p[k == j] @ n0) if (k == j).any() else 0.0 for j in range(nk)]
+    scale = s.min_scale_m
+    for _ in range(s.iterations):
+        wd = diags(np.sqrt(weight))
+        m = vstack([wd @ a_data, prior, ridge]).tocsr()
+        rhs = np.concatenate([np.sqrt(weight) * target, np.zeros(m.shape[0] - n)])
+        has = np.bincount(k, weights=weight, minlength=nk) > 0  # a person with no weight keeps their offset
+        fix = np.concatenate([np.zeros(2 * num_frames, bool), ~has])
+        new = x.copy()
+        new[~fix] = spsolve((m[:, ~fix].T @ m[:, ~fix]).tocsc(), m[:, ~fix].T @ (rhs - m[:, fix] @ x[fix]))
+        res = a_data @ new - target
+        scale = max(1.4826 * float(np.median(np.abs(res[weight > 0]))), s.min_scale_m)
+        z = res / (s.tukey_c * scale)
+        weight = np.where(np.abs(z) < 1, (1 - z * z) ** 2, 0.0)
+        done = float(np.abs(new - x).max()) < 1e-9
+        x = new
+        if done:
+            break
+    a, b = x[:num_frames], x[num_frames:2 * num_frames]
+    normals = n0[None] + a[:, None] * e1[None] + b[:, None] * e2[None]
+    norm = np.linalg.norm(normals, axis=1, keepdims=True)
+    return TiltFit(normals / norm, x[2 * num_frames:], scale, weight > 0)
+
+
+def _second_difference(n: int) -> csr_matrix:
+    """(n-2, n) second-difference operator (empty for n < 3)."""
+    if n < 3:
+        return csr_matrix((0, n))
+    return diags([np.ones(n - 2), -2 * np.ones(n - 2), np.ones(n - 2)], [0, 1, 2], shape=(n - 2, n)).tocsr()
+
+
+def tilt_rotations(normals: np.ndarray, n0: np.ndarray) -> np.ndarray:
+    """(T, 3, 3) the smallest rotation C_t with C_t normals[t] = n0, for (T, 3) unit ``normals`` and (3,) ``n0``
+    (the reference)."""
+    n0 = unit(np.asarray(n0, np.float64))
+    out = np.empty((len(normals), 3, 3))
+    for i, v in enumerate(np.asarray(normals, np.float64)):
+        axis = np.cross(v, n0)
+        s, c = float(np.linalg.norm(axis)), float(np.dot(v, n0))
+        if s < 1e-12:
+            out[i] = np.eye(3)
+            continue
+        kx = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]]) / s
+        out[i] = np.eye(3) + s * kx + (1 - c) * kx @ kx
+    return out
+
+
+__all__ = ["TiltFit", "TiltSettings", "fit_tilt", "tilt_rotations"]

@@ -1,0 +1,98 @@
+"""A camera that tilts (motion.moving_floor, run by motion.finish): people walking on one flat floor, seen by a
+handheld camera whose pitch and roll swing by a few degrees, stand on a floor that turns with the camera; a
+camera that stands still keeps the one floor it had."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from floor_synthetic import FOCAL, IMAGE, scene
+
+from posetracker.analysis.held_ground import held_ground
+from posetracker.depth.camera_meta import CameraFov
+from posetracker.motion.finish import finish_sequence
+
+FOV = float(np.degrees(2 * np.arctan(640 / FOCAL)))  # floor_synthetic's camera (focal 1000 px, 1280 wide)
+WALKERS = ((35.0, (-1.6, -5.0), 1.0), (-20.0, (1.0, -6.5), 1.0), (160.0, (2.0, -8.0), 1.0))
+
+
+def _rot(axis: int, deg: float) -> np.ndarray:
+    c, s = np.cos(np.radians(deg)), np.sin(np.radians(deg))
+    i, j = [(1, 2), (2, 0), (0, 1)][axis]
+    out = np.eye(3)
+    out[i, i] = out[j, j] = c
+    out[i, j], out[j, i] = -s, s
+    return out
+
+
+def _tilted(pitch_deg: np.ndarray, roll_deg: np.ndarray, seed: int = 0):
+    """floor_synthetic's scene (camera pitched 12, rolled 2 degrees; three walkers, 1 cm noise) seen by a camera
+    that also turns about its centre by (T,) pitch and roll degrees a frame -> (sequence, (T, 3) the floor's true
+    up normal per frame in that frame's camera)."""
+    sc = scene(n=len(pitch_deg), pitch_deg=12.0, roll_deg=2.0, walkers=WALKERS, noise_m=0.01, seed=seed)
+    up = sc.camera_axes @ np.array([0.0, 1.0, 0.0])  # (3,) camera space
+    frames, normals = [], []
+    for f, p, r in zip(sc.seq.frames, pitch_deg, roll_deg):
+        turn = _rot(2, r) @ _rot(0, -p)  # camera x right, y down: looking further down turns points up
+        world = f.world.astype(np.float64) @ turn.T
+        kp = np.empty_like(world)
+        kp[..., 0] = FOCAL * world[..., 0] / world[..., 2] + IMAGE[0] / 2
+        kp[..., 1] = FOCAL * world[..., 1] / world[..., 2] + IMAGE[1] / 2
+        kp[..., 2] = world[..., 2]
+        frames.append(dataclasses.replace(f, keypoints=kp.astype(np.float32), world=world.astype(np.float32)))
+        normals.append(turn @ up)
+    return dataclasses.replace(sc.seq, frames=frames), np.array(normals)
+
+
+def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    cos = (a * b).sum(-1) / np.linalg.norm(a, axis=-1) / np.linalg.norm(b, axis=-1)
+    return np.degrees(np.arccos(np.clip(cos, -1.0, 1.0)))
+
+
+@pytest.fixture(scope="module")
+def tilting():
+    t = np.arange(180) / 30.0  # pitch drifts 6 degrees and wobbles, roll swings: the feet still stand in the image
+    seq, truth = _tilted(t - 3.0 + np.sin(2 * np.pi * 0.3 * t), 1.5 * np.sin(2 * np.pi * 0.2 * t + 1.0))
+    done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
+    return seq, truth, done
+
+
+def test_a_tilting_camera_gets_a_floor_that_turns_with_it(tilting):
+    seq, truth, done = tilting
+    ground = held_ground(done)
+    assert ground.frame.fitted  # one floor in camera space: the ankles scatter 10+ cm and nothing was fitted
+    assert ground.frame.turn is not None and ground.frame.turn.shape == (len(seq.frames), 3, 3)
+    assert done.metadata["feet"]["planted"]
+    normals = np.einsum("tji,j->ti", ground.frame.turn, ground.frame.rotation[1])  # each frame's own camera
+    err = _angle_deg(normals, truth)
+    assert np.median(err) < 0.5 and err.max() < 1.0  # degrees (the camera turns by 6 and more)
+
+
+def test_the_stance_feet_stand_on_the_turned_floor(tilting):
+    seq, _, done = tilting
+    ground = held_ground(done)
+    spec = done.skeleton
+    ankles = [spec.index("left_ankle"), spec.index("right_ankle")]
+    held = 0
+    for tid, phases in ground.phases.items():
+        world = np.stack([f.world[list(f.track_ids).index(tid)] for f in done.frames])[:, ankles]
+        floor = ground.frame.world_to_floor(world, tid)  # (T, 2, 3) the person's floor at Y = 0
+        stand = ground.frame.ankle_height[tid]
+        for p in phases:
+            seg = floor[p.start:p.stop, p.foot]
+            assert np.abs(seg[:, 1] - stand).max() < 0.02  # m off standing height, every stance frame
+            assert np.linalg.norm(seg[:, None] - seg[None], axis=-1).max() < 0.02  # m of slide over the phase
+            held += 1
+    assert held >= 15
+    for a, b in zip(seq.frames, done.frames):
+        np.testing.assert_allclose(a.keypoints[..., :2], b.keypoints[..., :2], atol=1e-3)  # no pixel moves
+
+
+def test_a_still_camera_keeps_one_floor():
+    n = 180
+    seq, _ = _tilted(np.zeros(n), np.zeros(n))
+    done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
+    floor = done.metadata["feet"]["floor"]
+    assert floor["fitted"] and "turn" not in floor and "camera_turn" not in floor["report"]
