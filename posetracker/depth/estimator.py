@@ -7,7 +7,7 @@ import numpy as np
 from posetracker.decoding.tree import path_matrix
 from posetracker.depth.far_depth import FarDepthBlend
 from posetracker.depth.lift import NETWORK_FOV_DEG, Camera, camera_depths, depth_scale, joint_depths, lift_keypoints
-from posetracker.depth.pose_prior import PosePrior, gravity_inputs
+from posetracker.depth.pose_prior import PosePrior, camera_gravity_inputs
 from posetracker.depth.scale_depth import depth_from_scale
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
@@ -74,20 +74,19 @@ class DepthEstimator:
             if self.prior is not None:  # numpy, ~0.4 ms for one person
                 weight = None if read_xy is None else moved_prior_weight(xy, read_xy, self.prior.weight)
                 depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal,
-                                        weight, self._gravity(xy, camera))
+                                        weight, self._gravity(xy, confidence, camera))
             depth = camera_depths(depth, self.spec.root, self.depth_scale)
         else:
             depth = depth_from_scale(xy, confidence, self.spec, camera.focal)
         return depth, lift_keypoints(xy, depth, camera)
 
-    def _gravity(self, xy: np.ndarray, camera: Camera) -> np.ndarray | None:
-        """(P, 4) the prior's gravity inputs for people at xy (P, K, 2) px; None where the prior does not take
-        them or the gravity is not known."""
+    def _gravity(self, xy: np.ndarray, confidence: np.ndarray, camera: Camera) -> np.ndarray | None:
+        """(P, extra) the prior's gravity inputs (:func:`camera_gravity_inputs`) for people at xy (P, K, 2) px;
+        None where the prior does not take them or the gravity is not known."""
         if self.down is None or not self.prior.takes_gravity:
             return None
-        ray = np.concatenate([(xy[:, self.spec.root] - np.asarray(camera.principal_point)) / camera.focal,
-                              np.ones((len(xy), 1))], -1)
-        return gravity_inputs(np.broadcast_to(self.down, ray.shape), ray)
+        return camera_gravity_inputs(xy, confidence >= self.prior.min_confidence, self.down, camera.focal,
+                                     camera.principal_point, self.spec, self.prior.level_view)
 
     def blend_tracks(self, pose: PoseFrame) -> PoseFrame:
         """A tracked frame (each tracked frame in order) -> far people's root depth moved towards their

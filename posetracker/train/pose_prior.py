@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import yaml
 
-from posetracker.depth.pose_prior import FORMAT, GRAVITY_INPUTS, TORSO, gravity_inputs, prior_inputs
+from posetracker.depth.pose_prior import FORMAT, GRAVITY_INPUTS, TORSO, camera_gravity_inputs, prior_inputs
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (a diagonal flip)
 from posetracker.model.pose_prior import PosePriorNet
 from posetracker.skeletons import SkeletonSpec
@@ -52,6 +52,7 @@ class PriorConfig:
     pitch_deg: tuple[float, float] = (-10.0, 35.0)  # the virtual cameras' pitch, uniform in this range (degrees)
     roll_sd_deg: float = 4.0  # and their roll, normal with this spread (degrees)
     gravity_dropout: float | None = None  # None: no gravity input; else the share of samples it is hidden in
+    level_view: bool = False  # with the gravity: also the pose as the camera turned level sees it
     root: Path = field(default=Path("."), compare=False)  # the repo root paths resolve against
 
     @property
@@ -127,28 +128,29 @@ class VirtualViews:
 
     def __init__(self, poses: list[np.ndarray], spec: SkeletonSpec, noise: float = 0.05, seed: int = 0,
                  pitch_deg: tuple[float, float] = (-10.0, 35.0), roll_sd_deg: float = 4.0,
-                 gravity_dropout: float | None = None):
+                 gravity_dropout: float | None = None, level_view: bool = False):
         if not poses:
             raise ValueError("no 3-D poses to train the pose prior on")
         self.poses = np.concatenate(poses).astype(np.float64)  # (N, K, 3) Y up
         self.spec, self.noise = spec, noise
         self.pitch_deg, self.roll_sd_deg = pitch_deg, roll_sd_deg
         self.rng = np.random.default_rng(seed)
-        self.gravity_dropout = gravity_dropout
+        self.gravity_dropout, self.level_view = gravity_dropout, level_view
         self.gravity_rng = np.random.default_rng([seed, 1])  # apart, so the other draws stay the same
         self.torso = [spec.index(n) for n in TORSO]
 
     @property
     def extra_inputs(self) -> int:
-        return 0 if self.gravity_dropout is None else GRAVITY_INPUTS
+        if self.gravity_dropout is None:
+            return 0
+        return GRAVITY_INPUTS + (2 * (self.spec.num_joints - 1) if self.level_view else 0)
 
     def sample(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """-> 2-D keypoints (B, K, 2) at focal length 1 (no jitter), seen (B, K), camera depths (B, K) m."""
         return self.sample_views(size)[:3]
 
-    def sample_views(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`sample` and the cameras: the world's down direction (B, 3) and the ray to the hip midpoint
-        (B, 3), camera axes."""
+    def sample_views(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`sample` and the cameras' gravity: the world's down direction (B, 3) in camera axes."""
         rng, spec = self.rng, self.spec
         p = self.poses[rng.integers(len(self.poses), size=size)]
         flip = rng.random(size) < 0.5
@@ -162,29 +164,32 @@ class VirtualViews:
         q += np.stack([rng.normal(0, 0.1 * dist), rng.normal(0, 0.2, size), dist], -1)[:, None]
         ok = rng.random(q.shape[:2]) > rng.choice([0.0, 0.05, 0.15], size)[:, None]
         ok[:, self.torso] = True
-        return q[..., :2] / q[..., 2:3], ok, q[..., 2], down, q[:, spec.root]
+        return q[..., :2] / q[..., 2:3], ok, q[..., 2], down
 
-    def encode(self, xy: np.ndarray, ok: np.ndarray, z: np.ndarray, down: np.ndarray | None = None,
-               ray: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """A :meth:`sample_views` -> inputs (B, (K-1)*3 [+ 4 gravity inputs]) with the keypoints jittered,
-        targets (B, K-1). The gravity (down (B, 3), ray (B, 3)) is read where the recipe has it, hidden for
-        ``gravity_dropout`` of the samples."""
+    def encode(self, xy: np.ndarray, ok: np.ndarray, z: np.ndarray,
+               down: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """A :meth:`sample_views` -> inputs (B, (K-1)*3 [+ extra_inputs]) with the keypoints jittered, targets
+        (B, K-1). The gravity (down (B, 3)) is read where the recipe has it (``camera_gravity_inputs``), hidden
+        for ``gravity_dropout`` of the samples."""
         spec = self.spec
         x, s, _ = prior_inputs(xy, ok, spec)
         x = x.reshape(len(x), -1, 3)
-        x[..., :2] += self.rng.normal(0, self.noise, x[..., :2].shape) * x[..., 2:]
+        jitter = self.rng.normal(0, self.noise, x[..., :2].shape) * x[..., 2:]
+        x[..., :2] += jitter
         joints = [j for j in range(spec.num_joints) if j != spec.root]
         zc = z[:, spec.root]
         y = (z[:, joints] - zc[:, None]) / (zc * s)[:, None]
         x = x.reshape(len(x), -1)
-        if self.gravity_dropout is not None:
-            g = gravity_inputs(down, ray)
+        if self.gravity_dropout is not None:  # the gravity of the jittered 2-D
+            seen = xy.copy()
+            seen[:, joints] += jitter * s[:, None, None]
+            g = camera_gravity_inputs(seen, ok, down, 1.0, (0.0, 0.0), spec, self.level_view)
             g[self.gravity_rng.random(len(g)) < self.gravity_dropout] = 0.0
             x = np.concatenate([x, g], -1)
         return torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
 
     def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> inputs (B, (K-1)*3 [+ 4]), targets (B, K-1)."""
+        """-> inputs (B, (K-1)*3 [+ extra_inputs]), targets (B, K-1)."""
         return self.encode(*self.sample_views(size))
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 
 from posetracker.depth import DepthEstimator
-from posetracker.depth.pose_prior import PosePrior, gravity_inputs, numpy_forward
+from posetracker.depth.pose_prior import (
+    PosePrior, camera_gravity_inputs, gravity_inputs, level_view_inputs, numpy_forward, prior_inputs)
 from posetracker.model.pose_prior import PosePriorNet
 from posetracker.train.pose_prior import PriorConfig, VirtualViews, train_prior
 
@@ -30,11 +31,10 @@ def test_gravity_inputs_are_the_pitch_and_roll_seen_along_the_ray_to_the_person(
 
 def test_training_views_give_the_world_down_and_the_same_draws_as_without_it():
     views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=4, gravity_dropout=0.0)
-    xy, ok, z, down, ray = views.sample_views(32)
+    xy, ok, z, down = views.sample_views(32)
     points = np.concatenate([xy * z[..., None], z[..., None]], -1)  # camera space
     leg = points[:, SPEC.index("left_hip")] - points[:, SPEC.index("left_ankle")]  # upright: straight up
     np.testing.assert_allclose(leg / np.linalg.norm(leg, axis=-1, keepdims=True), -down, atol=1e-9)
-    np.testing.assert_allclose(ray, points[:, SPEC.root], atol=1e-9)
     plain = VirtualViews([standing_pose()[None]], SPEC, seed=5)
     told = VirtualViews([standing_pose()[None]], SPEC, seed=5, gravity_dropout=0.5)
     (xp, yp), (xt, yt) = plain.batch(200), told.batch(200)
@@ -74,17 +74,31 @@ def test_told_the_gravity_a_short_training_reads_the_feet_depth_better():
     poses = [_person(*a)[None] for a in zip(rng.uniform(0, 0.3, 200), rng.uniform(0.5, 1.5, 200),
                                              rng.uniform(0.6, 1.4, 200))]
     test = VirtualViews(poses, SPEC, noise=0.0, seed=99, pitch_deg=(0.0, 50.0))
-    xy, ok, z, down, ray = test.sample_views(1000)
+    xy, ok, z, down = test.sample_views(1000)
     ankle = SPEC.index("left_ankle")
     errors = []
-    for dropout in (None, 0.0):
+    for dropout, level in ((None, False), (0.0, False), (0.0, True)):
         cfg = PriorConfig(steps=600, batch=128, hidden=64, blocks=2, noise=0.0, seed=0)
         net = train_prior(VirtualViews(poses, SPEC, noise=0.0, seed=0, pitch_deg=(0.0, 50.0),
-                                       gravity_dropout=dropout), cfg)
-        rel = PosePrior(net.numpy_state(), SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0,
-                                                                gravity_inputs(down, ray))
+                                       gravity_dropout=dropout, level_view=level), cfg)
+        g = camera_gravity_inputs(xy, ok, down, 1.0, (0.0, 0.0), SPEC, level)
+        rel = PosePrior(net.numpy_state(), SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0, g)
         errors.append(np.abs(z[:, ankle] - z[:, SPEC.root] - rel[:, ankle]).mean())
-    assert errors[1] < 0.6 * errors[0], errors
+    assert errors[1] < 0.6 * errors[0] and errors[2] < 0.6 * errors[0], errors
+
+
+def test_the_level_view_is_the_pose_seen_by_the_camera_turned_level():
+    views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=7, pitch_deg=(10.0, 40.0), roll_sd_deg=8.0)
+    xy, ok, z, down = views.sample_views(8)
+    ok[:] = True
+    level = level_view_inputs(xy, ok, down, SPEC).reshape(8, -1, 2)
+    plain = prior_inputs(xy, ok, SPEC)[0].reshape(8, -1, 3)[..., :2]
+    hip, ankle = (SPEC.index(n) - (SPEC.index(n) > SPEC.root) for n in ("left_hip", "left_ankle"))
+    leg, before = level[:, ankle] - level[:, hip], plain[:, ankle] - plain[:, hip]  # upright: vertical when level
+    assert np.abs(leg[:, 0] / leg[:, 1]).max() < 1e-6 and np.abs(before[:, 0] / before[:, 1]).max() > 0.05
+    assert not level_view_inputs(xy, ok, None, SPEC).any()
+    np.testing.assert_allclose(level_view_inputs(xy, ok, np.array([0.0, 1.0, 0.0]), SPEC).reshape(8, -1, 2), plain,
+                               atol=1e-5)
 
 
 def test_the_depth_stage_tells_the_prior_the_gravity_where_known():
