@@ -34,7 +34,8 @@ frame instead (Y up along the floor's normal, so gravity is -Y whatever the
 camera's pitch and roll; X the camera's right along the floor; where the camera
 tilts, each frame turned first by the turn recorded with the floor, and the
 report's ``bvh_from_camera`` is then the map of the camera the floor was fitted
-in, :mod:`posetracker.motion.moving_floor`), each person's
+in: frame f's camera maps by ``bvh_from_camera`` after the rotation vector of
+``floor.turn`` at the clip's frame f, :mod:`posetracker.motion.moving_floor`), each person's
 own floor goes to Y = 0 and the first frame's root to X = Z = 0. The standing
 feet are the motion's: the session held each stance foot still on this floor,
 an ankle height above it, in the world coordinates every output reads
@@ -73,7 +74,7 @@ from typing import Any
 import numpy as np
 
 from posetracker.analysis.ground import Ground
-from posetracker.analysis.held_ground import held_ground
+from posetracker.analysis.held_ground import held_ground, turn_as_list
 from posetracker.export.bvh_motion import (  # noqa: F401 (ORDERS: re-exported)
     ORDERS, UNITS, BvhMotion, BvhOptions, bvh_text, map_report, shared_origin)
 from posetracker.export.bvh_rig import (
@@ -200,6 +201,9 @@ def solve_person(track: PersonTrack, spec: SkeletonSpec, fps: float, options: Bv
                         "percentile of the lowest joint"}
     else:
         floor_report = dict(ground.frame.report) if ground is not None else {}
+        if fitted and ground.frame.turn is not None:  # a camera that tilts: each frame's camera -> the map's
+            floor_report["turn"] = {"frames": [int(v) for v in track.frames],
+                                    "rotvec": turn_as_list(ground.frame.turn)}
     axes = ("BVH Y up from the fitted floor (its normal), X = camera x along the floor, Z = X x Y (towards the "
             "camera); right-handed; rest pose faces +Z" if fitted else
             "BVH X = camera x, Y = -camera y (up), Z = -camera z; right-handed; rest pose faces +Z")

@@ -21,7 +21,8 @@ Placing: a take that starts at clip frame S is imported with Start Frame S + 1 (
 there) and the scene is set to frame f + 1 for clip frame f, so clip frame f shows the take's BVH frame f - S + 1
 (1-based). A take outside [S, S + frames) is hidden. The camera view is the video's camera as the report's
 ``bvh_from_camera`` map (BVH = R @ camera + t, cm) and ``camera.fov_deg`` (across the long side) give it, with the
-principal point at the image centre, of the first file. Every file's map is its own (on a fitted floor each person
+principal point at the image centre, of the first file; where the camera tilts (the report's ``floor.turn``), each
+frame's camera turned by that frame's rotation (BVH = R C_f camera + t). Every file's map is its own (on a fitted floor each person
 stands on their own floor, Y = 0 of their file). ``"place": "import"`` (default) leaves every file where Blender's
 importer puts it, as a user sees them: everyone on the floor drawn (Y = 0), and a person whose own floor differs from
 the first file's is off their place in the camera view by that difference. ``"place": "camera"`` moves each
@@ -62,6 +63,20 @@ def camera_map(report):
     r = B_FROM_BVH @ Matrix(m["rotation"])
     t = B_FROM_BVH @ (Vector(m["translation"]) / 100.0)
     return r, t
+
+
+def turned_camera(report, frame, video_cam):
+    """The Blender camera matrix at clip ``frame``: ``video_cam`` (the map's camera) where the report's floor has
+    no ``turn``, else turned by that frame's: BVH = R (C_f camera) + t, so the camera's axes are R C_f's."""
+    turn = (report.get("floor") or {}).get("turn")
+    if not turn or frame not in turn["frames"]:
+        return video_cam
+    v = Vector(turn["rotvec"][turn["frames"].index(frame)])
+    c = Matrix.Rotation(v.length, 3, v.normalized()) if v.length > 1e-12 else Matrix.Identity(3)
+    r = B_FROM_BVH @ Matrix(report["bvh_from_camera"]["rotation"]) @ c
+    out = Matrix((r.col[0], -r.col[1], -r.col[2])).transposed().to_4x4()
+    out.translation = video_cam.translation
+    return out
 
 
 def main():
@@ -156,8 +171,8 @@ def main():
             joints["left_toe"] = arm.matrix_world @ arm.pose.bones["LeftFoot"].tail
             joints["right_toe"] = arm.matrix_world @ arm.pose.bones["RightFoot"].tail
             heads.append((entry, joints))
-        # (1) the video's camera
-        cam.matrix_world = video_cam
+        # (1) the video's camera (a camera that tilts: turned by this frame's turn, the first file's floor.turn)
+        cam.matrix_world = turned_camera(reports[0], f, video_cam)
         cam.data.sensor_fit = "HORIZONTAL" if w >= h else "VERTICAL"
         cam.data.angle = fov
         scene.render.resolution_x, scene.render.resolution_y = w, h

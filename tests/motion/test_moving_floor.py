@@ -12,7 +12,10 @@ from floor_synthetic import FOCAL, IMAGE, scene
 
 from posetracker.analysis.held_ground import held_ground
 from posetracker.depth.camera_meta import CameraFov
+from posetracker.evaluation.feet_on_floor import joint_positions, motion_frames
+from posetracker.export.bvh import BvhOptions, solve_person
 from posetracker.motion.finish import finish_sequence
+from posetracker.tracks import person_tracks
 
 FOV = float(np.degrees(2 * np.arctan(640 / FOCAL)))  # floor_synthetic's camera (focal 1000 px, 1280 wide)
 WALKERS = ((35.0, (-1.6, -5.0), 1.0), (-20.0, (1.0, -6.5), 1.0), (160.0, (2.0, -8.0), 1.0))
@@ -96,3 +99,28 @@ def test_a_still_camera_keeps_one_floor():
     done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
     floor = done.metadata["feet"]["floor"]
     assert floor["fitted"] and "turn" not in floor and "camera_turn" not in floor["report"]
+
+
+def _bvh_stance_heights(done, ground) -> np.ndarray:
+    """The BVH's stance ankles' heights above standing (m), every held phase's frames, everyone."""
+    out = []
+    for tid, track in person_tracks(done).items():
+        motion = solve_person(track, done.skeleton, done.fps, BvhOptions(), ground)
+        pos = joint_positions(motion)  # (M, J, 3) BVH metres, Y = 0 the person's floor
+        feet = [motion.rig.names.index("LeftFoot"), motion.rig.names.index("RightFoot")]
+        where = motion_frames(track, motion)
+        for p in ground.phases[tid]:
+            rows = where[p.start:p.stop]
+            out.append(pos[rows[rows >= 0], feet[p.foot], 1] - ground.frame.ankle_height[tid])
+        if ground.frame.turn is not None:
+            assert motion.report["floor"]["turn"]["frames"] == [int(v) for v in track.frames]
+    return np.concatenate(out)
+
+
+def test_the_bvh_stands_each_frame_on_the_turned_floor(tilting):
+    _, _, done = tilting
+    ground = held_ground(done)
+    held = np.abs(_bvh_stance_heights(done, ground))
+    assert np.median(held) < 0.02 and np.percentile(held, 90) < 0.04  # m (1 cm noise, the rig's bones constant)
+    one = dataclasses.replace(ground, frame=dataclasses.replace(ground.frame, turn=None))  # one floor frame
+    assert np.median(np.abs(_bvh_stance_heights(done, one))) > 0.1  # one floor frame for every frame: 0.2 m
