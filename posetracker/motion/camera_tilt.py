@@ -113,7 +113,8 @@ def _fit_about(p: np.ndarray, t: np.ndarray, k: np.ndarray, num_frames: int, n0:
     rows = np.repeat(np.arange(n), 3)
     cols = np.stack([t, num_frames + t, 2 * num_frames + k], axis=1).ravel()
     vals = np.stack([p @ e1, p @ e2, -np.ones(n)], axis=1).ravel()
-    a_data = coo_matrix((vals, (rows, cols)), shape=(n, 2 * num_frames + nk)).tocsr()
+    size = 2 * num_frames + nk + 2  # unknowns: a (T), b (T), d (K), the means of a and b
+    a_data = coo_matrix((vals, (rows, cols)), shape=(n, size)).tocsr()
     target = -(p @ n0)
     # the priors' weight: a typical frame's data weight on a tilt (its stance ankles' squared distances from their
     # person's centroid: the lever a tilt has on them once each person's offset is free)
@@ -125,24 +126,25 @@ def _fit_about(p: np.ndarray, t: np.ndarray, k: np.ndarray, num_frames: int, n0:
     lam = typical / w ** 4
     d2 = _second_difference(num_frames)
     zeros = csr_matrix((d2.shape[0], num_frames))
-    zk = csr_matrix((d2.shape[0], nk))
+    zk = csr_matrix((d2.shape[0], nk + 2))
     prior = vstack([hstack([d2, zeros, zk]), hstack([zeros, d2, zk])]).tocsr() * math.sqrt(lam)
-    # the pull of each frame's tilt towards the tilts' mean (the mean itself is the data's)
-    centred = csr_matrix(np.eye(num_frames) - 1.0 / num_frames)
-    zr = csr_matrix((num_frames, num_frames))
-    zkr = csr_matrix((num_frames, nk))
-    ridge = vstack([hstack([centred * math.sqrt(s.ridge * typical), zr, zkr]),
-                    hstack([zr, centred * math.sqrt(s.ridge * typical), zkr])]).tocsr()
+    # the pull of each frame's tilt towards the tilts' mean (the mean itself is the data's): rows a_t - mean a
+    frames_t = np.arange(num_frames)
+    r_rows = np.concatenate([frames_t, num_frames + frames_t] * 2)
+    r_cols = np.concatenate([frames_t, num_frames + frames_t, np.full(num_frames, 2 * num_frames + nk),
+                             np.full(num_frames, 2 * num_frames + nk + 1)])
+    r_vals = math.sqrt(s.ridge * typical) * np.concatenate([np.ones(2 * num_frames), -np.ones(2 * num_frames)])
+    ridge = coo_matrix((r_vals, (r_rows, r_cols)), shape=(2 * num_frames, size)).tocsr()
     weight = np.ones(n)
-    x = np.zeros(2 * num_frames + nk)
-    x[2 * num_frames:] = [np.median(p[k == j] @ n0) if (k == j).any() else 0.0 for j in range(nk)]
+    x = np.zeros(size)
+    x[2 * num_frames:2 * num_frames + nk] = [np.median(p[k == j] @ n0) if (k == j).any() else 0.0 for j in range(nk)]
     scale = s.min_scale_m
     for _ in range(s.iterations):
         wd = diags(np.sqrt(weight))
         m = vstack([wd @ a_data, prior, ridge]).tocsr()
         rhs = np.concatenate([np.sqrt(weight) * target, np.zeros(m.shape[0] - n)])
         has = np.bincount(k, weights=weight, minlength=nk) > 0  # a person with no weight keeps their offset
-        fix = np.concatenate([np.zeros(2 * num_frames, bool), ~has])
+        fix = np.concatenate([np.zeros(2 * num_frames, bool), ~has, np.zeros(2, bool)])
         new = x.copy()
         new[~fix] = spsolve((m[:, ~fix].T @ m[:, ~fix]).tocsc(), m[:, ~fix].T @ (rhs - m[:, fix] @ x[fix]))
         res = a_data @ new - target
@@ -156,7 +158,7 @@ def _fit_about(p: np.ndarray, t: np.ndarray, k: np.ndarray, num_frames: int, n0:
     a, b = x[:num_frames], x[num_frames:2 * num_frames]
     normals = n0[None] + a[:, None] * e1[None] + b[:, None] * e2[None]
     norm = np.linalg.norm(normals, axis=1, keepdims=True)
-    return TiltFit(normals / norm, x[2 * num_frames:], scale, weight > 0)
+    return TiltFit(normals / norm, x[2 * num_frames:2 * num_frames + nk], scale, weight > 0)
 
 
 def _second_difference(n: int) -> csr_matrix:
