@@ -7,7 +7,7 @@ import numpy as np
 from posetracker.decoding.tree import path_matrix
 from posetracker.depth.far_depth import FarDepthBlend
 from posetracker.depth.lift import NETWORK_FOV_DEG, Camera, camera_depths, depth_scale, joint_depths, lift_keypoints
-from posetracker.depth.pose_prior import PosePrior, camera_gravity_inputs
+from posetracker.depth.pose_prior import PosePrior
 from posetracker.depth.scale_depth import depth_from_scale
 from posetracker.skeletons import SkeletonSpec
 from posetracker.types import PoseFrame
@@ -42,15 +42,12 @@ class DepthEstimator:
     head is trained; if not, the body-scale layer replaces it (each person flat at the
     depth of its torso's size, :func:`depth_from_scale`) and the two layers below are off.
     prior: the pose-prior layer (:meth:`PosePrior.fuse`), None for off. far_depth: the
-    far-people layer (:class:`FarDepthBlend`, per track: :meth:`blend_tracks`). down: (3,) the world's down
-    direction in camera axes where it is known (a calibration), read by a prior trained with it
-    (:func:`gravity_inputs`); None: unknown.
+    far-people layer (:class:`FarDepthBlend`, per track: :meth:`blend_tracks`).
     """
 
     def __init__(self, spec: SkeletonSpec, fov_deg: float = 60.0, trained: bool = True,
-                 prior: PosePrior | None = None, far_depth: bool = True, down: np.ndarray | None = None):
+                 prior: PosePrior | None = None, far_depth: bool = True):
         self.spec, self.fov_deg, self.trained = spec, fov_deg, trained
-        self.down = None if down is None else np.asarray(down, np.float64)
         self.depth_scale = np.float32(depth_scale(fov_deg))  # the source camera's against the network's
         self.prior = prior if trained else None
         self.far = FarDepthBlend(spec, fov_deg) if trained and far_depth else None
@@ -74,19 +71,11 @@ class DepthEstimator:
             if self.prior is not None:  # numpy, ~0.4 ms for one person
                 weight = None if read_xy is None else moved_prior_weight(xy, read_xy, self.prior.weight)
                 depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal,
-                                        weight, self._gravity(xy, confidence, camera))
+                                        weight)
             depth = camera_depths(depth, self.spec.root, self.depth_scale)
         else:
             depth = depth_from_scale(xy, confidence, self.spec, camera.focal)
         return depth, lift_keypoints(xy, depth, camera)
-
-    def _gravity(self, xy: np.ndarray, confidence: np.ndarray, camera: Camera) -> np.ndarray | None:
-        """(P, extra) the prior's gravity inputs (:func:`camera_gravity_inputs`) for people at xy (P, K, 2) px;
-        None where the prior does not take them or the gravity is not known."""
-        if self.down is None or not self.prior.takes_gravity:
-            return None
-        return camera_gravity_inputs(xy, confidence >= self.prior.min_confidence, self.down, camera.focal,
-                                     camera.principal_point, self.spec, self.prior.level_view)
 
     def blend_tracks(self, pose: PoseFrame) -> PoseFrame:
         """A tracked frame (each tracked frame in order) -> far people's root depth moved towards their

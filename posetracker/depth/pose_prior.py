@@ -14,13 +14,8 @@ midpoint, ``f`` the focal length (px) and ``Z`` the person's root depth (m),
 the network's output ``y`` is relative depth / (Z s / f), i.e. in units of the
 torso's size in metres, so ``dz = y Z s / f``.
 
-A prior trained with the camera's gravity (``gravity_dropout`` in the recipe) takes
-:data:`GRAVITY_INPUTS` more inputs after the pose's (:func:`gravity_inputs`): the world's down
-direction in the frame of the camera turned to look along the ray to the person's hips, and a flag
-that it is known (all four zero where it is not).
-
-Shapes: xy (P, K, 2) px, ok (P, K) bool, depth (P, K) m; inputs (P, (K - 1) * 3), or
-(P, (K - 1) * 3 + 4) with the gravity (per non-root joint: x, y, seen); outputs (P, K - 1).
+Shapes: xy (P, K, 2) px, ok (P, K) bool, depth (P, K) m; inputs (P, (K - 1) * 3)
+(per non-root joint: x, y, seen); outputs (P, K - 1).
 """
 
 from __future__ import annotations
@@ -35,7 +30,6 @@ from posetracker.weights_file import MODELS_DIR, read_weights
 
 FORMAT = "pose-prior-v1"
 TORSO = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
-GRAVITY_INPUTS = 4  # the down direction seen along the ray to the person (3), known (1)
 
 
 class PosePriorError(RuntimeError):
@@ -71,66 +65,6 @@ def prior_inputs(xy: np.ndarray, ok: np.ndarray, spec: SkeletonSpec) -> tuple[np
     return x.reshape(*x.shape[:-2], -1).astype(np.float32), s, torso
 
 
-def gravity_inputs(down: np.ndarray | None, ray: np.ndarray) -> np.ndarray:
-    """The camera's gravity as the prior's extra inputs: down (P, 3) the world's down direction in camera axes
-    (x right, y down, z forward; any length; a row of nan, or None, where it is not known), ray (P, 3) the
-    direction from the camera to the person's hip midpoint -> (P, 4) float32: ``down`` turned by the smallest
-    rotation taking ``ray`` onto +z (the camera looking straight at the person: its pitch and roll there), then
-    1; zeros where unknown."""
-    ray = np.asarray(ray, np.float64)
-    out = np.zeros((len(ray), GRAVITY_INPUTS), np.float32)
-    if down is None:
-        return out
-    down = np.broadcast_to(np.asarray(down, np.float64), ray.shape)
-    a = ray / np.linalg.norm(ray, axis=-1, keepdims=True)
-    g = down / np.linalg.norm(down, axis=-1, keepdims=True)
-    v = np.stack([a[:, 1], -a[:, 0], np.zeros(len(a))], -1)  # a x (0, 0, 1)
-    c = a[:, 2:3]
-    # Rodrigues: R g = g c' + (v x g) + v (v . g) / (1 + c), the rotation about v taking a onto +z
-    turned = g * c + np.cross(v, g) + v * (v * g).sum(-1, keepdims=True) / (1.0 + c)
-    known = np.isfinite(turned).all(-1) & (c[:, 0] > -1.0 + 1e-9)
-    out[known, :3] = turned[known]
-    out[known, 3] = 1.0
-    return out
-
-
-def level_view_inputs(xy: np.ndarray, ok: np.ndarray, down: np.ndarray | None, spec: SkeletonSpec) -> np.ndarray:
-    """xy (P, K, 2) image points in focal-length units about the principal point, ok (P, K), down (P, 3) as in
-    :func:`gravity_inputs` -> (P, (K-1)*2) float32: the pose as the camera turned level about its centre (pitch and
-    roll undone, no yaw) sees it, centred and scaled as :func:`prior_inputs` does (its x, y); zeros where the
-    gravity is unknown or the torso not seen there."""
-    xy = np.asarray(xy, np.float64)
-    out = np.zeros((len(xy), (spec.num_joints - 1) * 2), np.float32)
-    if down is None or not len(xy):
-        return out
-    g = np.broadcast_to(np.asarray(down, np.float64), (len(xy), 3))
-    g = g / np.linalg.norm(g, axis=-1, keepdims=True)
-    v = np.stack([-g[:, 2], np.zeros(len(g)), g[:, 0]], -1)[:, None]  # g x (0, 1, 0)
-    c = g[:, 1, None, None]
-    rays = np.concatenate([xy, np.ones(xy.shape[:-1] + (1,))], -1)
-    with np.errstate(invalid="ignore", divide="ignore"):  # Rodrigues, the turn taking g onto +y
-        turned = rays * c + np.cross(v, rays) + v * (v * rays).sum(-1, keepdims=True) / (1.0 + c)
-        level = turned[..., :2] / turned[..., 2:3]
-    seen = ok & np.isfinite(level).all(-1) & (turned[..., 2] > 1e-6)
-    x, _, torso = prior_inputs(np.where(seen[..., None], level, 0.0), seen, spec)
-    x = x.reshape(len(x), -1, 3)[..., :2].reshape(len(x), -1)
-    known = torso & np.isfinite(g).all(-1)
-    out[known] = x[known]
-    return out
-
-
-def camera_gravity_inputs(xy: np.ndarray, ok: np.ndarray, down: np.ndarray | None, focal: float,
-                          centre: tuple[float, float], spec: SkeletonSpec, level_view: bool) -> np.ndarray:
-    """The extra inputs of a prior trained with the camera's gravity for people at xy (P, K, 2) px seen ok (P, K)
-    by a camera of ``focal`` px and principal point ``centre`` px: :func:`gravity_inputs` (P, 4) along the ray to
-    the root joint, then with ``level_view`` :func:`level_view_inputs` (P, (K-1)*2); down (P, 3) or (3,) or None."""
-    xn = (np.asarray(xy, np.float64) - np.asarray(centre, np.float64)) / focal
-    d = None if down is None else np.broadcast_to(np.asarray(down, np.float64), (len(xn), 3))
-    ray = np.concatenate([xn[:, spec.root], np.ones((len(xn), 1))], -1)
-    g = gravity_inputs(d, ray)
-    return np.concatenate([g, level_view_inputs(xn, ok, d, spec)], -1) if level_view else g
-
-
 def numpy_forward(state: dict[str, np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
     """The network of ``state`` (a PosePriorNet's state dict as numpy arrays) in eval mode as a numpy
     function: (P, (K-1)*3) float32 -> (P, K-1) float32. A missing layer raises KeyError."""
@@ -164,12 +98,6 @@ class PosePrior:
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"pose prior weight must be in [0, 1], got {weight}")
         n_in = (spec.num_joints - 1) * 3
-        #: the network's inputs after the pose's: 0, the camera's gravity (:func:`gravity_inputs`), or that and
-        #: the level camera's view (:func:`level_view_inputs`)
-        width = np.shape(state.get("inp.weight", (0, n_in)))[-1] - n_in
-        self.extra_inputs = width if width in (GRAVITY_INPUTS, GRAVITY_INPUTS + (spec.num_joints - 1) * 2) else 0
-        self.takes_gravity, self.level_view = self.extra_inputs > 0, self.extra_inputs > GRAVITY_INPUTS
-        n_in += self.extra_inputs
         try:
             self.forward = numpy_forward(state)
             fits = has_torso(spec) and self.forward(np.zeros((1, n_in), np.float32)).shape == (1, spec.num_joints - 1)
@@ -182,18 +110,13 @@ class PosePrior:
         self.joints = [j for j in range(spec.num_joints) if j != spec.root]
         self.hips = [spec.index("left_hip"), spec.index("right_hip")]
 
-    def relative_depth(self, xy: np.ndarray, ok: np.ndarray, root_depth: np.ndarray, focal: float,
-                       gravity: np.ndarray | None = None) -> np.ndarray:
+    def relative_depth(self, xy: np.ndarray, ok: np.ndarray, root_depth: np.ndarray, focal: float) -> np.ndarray:
         """xy (P, K, 2) px, ok (P, K), root_depth (P,) m -> (P, K) m relative to the hip midpoint
-        (root: 0); nan for people whose torso is not seen. gravity: (P, extra_inputs)
-        :func:`camera_gravity_inputs`, read by a prior that takes them (None: not known)."""
+        (root: 0); nan for people whose torso is not seen."""
         x, s, torso = prior_inputs(xy, ok, self.spec)
         out = np.full(ok.shape, np.nan)
         if not torso.any():
             return out
-        if self.takes_gravity:
-            g = np.zeros((len(x), self.extra_inputs), np.float32) if gravity is None else np.asarray(gravity, np.float32)
-            x = np.concatenate([x, g], -1)
         y = self.forward(x[torso]).astype(np.float64)
         rows = np.flatnonzero(torso)
         out[rows[:, None], self.joints] = y * (root_depth[torso] * s[torso] / focal)[:, None]
@@ -201,16 +124,15 @@ class PosePrior:
         return out
 
     def fuse(self, xy: np.ndarray, confidence: np.ndarray, depth: np.ndarray, focal: float,
-             weight: np.ndarray | None = None, gravity: np.ndarray | None = None) -> np.ndarray:
+             weight: np.ndarray | None = None) -> np.ndarray:
         """The depth head's depths (P, K) m -> the same with each joint's depth relative to the hip
         midpoint mixed with the prior's (``weight`` on the prior; ``weight`` (P, K) per joint where given);
-        roots keep their depth, people whose torso is not seen are returned unchanged. gravity: as in
-        :meth:`relative_depth`."""
+        roots keep their depth, people whose torso is not seen are returned unchanged."""
         w = self.weight if weight is None else np.asarray(weight, np.float64)
         if len(depth) == 0 or (weight is None and self.weight == 0.0):
             return depth
         root = depth[:, self.spec.root]
-        prior = self.relative_depth(xy, confidence >= self.min_confidence, root, focal, gravity)
+        prior = self.relative_depth(xy, confidence >= self.min_confidence, root, focal)
         hip = depth[:, self.hips].mean(1, keepdims=True)
         mixed = hip + (1.0 - w) * (depth - hip) + w * prior
         mixed[:, self.spec.root] = root

@@ -9,7 +9,7 @@ scaled by 0.85-1.15; some joints are hidden and the 2-D keypoints jittered by
 ``noise`` torso units, like a detector's. The target is each joint's depth
 relative to the hip midpoint in the units :mod:`posetracker.depth.pose_prior`
 states (dz / (Z s / f)); the loss is L1. With ``gravity_dropout`` set the network
-also reads the virtual camera's gravity (``depth.pose_prior.gravity_inputs``),
+also reads the virtual camera's gravity (``train.prior_gravity``),
 hidden (read as unknown) for that share of the samples; its poses, cameras,
 jitter, initial weights and dropout are those of the same recipe without it.
 """
@@ -26,9 +26,10 @@ import numpy as np
 import torch
 import yaml
 
-from posetracker.depth.pose_prior import FORMAT, GRAVITY_INPUTS, TORSO, camera_gravity_inputs, prior_inputs
+from posetracker.depth.pose_prior import FORMAT, TORSO, prior_inputs
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (a diagonal flip)
 from posetracker.model.pose_prior import PosePriorNet
+from posetracker.train.prior_gravity import GRAVITY_INPUTS, camera_gravity_inputs
 from posetracker.skeletons import SkeletonSpec
 from posetracker.weights_file import write_weights
 

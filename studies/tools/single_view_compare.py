@@ -111,15 +111,18 @@ def summary(base: Path, variants: list[str], refs, spec) -> None:
 def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | None = None,
             priors: list[str] = ()) -> None:
     from posetracker.decoding.tree import path_matrix
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py beside this file
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py, gravity_prior.py beside this file
     from level_prior import LevelDepthEstimator, level_relative_depth, level_turn
 
     from posetracker.depth.estimator import DepthEstimator
     from posetracker.depth.lift import Camera, joint_depths
-    from posetracker.depth.pose_prior import gravity_inputs, load_pose_prior
+    from gravity_prior import load_gravity_prior
+
+    from posetracker.depth.pose_prior import load_pose_prior
+    from posetracker.train.prior_gravity import camera_gravity_inputs
 
     prior, path = load_pose_prior(spec=spec), path_matrix(spec)
-    more = [(n, load_pose_prior(w, spec)) for n, _, w in (p.partition("=") for p in priors)]
+    more = [(n, load_gravity_prior(w, spec)) for n, _, w in (p.partition("=") for p in priors)]
     level = load_pose_prior(level_weights, spec) if level_weights else None
     camera = Camera(1088, 1920, 60.0)  # what process tracks the trial with (default field of view)
     k, k_inv = camera.matrix, np.linalg.inv(camera.matrix)
@@ -164,9 +167,11 @@ def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | 
                     lifted.append(camera.to_camera(xy[p], depth[level.hips].mean() + rel))
                     one = [a[p:p + 1] if isinstance(a, np.ndarray) else a for a in args]
                     lifted += [m.estimate(*one)[1][0] for m in mixes]
-                ok, ray = conf[p:p + 1] >= prior.min_confidence, camera.to_camera(xy[p], depth)[spec.root][None]
+                ok = conf[p:p + 1] >= prior.min_confidence
                 for _, other in more:  # alone, told the calibration's gravity (and not told)
-                    for g in ([gravity_inputs(down[None], ray), None] if other.takes_gravity else [None]):
+                    told = camera_gravity_inputs(xy[p:p + 1], ok, down, camera.focal, camera.principal_point, spec,
+                                                 other.level_view)
+                    for g in ([told, None] if other.takes_gravity else [None]):
                         rel = other.relative_depth(xy[p:p + 1], ok, np.array([root]), camera.focal, g)[0]
                         lifted.append(camera.to_camera(xy[p], root + rel))
                 errs.append([np.abs(joint_angles(x, spec.joint_names) - truth[pose.index]) for x in lifted])

@@ -214,17 +214,22 @@ def _view_down() -> np.ndarray | None:
 
 
 def _gravity(path: str) -> None:
-    """The session's pose prior from ``path`` (trained with the gravity input), told :func:`_view_down`."""
+    """Each view's session reads its depths with the prior at ``path`` trained with the gravity input
+    (studies/tools/gravity_prior.py), told :func:`_view_down`."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # gravity_prior.py beside this file
+    from gravity_prior import GravityDepthEstimator, load_gravity_prior
+
     from posetracker import session
 
-    _weights(path)
     opened = session.TrackingSession.open.__func__
 
     def open_told(cls, *args, **kw):
         s = opened(cls, *args, **kw)
-        if not getattr(s.depth.prior, "takes_gravity", False):
+        base = s.__dict__.setdefault("_base_depth", s.depth)
+        prior = load_gravity_prior(path, s.spec)
+        if not prior.takes_gravity:
             raise SystemExit(f"{path} is not a pose prior with the gravity input")
-        s.depth.down = _view_down()
+        s.depth = GravityDepthEstimator(base, prior, _view_down())
         return s
 
     session.TrackingSession.open = classmethod(open_told)

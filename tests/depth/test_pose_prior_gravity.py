@@ -1,17 +1,25 @@
-"""The pose prior told the camera's gravity: its inputs, the training views' gravity, the mix, the weights."""
+"""A pose prior trained with the camera's gravity as an input (studies/metres.md): its inputs
+(posetracker.train.prior_gravity), the training views' gravity, the network's extra inputs, and the study's depth
+stage that reads it (studies/tools/gravity_prior.py)."""
 
 from __future__ import annotations
+
+import sys
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from posetracker.depth import DepthEstimator
-from posetracker.depth.pose_prior import (
-    PosePrior, camera_gravity_inputs, gravity_inputs, level_view_inputs, numpy_forward, prior_inputs)
+from posetracker.depth.pose_prior import default_prior_path, load_pose_prior, numpy_forward, prior_inputs
 from posetracker.model.pose_prior import PosePriorNet
-from posetracker.train.pose_prior import PriorConfig, VirtualViews, train_prior
+from posetracker.train.pose_prior import PriorConfig, VirtualViews, save_pose_prior, train_prior
+from posetracker.train.prior_gravity import camera_gravity_inputs, gravity_inputs, level_view_inputs
 
 from test_pose_prior import SPEC, standing_pose
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies" / "tools"))
+from gravity_prior import GravityDepthEstimator, GravityPosePrior, load_gravity_prior  # noqa: E402
 
 
 def test_gravity_inputs_are_the_pitch_and_roll_seen_along_the_ray_to_the_person():
@@ -53,7 +61,8 @@ def test_extra_inputs_leave_the_rest_of_the_network_and_run_in_numpy():
     x = torch.randn(5, (SPEC.num_joints - 1) * 3 + 4)
     with torch.no_grad():
         np.testing.assert_allclose(numpy_forward(told.numpy_state())(x.numpy()), told(x).numpy(), atol=1e-5)
-    assert PosePrior(told.numpy_state(), SPEC).takes_gravity and not PosePrior(plain.numpy_state(), SPEC).takes_gravity
+    assert GravityPosePrior(told.numpy_state(), SPEC).takes_gravity
+    assert not GravityPosePrior(plain.numpy_state(), SPEC).takes_gravity
 
 
 def _person(knee_forward: float, torso: float, legs: float) -> np.ndarray:
@@ -81,8 +90,8 @@ def test_told_the_gravity_a_short_training_reads_the_feet_depth_better():
         cfg = PriorConfig(steps=600, batch=128, hidden=64, blocks=2, noise=0.0, seed=0)
         net = train_prior(VirtualViews(poses, SPEC, noise=0.0, seed=0, pitch_deg=(0.0, 50.0),
                                        gravity_dropout=dropout, level_view=level), cfg)
-        g = camera_gravity_inputs(xy, ok, down, 1.0, (0.0, 0.0), SPEC, level)
-        rel = PosePrior(net.numpy_state(), SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0, g)
+        g = None if dropout is None else camera_gravity_inputs(xy, ok, down, 1.0, (0.0, 0.0), SPEC, level)
+        rel = GravityPosePrior(net.numpy_state(), SPEC).relative_depth(xy, ok, z[:, SPEC.root], 1.0, g)
         errors.append(np.abs(z[:, ankle] - z[:, SPEC.root] - rel[:, ankle]).mean())
     assert errors[1] < 0.6 * errors[0] and errors[2] < 0.6 * errors[0], errors
 
@@ -101,18 +110,30 @@ def test_the_level_view_is_the_pose_seen_by_the_camera_turned_level():
                                atol=1e-5)
 
 
-def test_the_depth_stage_tells_the_prior_the_gravity_where_known():
+def test_the_depth_stage_tells_the_prior_the_gravity_where_known(tmp_path):
     torch.manual_seed(1)
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1, extra_inputs=4).numpy_state(), SPEC)
+    path = tmp_path / "prior.safetensors"
+    save_pose_prior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1, extra_inputs=4), SPEC, path, "test")
+    prior = load_gravity_prior(path, SPEC)
     views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=6)
     xy, ok, z = views.sample(2)
     xy = xy * 800.0 + np.array([540.0, 960.0])
     conf = np.where(ok, 0.9, 0.0).astype(np.float32)
-    reads = np.zeros((2, SPEC.num_joints), np.float32)  # root depth 0 then the edges' differences: all at 0 m
+    reads = np.zeros((2, SPEC.num_joints), np.float32)  # root depth, then the edges' differences: all 0 m
     reads[:, 0] = 4.0
+    base = DepthEstimator(SPEC)
     level, pitched = np.array([0.0, 1.0, 0.0]), np.array([0.0, np.cos(0.4), np.sin(0.4)])
-    out = [DepthEstimator(SPEC, prior=prior, down=d).estimate(xy, conf, reads, (1080, 1920))[0]
+    out = [GravityDepthEstimator(base, prior, d).estimate(xy, conf, reads, (1080, 1920))[0]
            for d in (None, level, pitched)]
     assert not np.allclose(out[1], out[2]) and not np.allclose(out[0], out[1])
-    again = DepthEstimator(SPEC, prior=prior, down=None).estimate(xy, conf, reads, (1080, 1920))[0]
-    np.testing.assert_array_equal(again, out[0])
+    prior.gravity = np.zeros((2, 4), np.float32)  # unknown: all four zero
+    depth = np.full((2, SPEC.num_joints), 4.0)
+    unknown = prior.fuse(xy, conf, depth, 900.0)
+    prior.gravity = None
+    np.testing.assert_array_equal(unknown, prior.fuse(xy, conf, depth, 900.0))
+    np.testing.assert_array_equal(out[0], GravityDepthEstimator(base, prior, None).estimate(xy, conf, reads,
+                                                                                            (1080, 1920))[0])
+    plain = load_gravity_prior(default_prior_path(), SPEC)  # the shipped prior, no gravity inputs: as shipped
+    assert not plain.takes_gravity
+    rel = (xy, ok, np.full(2, 4.0), 900.0)
+    np.testing.assert_array_equal(plain.relative_depth(*rel), load_pose_prior(spec=SPEC).relative_depth(*rel))
