@@ -29,8 +29,8 @@ import yaml
 from posetracker.depth.pose_prior import FORMAT, TORSO, prior_inputs
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (a diagonal flip)
 from posetracker.model.pose_prior import PosePriorNet
-from posetracker.train.prior_gravity import GRAVITY_INPUTS, camera_gravity_inputs
 from posetracker.skeletons import SkeletonSpec
+from posetracker.train.prior_gravity import GRAVITY_INPUTS, camera_gravity_inputs
 from posetracker.weights_file import write_weights
 
 

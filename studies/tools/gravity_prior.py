@@ -21,8 +21,20 @@ from pathlib import Path
 import numpy as np
 
 from posetracker.depth.estimator import DepthEstimator, moved_prior_weight
-from posetracker.depth.lift import NETWORK_FOV_DEG, Camera, camera_depths, joint_depths, lift_keypoints
-from posetracker.depth.pose_prior import FORMAT, PosePrior, PosePriorError, numpy_forward, prior_inputs
+from posetracker.depth.lift import (
+    NETWORK_FOV_DEG,
+    Camera,
+    camera_depths,
+    joint_depths,
+    lift_keypoints,
+)
+from posetracker.depth.pose_prior import (
+    FORMAT,
+    PosePrior,
+    PosePriorError,
+    numpy_forward,
+    prior_inputs,
+)
 from posetracker.skeletons import SkeletonSpec
 from posetracker.train.prior_gravity import GRAVITY_INPUTS, camera_gravity_inputs
 from posetracker.weights_file import read_weights

@@ -112,12 +112,11 @@ def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | 
             priors: list[str] = ()) -> None:
     from posetracker.decoding.tree import path_matrix
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py, gravity_prior.py beside this file
+    from gravity_prior import load_gravity_prior
     from level_prior import LevelDepthEstimator, level_relative_depth, level_turn
 
     from posetracker.depth.estimator import DepthEstimator
     from posetracker.depth.lift import Camera, joint_depths
-    from gravity_prior import load_gravity_prior
-
     from posetracker.depth.pose_prior import load_pose_prior
     from posetracker.train.prior_gravity import camera_gravity_inputs
 

@@ -9,17 +9,30 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-from posetracker.depth import DepthEstimator
-from posetracker.depth.pose_prior import default_prior_path, load_pose_prior, numpy_forward, prior_inputs
-from posetracker.model.pose_prior import PosePriorNet
-from posetracker.train.pose_prior import PriorConfig, VirtualViews, save_pose_prior, train_prior
-from posetracker.train.prior_gravity import camera_gravity_inputs, gravity_inputs, level_view_inputs
-
 from test_pose_prior import SPEC, standing_pose
 
+from posetracker.depth import DepthEstimator
+from posetracker.depth.pose_prior import (
+    default_prior_path,
+    load_pose_prior,
+    numpy_forward,
+    prior_inputs,
+)
+from posetracker.model.pose_prior import PosePriorNet
+from posetracker.train.pose_prior import (
+    PriorConfig,
+    VirtualViews,
+    save_pose_prior,
+    train_prior,
+)
+from posetracker.train.prior_gravity import (
+    camera_gravity_inputs,
+    gravity_inputs,
+    level_view_inputs,
+)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "studies" / "tools"))
-from gravity_prior import GravityDepthEstimator, GravityPosePrior, load_gravity_prior  # noqa: E402
+from gravity_prior import GravityDepthEstimator, GravityPosePrior, load_gravity_prior
 
 
 def test_gravity_inputs_are_the_pitch_and_roll_seen_along_the_ray_to_the_person():
@@ -39,7 +52,7 @@ def test_gravity_inputs_are_the_pitch_and_roll_seen_along_the_ray_to_the_person(
 
 def test_training_views_give_the_world_down_and_the_same_draws_as_without_it():
     views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=4, gravity_dropout=0.0)
-    xy, ok, z, down = views.sample_views(32)
+    xy, _, z, down = views.sample_views(32)
     points = np.concatenate([xy * z[..., None], z[..., None]], -1)  # camera space
     leg = points[:, SPEC.index("left_hip")] - points[:, SPEC.index("left_ankle")]  # upright: straight up
     np.testing.assert_allclose(leg / np.linalg.norm(leg, axis=-1, keepdims=True), -down, atol=1e-9)
@@ -98,7 +111,7 @@ def test_told_the_gravity_a_short_training_reads_the_feet_depth_better():
 
 def test_the_level_view_is_the_pose_seen_by_the_camera_turned_level():
     views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=7, pitch_deg=(10.0, 40.0), roll_sd_deg=8.0)
-    xy, ok, z, down = views.sample_views(8)
+    xy, ok, _, down = views.sample_views(8)
     ok[:] = True
     level = level_view_inputs(xy, ok, down, SPEC).reshape(8, -1, 2)
     plain = prior_inputs(xy, ok, SPEC)[0].reshape(8, -1, 3)[..., :2]
@@ -116,7 +129,7 @@ def test_the_depth_stage_tells_the_prior_the_gravity_where_known(tmp_path):
     save_pose_prior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1, extra_inputs=4), SPEC, path, "test")
     prior = load_gravity_prior(path, SPEC)
     views = VirtualViews([standing_pose()[None]], SPEC, noise=0.0, seed=6)
-    xy, ok, z = views.sample(2)
+    xy, ok, _ = views.sample(2)
     xy = xy * 800.0 + np.array([540.0, 960.0])
     conf = np.where(ok, 0.9, 0.0).astype(np.float32)
     reads = np.zeros((2, SPEC.num_joints), np.float32)  # root depth, then the edges' differences: all 0 m
