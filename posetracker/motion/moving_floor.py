@@ -46,6 +46,8 @@ def camera_turn(seq: PoseSequence, settings: TiltSettings | None = None) -> tupl
     meta = seq.metadata or {}
     if "floor" in meta or "multiview" in meta:
         return None, {"turned": False, "reason": "a calibrated floor or several views"}
+    if not {"left_ankle", "right_ankle"} <= set(seq.skeleton.joint_names):
+        return None, {"turned": False, "reason": "no ankles"}  # an animal: no stance feet
     try:
         ground = ground_from_sequence(seq)
     except (KeyError, TrackError, GaitError) as exc:
