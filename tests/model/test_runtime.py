@@ -83,3 +83,29 @@ def test_onnx_runs_aspect_fitted_inputs(human18, tmp_path, monkeypatch):
     assert fast["heatmaps"].shape == (1, 3, 18, 40, 64)
     for key in ref:
         torch.testing.assert_close(fast[key], ref[key], rtol=0, atol=1e-4)
+
+
+def test_a_checked_onnx_file_is_checked_again_once_it_changes(tmp_path, monkeypatch):
+    """Sessions started again on the same ONNX file skip the check against torch; a file rewritten since (a stale
+    or foreign graph under the same name) is checked again and refused."""
+    pytest.importorskip("onnxruntime")
+    from posetracker.model import runtime
+    from posetracker.model.runtime import OnnxThunder, accelerate_thunder
+    from posetracker.model.thunder import ThunderNet
+
+    monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
+    monkeypatch.setattr(runtime, "_CHECKED", set())
+    torch.manual_seed(0)
+    net, other = ThunderNet("lightning").eval(), ThunderNet("lightning").eval()
+    calls = []
+    forward = ThunderNet.forward
+    monkeypatch.setattr(ThunderNet, "forward",  # the check reads a batch of 2 (the export traces a batch of 1)
+                        lambda self, x: (len(x) == 2 and calls.append(x.shape)) or forward(self, x))
+    assert isinstance(accelerate_thunder(net), OnnxThunder) and len(calls) == 1  # exported and checked
+    assert isinstance(accelerate_thunder(net), OnnxThunder) and len(calls) == 1  # the same file: not again
+    (path,) = tmp_path.rglob("thunder-*.onnx")
+    accelerate_thunder(other)
+    (other_path,) = set(tmp_path.rglob("thunder-*.onnx")) - {path}
+    path.write_bytes(other_path.read_bytes())  # another net's graph under the first one's name
+    with pytest.warns(RuntimeWarning, match="differs from torch"):
+        assert accelerate_thunder(net) is net
