@@ -137,8 +137,7 @@ def cmd_pose_prior(args: argparse.Namespace) -> int:
     poses = mocap_poses(cfg, spec, _log) + (teacher_poses(cfg, spec, _log) if cfg.distill_config else [])
     _log(f"{sum(len(p) for p in poses)} 3-D poses from {len(poses)} sequences")
     views = VirtualViews(poses, spec, noise=cfg.noise, seed=cfg.seed, pitch_deg=cfg.pitch_deg,
-                         roll_sd_deg=cfg.roll_sd_deg, gravity_dropout=cfg.gravity_dropout,
-                         level_view=cfg.level_view)
+                         roll_sd_deg=cfg.roll_sd_deg)
     bar = tqdm(total=cfg.steps, desc="pose prior", unit="step", dynamic_ncols=True, disable=None)
 
     def progress(step: int, loss: float) -> None:

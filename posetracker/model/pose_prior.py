@@ -18,7 +18,7 @@ class PosePriorNet(nn.Module):
     (:func:`posetracker.depth.pose_prior.numpy_forward`), 2-3x faster than torch eager for a few
     people a frame (less per-call overhead)."""
 
-    def __init__(self, num_joints: int, hidden: int = 384, blocks: int = 3, dropout: float = 0.1, extra_inputs: int = 0):
+    def __init__(self, num_joints: int, hidden: int = 384, blocks: int = 3, dropout: float = 0.1):
         super().__init__()
         self.num_joints, self.hidden, self.num_blocks = num_joints, hidden, blocks
         self.inp = nn.Linear((num_joints - 1) * 3, hidden)
@@ -26,26 +26,13 @@ class PosePriorNet(nn.Module):
             nn.Sequential(nn.LayerNorm(hidden), nn.Linear(hidden, hidden), nn.GELU(approximate="tanh"), nn.Dropout(dropout),
                           nn.Linear(hidden, hidden)) for _ in range(blocks))
         self.out = nn.Linear(hidden, num_joints - 1)
-        self.extra_inputs = extra_inputs
-        if extra_inputs:  # (P, extra) more inputs after the pose's (the camera's gravity); drawn without moving
-            rng = torch.get_rng_state()  # torch's random stream, so the other layers and dropout are the same
-            self.inp_extra = nn.Linear(extra_inputs, hidden, bias=False)  # as without them
-            torch.set_rng_state(rng)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """x (P, (K-1)*3 + extra_inputs) -> (P, K-1)."""
-        n = (self.num_joints - 1) * 3
-        h = self.inp(x[:, :n])
-        if self.extra_inputs:
-            h = h + self.inp_extra(x[:, n:])
+        h = self.inp(x)
         for block in self.blocks:
             h = h + block(h)
         return self.out(h)
 
     def numpy_state(self) -> dict[str, np.ndarray]:
-        """The weights as numpy arrays (names and layout of the state dict), as the product runs them: the extra
-        inputs' weights are the last columns of ``inp.weight`` (hidden, (K-1)*3 + extra_inputs)."""
-        state = {k: v.detach().numpy() for k, v in self.state_dict().items()}
-        if self.extra_inputs:
-            state["inp.weight"] = np.concatenate([state["inp.weight"], state.pop("inp_extra.weight")], 1)
-        return state
+        """The weights as numpy arrays (names and layout of the state dict), as the product runs them."""
+        return {k: v.detach().numpy() for k, v in self.state_dict().items()}

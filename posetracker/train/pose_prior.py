@@ -8,10 +8,7 @@ distance (1.5-12 m), the body mirrored (left/right swapped) half the time and
 scaled by 0.85-1.15; some joints are hidden and the 2-D keypoints jittered by
 ``noise`` torso units, like a detector's. The target is each joint's depth
 relative to the hip midpoint in the units :mod:`posetracker.depth.pose_prior`
-states (dz / (Z s / f)); the loss is L1. With ``gravity_dropout`` set the network
-also reads the virtual camera's gravity (``train.prior_gravity``),
-hidden (read as unknown) for that share of the samples; its poses, cameras,
-jitter, initial weights and dropout are those of the same recipe without it.
+states (dz / (Z s / f)); the loss is L1.
 """
 
 from __future__ import annotations
@@ -30,7 +27,6 @@ from posetracker.depth.pose_prior import FORMAT, TORSO, prior_inputs
 from posetracker.export.bvh_rig import BVH_FROM_CAMERA  # camera axes <-> Y up (a diagonal flip)
 from posetracker.model.pose_prior import PosePriorNet
 from posetracker.skeletons import SkeletonSpec
-from posetracker.train.prior_gravity import GRAVITY_INPUTS, camera_gravity_inputs
 from posetracker.weights_file import write_weights
 
 
@@ -52,8 +48,6 @@ class PriorConfig:
     seed: int = 0
     pitch_deg: tuple[float, float] = (-10.0, 35.0)  # the virtual cameras' pitch, uniform in this range (degrees)
     roll_sd_deg: float = 4.0  # and their roll, normal with this spread (degrees)
-    gravity_dropout: float | None = None  # None: no gravity input; else the share of samples it is hidden in
-    level_view: bool = False  # with the gravity: also the pose as the camera turned level sees it
     root: Path = field(default=Path("."), compare=False)  # the repo root paths resolve against
 
     @property
@@ -128,30 +122,17 @@ class VirtualViews:
     """Random camera views of a pool of 3-D poses -> (inputs, targets) batches for :class:`PosePriorNet`."""
 
     def __init__(self, poses: list[np.ndarray], spec: SkeletonSpec, noise: float = 0.05, seed: int = 0,
-                 pitch_deg: tuple[float, float] = (-10.0, 35.0), roll_sd_deg: float = 4.0,
-                 gravity_dropout: float | None = None, level_view: bool = False):
+                 pitch_deg: tuple[float, float] = (-10.0, 35.0), roll_sd_deg: float = 4.0):
         if not poses:
             raise ValueError("no 3-D poses to train the pose prior on")
         self.poses = np.concatenate(poses).astype(np.float64)  # (N, K, 3) Y up
         self.spec, self.noise = spec, noise
         self.pitch_deg, self.roll_sd_deg = pitch_deg, roll_sd_deg
         self.rng = np.random.default_rng(seed)
-        self.gravity_dropout, self.level_view = gravity_dropout, level_view
-        self.gravity_rng = np.random.default_rng([seed, 1])  # apart, so the other draws stay the same
         self.torso = [spec.index(n) for n in TORSO]
-
-    @property
-    def extra_inputs(self) -> int:
-        if self.gravity_dropout is None:
-            return 0
-        return GRAVITY_INPUTS + (2 * (self.spec.num_joints - 1) if self.level_view else 0)
 
     def sample(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """-> 2-D keypoints (B, K, 2) at focal length 1 (no jitter), seen (B, K), camera depths (B, K) m."""
-        return self.sample_views(size)[:3]
-
-    def sample_views(self, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """:meth:`sample` and the cameras' gravity: the world's down direction (B, 3) in camera axes."""
         rng, spec = self.rng, self.spec
         p = self.poses[rng.integers(len(self.poses), size=size)]
         flip = rng.random(size) < 0.5
@@ -160,44 +141,32 @@ class VirtualViews:
         rot = _rotations(rng.uniform(0, 2 * np.pi, size), np.radians(rng.uniform(*self.pitch_deg, size)),
                          np.radians(rng.normal(0, self.roll_sd_deg, size)))
         q = np.einsum("bij,bkj->bki", rot, p) @ BVH_FROM_CAMERA  # camera space: x right, y down, z forward
-        down = rot[:, :, 1] @ -BVH_FROM_CAMERA  # the world's (0, -1, 0) in camera space
         dist = rng.uniform(1.5, 12.0, size)
         q += np.stack([rng.normal(0, 0.1 * dist), rng.normal(0, 0.2, size), dist], -1)[:, None]
         ok = rng.random(q.shape[:2]) > rng.choice([0.0, 0.05, 0.15], size)[:, None]
         ok[:, self.torso] = True
-        return q[..., :2] / q[..., 2:3], ok, q[..., 2], down
+        return q[..., :2] / q[..., 2:3], ok, q[..., 2]
 
-    def encode(self, xy: np.ndarray, ok: np.ndarray, z: np.ndarray,
-               down: np.ndarray | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """A :meth:`sample_views` -> inputs (B, (K-1)*3 [+ extra_inputs]) with the keypoints jittered, targets
-        (B, K-1). The gravity (down (B, 3)) is read where the recipe has it (``camera_gravity_inputs``), hidden
-        for ``gravity_dropout`` of the samples."""
+    def encode(self, xy: np.ndarray, ok: np.ndarray, z: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+        """A :meth:`sample` -> inputs (B, (K-1)*3) with the keypoints jittered, targets (B, K-1)."""
         spec = self.spec
         x, s, _ = prior_inputs(xy, ok, spec)
         x = x.reshape(len(x), -1, 3)
-        jitter = self.rng.normal(0, self.noise, x[..., :2].shape) * x[..., 2:]
-        x[..., :2] += jitter
+        x[..., :2] += self.rng.normal(0, self.noise, x[..., :2].shape) * x[..., 2:]
         joints = [j for j in range(spec.num_joints) if j != spec.root]
         zc = z[:, spec.root]
         y = (z[:, joints] - zc[:, None]) / (zc * s)[:, None]
-        x = x.reshape(len(x), -1)
-        if self.gravity_dropout is not None:  # the gravity of the jittered 2-D
-            seen = xy.copy()
-            seen[:, joints] += jitter * s[:, None, None]
-            g = camera_gravity_inputs(seen, ok, down, 1.0, (0.0, 0.0), spec, self.level_view)
-            g[self.gravity_rng.random(len(g)) < self.gravity_dropout] = 0.0
-            x = np.concatenate([x, g], -1)
-        return torch.from_numpy(x), torch.from_numpy(y.astype(np.float32))
+        return torch.from_numpy(x.reshape(len(x), -1)), torch.from_numpy(y.astype(np.float32))
 
     def batch(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """-> inputs (B, (K-1)*3 [+ extra_inputs]), targets (B, K-1)."""
-        return self.encode(*self.sample_views(size))
+        """-> inputs (B, (K-1)*3), targets (B, K-1)."""
+        return self.encode(*self.sample(size))
 
 
 def train_prior(views: VirtualViews, cfg: PriorConfig, progress: Callable[[int, float], None] | None = None) -> PosePriorNet:
     """``cfg.steps`` AdamW steps (one-cycle learning rate) of L1 on virtual views -> the trained net (eval mode)."""
     torch.manual_seed(cfg.seed)
-    net = PosePriorNet(views.spec.num_joints, cfg.hidden, cfg.blocks, extra_inputs=views.extra_inputs)
+    net = PosePriorNet(views.spec.num_joints, cfg.hidden, cfg.blocks)
     opt = torch.optim.AdamW(net.parameters(), cfg.lr, weight_decay=1e-4)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, cfg.lr, total_steps=cfg.steps)
     t0 = time.time()
@@ -219,4 +188,4 @@ def save_pose_prior(net: PosePriorNet, spec: SkeletonSpec, path: str | Path, sou
     """Write a trained prior as the weights file :func:`posetracker.depth.load_pose_prior` reads."""
     meta = {"format": FORMAT, "skeleton": spec.name, "source": source,
             "params": json.dumps({"hidden": net.hidden, "blocks": net.num_blocks})}
-    write_weights(path, {k: torch.from_numpy(v) for k, v in net.numpy_state().items()}, meta)
+    write_weights(path, net.state_dict(), meta)

@@ -16,9 +16,7 @@ person lifted from the depth head alone, from the pose prior alone, and from the
 to a level camera (the calibration's gravity), knee / hip / elbow angle error against the own reference. With
 ``--level-prior WEIGHTS`` (a prior trained on level cameras, ``configs/pose_prior_level.yaml``) two more: that
 prior alone on the level camera's 2-D, and mixed half and half with the depth head as the session mixes it
-(``DepthEstimator`` with the calibration's gravity), beside the shipped mix. ``--prior NAME=WEIGHTS`` (repeated):
-that prior alone too; one trained with the camera's gravity (``configs/pose_prior_gravity.yaml``) told the
-calibration's gravity, then not told.
+(``DepthEstimator`` with the calibration's gravity), beside the shipped mix.
 """
 
 from __future__ import annotations
@@ -108,20 +106,16 @@ def summary(base: Path, variants: list[str], refs, spec) -> None:
               f"{', '.join(sorted(worse)) or '-'} |")
 
 
-def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | None = None,
-            priors: list[str] = ()) -> None:
+def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | None = None) -> None:
     from posetracker.decoding.tree import path_matrix
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py, gravity_prior.py beside this file
-    from gravity_prior import load_gravity_prior
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # level_prior.py beside this file
     from level_prior import LevelDepthEstimator, level_relative_depth, level_turn
 
     from posetracker.depth.estimator import DepthEstimator
     from posetracker.depth.lift import Camera, joint_depths
     from posetracker.depth.pose_prior import load_pose_prior
-    from posetracker.train.prior_gravity import camera_gravity_inputs
 
     prior, path = load_pose_prior(spec=spec), path_matrix(spec)
-    more = [(n, load_gravity_prior(w, spec)) for n, _, w in (p.partition("=") for p in priors)]
     level = load_pose_prior(level_weights, spec) if level_weights else None
     camera = Camera(1088, 1920, 60.0)  # what process tracks the trial with (default field of view)
     k, k_inv = camera.matrix, np.linalg.inv(camera.matrix)
@@ -133,8 +127,7 @@ def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | 
         rel = prior.relative_depth(xy[None], (conf >= prior.min_confidence)[None], np.array([root]), camera.focal)[0]
         return camera.to_camera(xy, root + rel)
 
-    names = "head / prior / prior, level" + (" / level prior / mix / level mix" if level else "") + "".join(
-        f" / {n}" + (f" / {n}, unknown" if p.takes_gravity else "") for n, p in more)
+    names = "head / prior / prior, level" + (" / level prior / mix / level mix" if level else "")
     print(f"| view | person | camera pitch ° | knee: {names} | hip | elbow |")
     print("|---|---|---|---|---|---|")
     for v in range(4):
@@ -166,13 +159,6 @@ def lifting(base: Path, recorded: Path, refs, spec, cams, level_weights: Path | 
                     lifted.append(camera.to_camera(xy[p], depth[level.hips].mean() + rel))
                     one = [a[p:p + 1] if isinstance(a, np.ndarray) else a for a in args]
                     lifted += [m.estimate(*one)[1][0] for m in mixes]
-                ok = conf[p:p + 1] >= prior.min_confidence
-                for _, other in more:  # alone, told the calibration's gravity (and not told)
-                    told = camera_gravity_inputs(xy[p:p + 1], ok, down, camera.focal, camera.principal_point, spec,
-                                                 other.level_view)
-                    for g in ([told, None] if other.takes_gravity else [None]):
-                        rel = other.relative_depth(xy[p:p + 1], ok, np.array([root]), camera.focal, g)[0]
-                        lifted.append(camera.to_camera(xy[p], root + rel))
                 errs.append([np.abs(joint_angles(x, spec.joint_names) - truth[pose.index]) for x in lifted])
             e = np.array(errs)  # (T, sources, A)
             cols = [" / ".join(f"{x:.1f}" for x in np.nanmean(e[:, :, idx], axis=(0, 2))) for _, idx in GROUPS]
@@ -186,16 +172,13 @@ def main() -> None:
     ap.add_argument("--peer", nargs=4, required=True)
     ap.add_argument("--lifting", type=Path, help="a single_view_replay.py record folder")
     ap.add_argument("--level-prior", type=Path, help="with --lifting: a pose prior trained on level cameras")
-    ap.add_argument("--prior", action="append", default=[], metavar="NAME=WEIGHTS",
-                    help="with --lifting: another pose prior alone (one trained with the gravity input: told the "
-                         "calibration's gravity, then not told)")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     refs, spec, cams = references(args.base, args.peer)
     if args.variants:
         summary(args.base, args.variants, refs, spec)
     if args.lifting:
-        lifting(args.base, args.lifting, refs, spec, cams, args.level_prior, args.prior)
+        lifting(args.base, args.lifting, refs, spec, cams, args.level_prior)
 
 
 if __name__ == "__main__":

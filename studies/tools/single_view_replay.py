@@ -29,9 +29,6 @@ for measuring only):
     floor_down:DIR+level:PATH  the gravity from the floor DIR/camN.json's finishing step fitted (a second pass;
                           its normal_camera) instead, no calibration needed
     legs_only+level:PATH  the level prior for the hips, knees and ankles only, the other joints the shipped prior
-    gravity:PATH          PATH as the pose prior, a prior trained with the camera's gravity as an input
-                          (configs/pose_prior_gravity.yaml), told the calibration's gravity with --calibration,
-                          the first pass's floor's with floor_down:DIR+gravity:PATH, else none (unknown)
     A+B                   variants A and B together (OUT/A_B: every character other than letters, digits,
                           "." and "-" as "_")
 
@@ -197,44 +194,6 @@ def _level(path: str) -> None:
     session.TrackingSession.open = classmethod(open_level)
 
 
-def _view_down() -> np.ndarray | None:
-    """The current view's down direction in camera axes (3,): from ``CURRENT["down_from"]``'s fitted floor, else the
-    calibration's (a calibrated replay), else None."""
-    import json
-
-    from posetracker.multiview.calibration import camera_named, read_calibrations
-
-    v = CURRENT["view"]
-    if CURRENT.get("down_from"):
-        floor = json.loads((Path(CURRENT["down_from"]) / f"cam{v}.json").read_text())["metadata"]["feet"]["floor"]
-        return -np.asarray(floor["report"]["normal_camera"], float)
-    if CURRENT.get("calibrated"):  # Z up in the calibration's world
-        return camera_named(read_calibrations([str(D / "calibration.qca.txt")]), f"cam0{v}").R @ [0.0, 0.0, -1.0]
-    return None
-
-
-def _gravity(path: str) -> None:
-    """Each view's session reads its depths with the prior at ``path`` trained with the gravity input
-    (studies/tools/gravity_prior.py), told :func:`_view_down`."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))  # gravity_prior.py beside this file
-    from gravity_prior import GravityDepthEstimator, load_gravity_prior
-
-    from posetracker import session
-
-    opened = session.TrackingSession.open.__func__
-
-    def open_told(cls, *args, **kw):
-        s = opened(cls, *args, **kw)
-        base = s.__dict__.setdefault("_base_depth", s.depth)
-        prior = load_gravity_prior(path, s.spec)
-        if not prior.takes_gravity:
-            raise SystemExit(f"{path} is not a pose prior with the gravity input")
-        s.depth = GravityDepthEstimator(base, prior, _view_down())
-        return s
-
-    session.TrackingSession.open = classmethod(open_told)
-
-
 CURRENT: dict = {}
 
 
@@ -251,7 +210,7 @@ def apply(variant: str) -> None:
                "no_rays": lambda: _rays(on_rays=False), "long_on_rays": lambda: _rays(long_too=True),
                "no_feet": _no_feet, "level": lambda: _level(arg),
                "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg),
-               "legs_only": lambda: CURRENT.update(legs_only=True), "gravity": lambda: _gravity(arg)}
+               "legs_only": lambda: CURRENT.update(legs_only=True)}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")
     actions[name]()
@@ -323,7 +282,6 @@ def replay(recorded: Path, out: Path, variants: list[str]) -> None:
         if pid:
             os.waitpid(pid, 0)
             continue
-        CURRENT["calibrated"] = calibrated
         apply(variant)
         target = out / re.sub(r"[^\w.-]+", "_", variant)
         target.mkdir(parents=True, exist_ok=True)
