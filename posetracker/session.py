@@ -50,7 +50,7 @@ import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.decoding.top_down import load_crop_model
+from posetracker.second_look import load_crop_model
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.frame_people import FramePeople
 from posetracker.model.fused import live_stream, torch_parts

@@ -12,7 +12,7 @@ Training samples cut the same crops around each labelled animal
 
 Split models (``top_down: {crop_px, crop_weights}``), as SLEAP splits centroid and centred-instance models:
 the mode's weights, trained on whole frames only (``samples: frames``), find the centres, and a crop model
-of its own (:class:`CropModel`, trained on crops whose targets are the centred animal only, ``samples:
+of its own (``second_look.CropModel``, trained on crops whose targets are the centred animal only, ``samples:
 centred``) reads each crop. Either way two readings of one animal (two centres on one fly give two crops
 that read the same fly, perhaps shifted along it or turned end to end) are caught after the crops: the one
 less sure of its joints is dropped (:func:`drop_repeats`). Two animals side by side with their centres
@@ -28,18 +28,15 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 
 import cv2
 import numpy as np
-import torch
 
-from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.people import DecodedPeople
-from posetracker.model.preprocess import INPUT_SIZE, to_tensor
 
 REPEAT_FRAC = 0.1  # two readings whose joints lie a mean < this x the crop side apart are one animal
 MAP_KEYS = ("heatmaps", "offsets", "vectors", "depth")
+CROP_INPUT = 256  # the side crops are cut at: the network's input (model.preprocess.INPUT_SIZE; numpy only here)
 
 
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:
@@ -125,7 +122,7 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
-               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = INPUT_SIZE,
+               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
                keep: int | None = None, turns: int = 1) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
@@ -208,33 +205,26 @@ def drop_repeats(people: DecodedPeople, from_crop: np.ndarray, crop_px: float, f
     return np.array(sorted(keep), np.int64)
 
 
-class CropModel:
-    """A top-down mode's crop model (``top_down: {crop_weights}``): a PoseNet of its own trained on crops only,
-    each crop read as a still (no temporal state) and decoded by ``decoder`` (the session's tree decoder).
-
-    ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch."""
-
-    def __init__(self, net, decoder, sigmas: np.ndarray):
-        self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
-        self.runtime = "torch"  # "onnxruntime" once the session accelerates it (model.runtime.accelerate)
-
-    def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
-        with torch.inference_mode():
-            out = self.net(to_tensor(crops)[:, None])  # {key: (N, 1, C, h, w)}
-        return [suppress_duplicates(self.decoder.decode({k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out}),
-                                    self.sigmas) for i in range(len(crops))]
-
-
-def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.ndarray) -> CropModel | None:
-    """The crop model a skeleton's ``top_down.crop_weights`` names, read from ``weights_dir`` (the mode's weights'
-    folder; None: the shipped models); None when the skeleton names none. WeightsError when it is missing."""
-    from posetracker.model.weights import MODELS_DIR, load_posenet
-
-    name = spec.top_down.get("crop_weights")
-    if not name:
-        return None
-    return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
+def with_missing(people: DecodedPeople, last_roots: np.ndarray | None, known_count: int | None, root: int,
+                 crop_px: float) -> DecodedPeople:
+    """``people`` (P, K) of a top-down frame plus, where a known number of animals has fewer readings, a place
+    holder for each of the last frame's animals (``last_roots`` (Q, 2) px) with no reading within a quarter crop
+    of it: all joints at its last root, confidence 0, so ``read_crops`` reads a crop there (an animal the
+    whole-frame decoder missed, e.g. a fly walking fast); a place holder no crop finds an animal in keeps
+    confidence 0 and is dropped by the caller."""
+    if not known_count or last_roots is None or people.num_people >= known_count or not len(last_roots):
+        return people
+    now = people.keypoints[:, root].astype(np.float64)  # (P, 2)
+    far = [r for r in last_roots if np.isfinite(r).all()
+           and (not len(now) or np.nanmin(np.linalg.norm(now - r, axis=1)) > crop_px / 4)]
+    if not far:
+        return people
+    k = people.confidence.shape[1]
+    spots = np.repeat(np.asarray(far, np.float32)[:, None, :], k, axis=1)  # (M, K, 2)
+    zero = np.zeros((len(far), k), np.float32)
+    return DecodedPeople.concat([people, DecodedPeople(spots, zero, zero[:, 0], np.full((len(far), k), np.nan),
+                                                       spots.copy())])
 
 
-__all__ = ["CropModel", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop",
-           "drop_repeats", "load_crop_model", "map_back", "most_confident", "point_gaps", "read_crops", "warp_crop"]
+__all__ = ["CROP_INPUT", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop", "drop_repeats",
+           "map_back", "most_confident", "point_gaps", "read_crops", "warp_crop", "with_missing"]

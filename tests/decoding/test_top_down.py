@@ -155,7 +155,7 @@ def test_a_top_down_session_with_a_known_count_looks_for_twice_as_many_centres(s
 def test_an_animal_not_found_is_searched_where_the_last_frame_had_it():
     """A known number of animals, one missing from the whole-frame reading (issue #49): a place holder at its
     last root (confidence 0) is added for the crops to read; none when all are found or none is known."""
-    from posetracker.frame_people import with_missing
+    from posetracker.decoding.top_down import with_missing
 
     k = FLY.num_joints
     one = DecodedPeople(np.full((1, k, 2), 300, np.float32), np.full((1, k), 0.5, np.float32),

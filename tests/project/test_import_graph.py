@@ -112,3 +112,26 @@ def test_the_scan_sees_imports():
 def test_no_import_cycle_among_library_modules():
     found = cycles(library_imports())
     assert not found, "import cycles:\n" + "\n".join(" -> ".join(c) for c in found)
+
+
+def test_decoding_stays_numpy_and_the_second_looks_are_one_family():
+    """decoding/ is geometry on arrays: it imports no torch and nothing that runs a network (model, refiners,
+    the session); the networks of the second looks are loaded in posetracker.second_look or the refiner registry
+    (issue #51). The three looks are one registry, in the order a frame goes through them."""
+    from posetracker.decoding.top_down import CROP_INPUT
+    from posetracker.model.preprocess import INPUT_SIZE
+    from posetracker.second_look import SECOND_LOOKS, SecondLook
+
+    graph = library_imports()
+    for path in sorted((PACKAGE / "decoding").rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        names |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in names if m.split(".")[0] == "torch"}, f"{path.name} imports torch"
+        up = {m for m in graph[module_name(path)]
+              if m.startswith(("posetracker.model", "posetracker.refiners", "posetracker.session"))}
+        assert not up, f"{path.name} imports {sorted(up)}"
+    assert list(SECOND_LOOKS) == ["tiles", "animal_crops", "precision_crops"]
+    assert all(isinstance(look, SecondLook) for look in SECOND_LOOKS.values())
+    assert [look.keeps_input for look in SECOND_LOOKS.values()] == [False, False, True]
+    assert CROP_INPUT == INPUT_SIZE

@@ -1,0 +1,135 @@
+"""A second look at the frame: the plug-ins that read a frame's people again after the whole frame was decoded.
+
+One interface (:class:`SecondLook`: ``wanted`` for a frame, then people in -> people out, in source pixels), one
+registry (:data:`SECOND_LOOKS`, in the order a frame goes through them), and the networks they run loaded here or
+in the refiner registry, never in ``decoding/`` (which stays numpy):
+
+    name             reads                                                   geometry (numpy)        network
+    tiles            the frame's overlapping tiles as stills; adds the      ``decoding.tiles``      the session's own
+                     people found only there (small people)
+    animal_crops     each animal from a crop of the full-resolution frame   ``decoding.top_down``   the mode's crop model
+                     (a skeleton's ``top_down``), turned copies joined                               (:class:`CropModel`) or
+                                                                                                     the session's own
+    precision_crops  each person's joints from a crop of the source frame   ``refiners.crop``       Thunder (the frame stage
+                     (the refiners' frame stage)                                                     of the refiner chain)
+
+The first two change which people there are and where; the last refines joints only, and the joints before it
+stay the readings the tracker links by and the depth stage reads (``keeps_input``). A look runs on the session's
+attributes (``config``, ``spec``, ``refiners``, ``sigmas``, ``crop_model``, ``crop_turns``, the still reading
+``_still_people`` / ``_crop_people`` / ``_read_tile`` of ``frame_people.FramePeople``); it imports nothing of
+``posetracker.session``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from posetracker.cpu_threads import torch_threads
+from posetracker.decoding import DecodedPeople
+from posetracker.decoding.duplicates import suppress_duplicates
+from posetracker.decoding.tiles import add_tile_people
+from posetracker.decoding.top_down import MAP_KEYS, read_crops, with_missing
+from posetracker.model.preprocess import to_tensor
+from posetracker.stages import Pending
+
+
+class SecondLook:
+    """One way of reading a frame's people again. ``keeps_input``: the people it is given stay the frame's
+    readings (what the tracker links by, where the depth stage reads), as for the precision stage."""
+
+    name = ""
+    keeps_input = False
+
+    def wanted(self, session, meta: Pending) -> bool:
+        """Whether this frame gets this look (the source frame is there and the session asks for it)."""
+        raise NotImplementedError
+
+    def __call__(self, session, people: DecodedPeople, meta: Pending, budget_ms: float | None,
+                 tracked: bool) -> DecodedPeople:
+        """``people`` (P, K) of the frame in source px -> the people after this look (P', K), source px.
+        budget_ms: time for it (live; None: every person); tracked: the frame goes on to the tracker."""
+        raise NotImplementedError
+
+
+class Tiles(SecondLook):
+    name = "tiles"
+
+    def wanted(self, session, meta: Pending) -> bool:
+        return meta.frame is not None and meta.tiles > 1
+
+    def __call__(self, session, people, meta, budget_ms, tracked):
+        return add_tile_people(people, meta.frame, meta.tiles, session._read_tile, meta.box.scale, session.sigmas,
+                               session.config.people.max_people)
+
+
+class AnimalCrops(SecondLook):
+    name = "animal_crops"
+
+    def wanted(self, session, meta: Pending) -> bool:
+        return meta.frame is not None and bool(session.spec.top_down)
+
+    def __call__(self, session, people, meta, budget_ms, tracked):
+        crop_px, root, known = session.spec.top_down["crop_px"], session.spec.root, session.config.people.known_count
+        read = people
+        people = read_crops(read, meta.frame, root, crop_px, session._crop_people, keep=known, turns=session.crop_turns)
+        if tracked:  # a known number of animals, one not read: searched where the last frame had it
+            missing = with_missing(people, getattr(session, "_last_roots", None), known, root, crop_px)
+            if missing.num_people > people.num_people:
+                extra = missing.take(np.arange(people.num_people, missing.num_people))
+                people = read_crops(DecodedPeople.concat([read, extra]), meta.frame, root, crop_px,
+                                    session._crop_people, keep=known, turns=session.crop_turns)
+                people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
+        return people
+
+
+class PrecisionCrops(SecondLook):
+    name = "precision_crops"
+    keeps_input = True
+
+    def wanted(self, session, meta: Pending) -> bool:
+        return meta.frame is not None and session.refiners.needs_frame
+
+    def __call__(self, session, people, meta, budget_ms, tracked):
+        with torch_threads(session.config.network.threads):
+            xy, confidence = session.refiners.refine_frame(people.keypoints.astype(np.float64), people.confidence,
+                                                           meta.frame, budget_ms)
+        return replace(people, keypoints=xy, confidence=confidence)
+
+
+#: every second look, in the order a frame goes through them
+SECOND_LOOKS: dict[str, SecondLook] = {look.name: look for look in (Tiles(), AnimalCrops(), PrecisionCrops())}
+
+
+class CropModel:
+    """A top-down mode's crop model (``top_down: {crop_weights}``): a PoseNet of its own trained on crops only,
+    each crop read as a still (no temporal state) and decoded by ``decoder`` (the session's tree decoder).
+
+    ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch."""
+
+    def __init__(self, net, decoder, sigmas: np.ndarray):
+        self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
+        self.runtime = "torch"  # "onnxruntime" once the session accelerates it (model.runtime.accelerate)
+
+    def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
+        with torch.inference_mode():
+            out = self.net(to_tensor(crops)[:, None])  # {key: (N, 1, C, h, w)}
+        return [suppress_duplicates(self.decoder.decode({k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out}),
+                                    self.sigmas) for i in range(len(crops))]
+
+
+def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.ndarray) -> CropModel | None:
+    """The crop model a skeleton's ``top_down.crop_weights`` names, read from ``weights_dir`` (the mode's weights'
+    folder; None: the shipped models); None when the skeleton names none. WeightsError when it is missing."""
+    from posetracker.model.weights import MODELS_DIR, load_posenet
+
+    name = spec.top_down.get("crop_weights")
+    if not name:
+        return None
+    return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
+
+
+__all__ = ["SECOND_LOOKS", "AnimalCrops", "CropModel", "PrecisionCrops", "SecondLook", "Tiles", "load_crop_model"]
