@@ -9,8 +9,9 @@ drawn (``studies/floor-and-feet.md``). :func:`camera_turn` decides whether the c
 1. the one-plane fit (``analysis.ground.ground_from_sequence``) is tried first; where it accepts the stance feet,
    or a calibration gives the floor, or several views do, the camera stood still: None, nothing changes;
 2. otherwise the floor's normal per frame is fitted to everyone's stance ankles (:func:`motion.camera_tilt.
-   fit_tilt`: robust, smooth over time, starting from the one-plane fit's normal with the body-axis prior), and
-   each frame turned by the smallest rotation that lays its floor's normal onto their mean (``tilt_rotations``);
+   fit_tilt`: robust, smooth over time, starting from the one-plane fit's normal with the body-axis prior), the
+   pitch of frames without stance feet fitted to those people's lower ankles (``carry_tilt``), and each frame
+   turned by the smallest rotation that lays its floor's normal onto their mean (``tilt_rotations``);
 3. the one-plane fit is tried again on the turned sequence; only where it now accepts the stance feet is the
    turn used (the stance feet say the camera moved, and how).
 
@@ -30,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from posetracker.motion.camera_tilt import TiltSettings, fit_tilt, tilt_rotations
+from posetracker.motion.camera_tilt import TiltSettings, carry_tilt, fit_tilt, tilt_rotations
 from posetracker.types import PoseSequence
 
 MIN_CONFIDENCE = 0.2  # stance ankles counted, as the floor fit counts them (GroundSettings.min_confidence)
@@ -57,25 +58,29 @@ def camera_turn(seq: PoseSequence, settings: TiltSettings | None = None) -> tupl
     stance = _stance_points(seq, ground)
     if stance is None:
         return None, {"turned": False, "reason": "too few stance ankles"}
-    points, frames, person, n0 = stance
+    points, frames, person, n0, tids = stance
     settings = settings or TiltSettings()
     fit = fit_tilt(points, frames, person, len(seq.frames), n0, 1.0 / seq.fps, settings)
-    mean = fit.normals.mean(0) / np.linalg.norm(fit.normals.mean(0))
-    turn = tilt_rotations(fit.normals, mean)  # each frame turned to the mean tilt
+    low, low_frames, low_person = _lowest_ankles(seq, tids, frames, n0)
+    normals = carry_tilt(fit, points, frames, person, low, low_frames, low_person, 1.0 / seq.fps, settings)
+    mean = normals.mean(0) / np.linalg.norm(normals.mean(0))
+    turn = tilt_rotations(normals, mean)  # each frame turned to the mean tilt
     again = ground_from_sequence(turned(seq, turn)).frame
-    angle = np.degrees(np.arccos(np.clip(fit.normals @ mean, -1.0, 1.0)))
+    angle = np.degrees(np.arccos(np.clip(normals @ mean, -1.0, 1.0)))
     report = {"one_floor": str(ground.frame.report.get("reason", "")), "cutoff_hz": settings.cutoff_hz,
               "stance_ankles": len(points), "scale_cm": round(100 * fit.scale, 2),
-              "largest_turn_deg": round(float(angle.max()), 2)}
+              "carried_frames": len(np.unique(low_frames)), "largest_turn_deg": round(float(angle.max()), 2)}
     if not again.fitted:
         return None, {"turned": False, "reason": f"turned, still no floor: {again.report.get('reason', '')}",
                       **report}
     return turn, {"turned": True, "reason": "", **report}
 
 
-def _stance_points(seq: PoseSequence, ground: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+def _stance_points(seq: PoseSequence, ground: Any
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]] | None:
     """(points (N, 3) camera-space stance ankles, frames (N,), person (N,) group, n0 (3,) the one-plane fit's
-    normal with the body-axis prior) of ``ground``'s stance phases; None where there are fewer than 3."""
+    normal with the body-axis prior, the track id of each group) of ``ground``'s stance phases; None where there
+    are fewer than 3."""
     from posetracker.analysis.floor_plane import GroundError, fit_floor_plane, unit
     from posetracker.analysis.foot_contact import FEET
     from posetracker.analysis.ground import body_up
@@ -84,7 +89,7 @@ def _stance_points(seq: PoseSequence, ground: Any) -> tuple[np.ndarray, np.ndarr
     spec = seq.skeleton
     idx = [spec.index(f"{side}_ankle") for side in FEET]
     tracks = person_tracks(seq)
-    groups, frames, ups = [], [], []
+    groups, frames, ups, tids = [], [], [], []
     for tid, phases in ground.phases.items():
         tr = tracks[tid]
         ok = tr.valid_world(MIN_CONFIDENCE)[:, idx]
@@ -94,6 +99,7 @@ def _stance_points(seq: PoseSequence, ground: Any) -> tuple[np.ndarray, np.ndarr
             groups.append(np.concatenate(pts))
             frames.append(np.concatenate(t))
             ups.append(body_up(tr, spec, phases, MIN_CONFIDENCE, 45.0))
+            tids.append(tid)
     if sum(len(g) for g in groups) < 3:
         return None
     up = np.concatenate(ups)
@@ -103,7 +109,35 @@ def _stance_points(seq: PoseSequence, ground: Any) -> tuple[np.ndarray, np.ndarr
     except GroundError:
         return None
     person = np.concatenate([np.full(len(g), k) for k, g in enumerate(groups)])
-    return np.concatenate(groups), np.concatenate(frames), person, n0
+    return np.concatenate(groups), np.concatenate(frames), person, n0, tids
+
+
+def _lowest_ankles(seq: PoseSequence, tids: list[int], frames: np.ndarray, up: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(points (M, 3) camera-space lowest ankle, frames (M,), person (M,) group k of ``tids[k]``) of each person
+    in ``tids`` (the stance groups' track ids, :func:`_stance_points`) at each frame that no stance ankle's
+    ``frames`` (N,) covers: the ankle lower along ``up`` (3,), the one-plane fit's normal
+    (:func:`motion.camera_tilt.carry_tilt`)."""
+    from posetracker.analysis.foot_contact import FEET
+    from posetracker.tracks import person_tracks
+
+    idx = np.array([seq.skeleton.index(f"{side}_ankle") for side in FEET])
+    covered = np.zeros(len(seq.frames), bool)
+    covered[frames] = True
+    tracks = person_tracks(seq)
+    out: tuple[list, list, list] = ([], [], [])
+    for k, tid in enumerate(tids):
+        tr = tracks[tid]
+        ok = tr.valid_world(MIN_CONFIDENCE)[:, idx] & ~covered[:, None]
+        t = np.flatnonzero(ok.any(1))
+        pts = tr.world[t][:, idx]  # (M_k, 2, 3)
+        lower = np.where(ok[t, 0] & ok[t, 1], pts[:, 0] @ up < pts[:, 1] @ up, ok[t, 0])
+        out[0].append(np.where(lower[:, None], pts[:, 0], pts[:, 1]))
+        out[1].append(t)
+        out[2].append(np.full(len(t), k))
+    if not out[0]:
+        return np.zeros((0, 3)), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(out[0]), np.concatenate(out[1]), np.concatenate(out[2])
 
 
 def turned(seq: PoseSequence, turn: np.ndarray, inverse: bool = False) -> PoseSequence:
