@@ -7,8 +7,11 @@ OpenGL on every repaint of any widget, which with a software OpenGL driver
 (llvmpipe: no GPU, remote desktops, Xvfb) cost ~0.2 CPU cores while the video
 played; the native window costs only the 3-D view's own 10 Hz renders.
 
-Camera space (x right, y down, z forward, metres) maps to a z-up scene: X = x, Y = z, Z = -y.
-Without an OpenGL context (QT_QPA_PLATFORM=offscreen, no GL driver) a placeholder is shown instead.
+Camera space (x right, y down, z forward, metres) maps to a z-up scene: X = x, Y = z, Z = -y. A finished
+result that holds the floor its finishing step fitted (``metadata["feet"]``, the floor every export stands on) is
+shown on that floor instead: Z up along its normal, the grid on it (Z = 0), each frame turned first where the
+camera tilted (``analysis.held_ground``); so people stand on the grid as in the exports, whatever the camera's
+pitch. Without an OpenGL context (QT_QPA_PLATFORM=offscreen, no GL driver) a placeholder is shown instead.
 """
 
 from __future__ import annotations
@@ -20,18 +23,25 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QImage, QOpenGLContext
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
+from posetracker.analysis.ground import FloorFrame
+from posetracker.analysis.held_ground import floor_from_dict, has_held_ground
 from posetracker.skeletons import SkeletonSpec
-from posetracker.types import PoseFrame
+from posetracker.types import PoseFrame, PoseSequence
 from .overlay import drawn_edges, edge_segments, track_colour, visible_joints
 
 FADED_ALPHA = 0.12  # the people not selected, while one is (additive blending: dim, not gone)
 DEFAULT_CAMERA = {"distance": 9.0, "elevation": 20.0, "azimuth": -50.0}  # behind and to the right of the real camera: depth shows
 
 
-def to_scene(world: np.ndarray) -> np.ndarray:
-    """(..., 3) camera space (x right, y down, z forward) -> z-up scene (X = x, Y = z, Z = -y)."""
+def to_scene(world: np.ndarray, floor: FloorFrame | None = None, turn: np.ndarray | None = None) -> np.ndarray:
+    """(..., 3) camera space (x right, y down, z forward) -> z-up scene (X = x, Y = z, Z = -y); with ``floor``
+    on it instead (X along it to the camera's right, Y away from the camera, Z up, the floor at Z = 0), the points
+    turned by ``turn`` (3, 3) first (that frame's camera -> the one the floor was fitted in)."""
     w = np.asarray(world, np.float64)
-    return np.stack([w[..., 0], w[..., 2], -w[..., 1]], axis=-1)
+    if floor is None:
+        return np.stack([w[..., 0], w[..., 2], -w[..., 1]], axis=-1)
+    f = floor.to_floor(w if turn is None else w @ np.asarray(turn, np.float64).T)  # X right, Y up, Z to the camera
+    return np.stack([f[..., 0], -f[..., 2], f[..., 1]], axis=-1)
 
 
 def floor_level(scene: np.ndarray, visible: np.ndarray) -> float | None:
@@ -58,10 +68,9 @@ def follow_index(track_ids: np.ndarray, selected: int | None) -> int | None:
     return ids.index(selected) if selected in ids else 0
 
 
-def follow_centre(world: np.ndarray, visible: np.ndarray) -> np.ndarray | None:
+def follow_centre(scene: np.ndarray, visible: np.ndarray) -> np.ndarray | None:
     """Scene point the camera centres on for one person: the middle (median) of their visible joints
-    (``world`` (K, 3) camera space), or of all finite ones when none is visible; None if none is finite."""
-    scene = to_scene(world)
+    (``scene`` (K, 3), :func:`to_scene`), or of all finite ones when none is visible; None if none is finite."""
     finite = np.isfinite(scene).all(axis=-1)
     use = visible & finite if (visible & finite).any() else finite
     if not use.any():
@@ -95,6 +104,8 @@ class SkeletonView(QWidget):
         self._height = 1.7  # metres from the floor to the highest joint (a mouse: a few cm)
         self._look = np.zeros(3)  # smoothed 3-D median of the people's visible joints (scene)
         self._people: list[tuple[object, object]] = []
+        self._ground: FloorFrame | None = None  # the result's fitted floor (set_floor); None: camera axes
+        self._rows: dict[int, int] = {}  # frame index -> row of the floor's per-frame turn
         self._chosen: int | None = None  # the person picked when the camera last followed
         self.follow = QCheckBox("Follow person")
         self.reset_button = QPushButton("Reset view")
@@ -148,6 +159,21 @@ class SkeletonView(QWidget):
         self.gl.opts["center"] = _vec(x, y, z)
         self.gl.update()
 
+    def set_floor(self, seq: PoseSequence | None) -> None:
+        """Show the poses to come on ``seq``'s fitted floor (a finished result; None or a sequence without one:
+        in the camera's axes, the grid under the lowest joints)."""
+        self._ground = floor_from_dict(seq.metadata["feet"]["floor"]) if seq is not None and has_held_ground(seq) \
+            else None
+        self._rows = {f.index: i for i, f in enumerate(seq.frames)} if self._ground is not None else {}
+        self._floor = None  # the grid moves to the new floor at once
+        self._framed = False
+
+    def _scene(self, pose: PoseFrame, p: int) -> np.ndarray:
+        """(K, 3) scene points of person ``p`` of ``pose`` (:func:`to_scene` on the result's floor, if any)."""
+        g = self._ground
+        row = self._rows.get(pose.index) if g is not None and g.turn is not None else None
+        return to_scene(pose.world[p], g, None if row is None else g.turn[row])
+
     def set_pose(self, pose: PoseFrame | None, selected: int | None = None, chosen: int | None = None) -> None:
         """Draw everyone in ``pose`` (needs ``pose.world``); ``selected`` is followed if asked. ``chosen``: a
         person the user picked (the video or the Person list): the others are faded and the camera follows
@@ -189,7 +215,7 @@ class SkeletonView(QWidget):
 
     def _draw_person(self, pose: PoseFrame, p: int, lines, dots, alpha: float = 1.0) -> np.ndarray | None:
         """Draws one person (``alpha`` < 1: faded); returns their visible scene points (None if none)."""
-        scene = to_scene(pose.world[p]).astype(np.float32)  # GL buffers are float32
+        scene = self._scene(pose, p).astype(np.float32)  # GL buffers are float32
         shown = visible_joints(pose.confidence[p], scene, self._spec, 0.3)
         colour = tuple(c / 255.0 for c in track_colour(int(pose.track_ids[p]))) + (alpha,)  # a tuple: one colour
         seg = edge_segments(scene, shown, self._edges)
@@ -207,7 +233,7 @@ class SkeletonView(QWidget):
         if not placed:
             return
         pts = np.concatenate(placed)
-        floor = floor_level(pts, np.ones(len(pts), bool))
+        floor = 0.0 if self._ground is not None else floor_level(pts, np.ones(len(pts), bool))
         middle = np.median(pts[:, :2], axis=0)
         self._extent = float(np.ptp(pts[:, :2], axis=0).max())
         self._height = max(float(pts[:, 2].max() - floor), 0.02)
@@ -234,12 +260,13 @@ class SkeletonView(QWidget):
         if p is None:
             return
         shown = visible_joints(pose.confidence[p], pose.world[p], self._spec, 0.3)
-        centre = follow_centre(pose.world[p], shown)
+        scene = self._scene(pose, p)
+        centre = follow_centre(scene, shown)
         if centre is None:
             return
         self.gl.opts["center"] = _vec(*centre)
         if reframe:
-            scene = to_scene(pose.world[p])[shown]
+            scene = scene[shown]
             size = float(np.ptp(scene, axis=0).max()) if len(scene) > 1 else self._height
             self.gl.opts["distance"] = float(np.clip(2.2 * max(size, 0.05), 0.3, 25.0))
         self.gl.update()

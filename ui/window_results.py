@@ -27,12 +27,14 @@ class WindowResults:
         self.processed = seq
         self.heights_panel.set_people(people_of(seq))
         self.sequence, warnings = with_heights(seq, self.heights)
+        self.skeleton_view.set_floor(self.sequence)  # the 3-D view on the result's floor, as the exports
         self.heights_panel.show_result(self.sequence)
         self._show_warnings(warnings)
 
     def forget_result(self) -> None:
         """Back to live poses (or no source): the panel lists the ids seen live."""
         self.processed = None
+        self.skeleton_view.set_floor(None)  # live poses: the camera's axes
         self.forget_views()  # a several-camera result (ui.window_views) is gone with it
         self.heights_panel.set_people([])
 
@@ -56,6 +58,7 @@ class WindowResults:
         self.heights_panel.show_result(seq)
         self._show_warnings(warnings)
         self.sequence = seq
+        self.skeleton_view.set_floor(seq)
         stats = self.controller.snapshot()
         self.controller.start_inference(self.replay_of(seq))  # the 3-D view plays the scaled result
         self.controller.seek(max(stats.position, 0))

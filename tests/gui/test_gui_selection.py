@@ -38,14 +38,14 @@ def test_the_camera_centres_on_the_picked_persons_visible_joints():
     assert follow_index(np.zeros(0, int), 3) is None
     world = np.array([[0.0, -1.0, 4.0], [0.2, 0.0, 4.0], [0.4, 1.0, 4.0], [9.0, 9.0, 9.0]])
     visible = np.array([True, True, True, False])  # a joint not seen (far off) does not drag the camera
-    np.testing.assert_allclose(follow_centre(world, visible), to_scene(world[1]))
-    np.testing.assert_allclose(follow_centre(world, np.zeros(4, bool)), to_scene(np.median(world, axis=0)))
+    np.testing.assert_allclose(follow_centre(to_scene(world), visible), to_scene(world[1]))
+    np.testing.assert_allclose(follow_centre(to_scene(world), np.zeros(4, bool)), to_scene(np.median(world, axis=0)))
     assert follow_centre(np.full((4, 3), np.nan), visible) is None
 
 
 def test_the_3d_view_fades_the_others_and_follows_the_picked_one(qtbot):
     """Runs where a GL context exists (xvfb-run); skipped offscreen."""
-    from ui.skeleton_view import FADED_ALPHA, SkeletonView, follow_centre, gl_available
+    from ui.skeleton_view import FADED_ALPHA, SkeletonView, follow_centre, gl_available, to_scene
     from ui.overlay import visible_joints
 
     if not gl_available():
@@ -61,7 +61,7 @@ def test_the_3d_view_fades_the_others_and_follows_the_picked_one(qtbot):
     view.set_pose(pose, 3, chosen=7)
     assert [lines.color[3] for lines, _ in view._people[:3]] == [FADED_ALPHA, 1.0, FADED_ALPHA]
     c = view.gl.opts["center"]
-    want = follow_centre(pose.world[1], visible_joints(pose.confidence[1], pose.world[1], view._spec, 0.3))
+    want = follow_centre(to_scene(pose.world[1]), visible_joints(pose.confidence[1], pose.world[1], view._spec, 0.3))
     np.testing.assert_allclose([c.x(), c.y(), c.z()], want, atol=1e-5)
     assert view.gl.opts["distance"] < 6.0  # framed on the one person
 
