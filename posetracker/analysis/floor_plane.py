@@ -194,6 +194,15 @@ def fit_floor_plane(groups: list[np.ndarray], prior_up: np.ndarray | None = None
     return PlaneFit(n, offsets, [wk > 0 for wk in weights], scale, feet, spread.copy(), it)
 
 
+def tukey_weights(res: np.ndarray, used: np.ndarray, c: float, min_scale: float) -> tuple[np.ndarray, float]:
+    """(N,) residuals -> ((N,) Tukey biweights, the robust scale they are on): the scale of the ``used`` (N,)
+    residuals, 1.4826 x their median absolute value, at least ``min_scale`` (``min_scale`` when none is used);
+    ``c`` the cut in scales."""
+    scale = max(1.4826 * float(np.median(np.abs(res[used]))), min_scale) if used.any() else min_scale
+    z = res / (c * scale)
+    return np.where(np.abs(z) < 1, (1 - z * z) ** 2, 0.0), scale
+
+
 def floor_rotation(normal: np.ndarray) -> np.ndarray:
     """(3, 3) camera -> floor rotation (rows: the floor's X, Y, Z axes in camera space) for the up ``normal`` (3,):
     Y = normal, X = camera x projected onto the floor, Z = X x Y. The level camera's is :data:`LEVEL`."""

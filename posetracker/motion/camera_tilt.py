@@ -46,7 +46,7 @@ import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix, diags, hstack, vstack
 from scipy.sparse.linalg import spsolve
 
-from posetracker.analysis.floor_plane import unit
+from posetracker.analysis.floor_plane import tukey_weights, unit
 
 
 @dataclass(frozen=True)
@@ -157,9 +157,7 @@ def _fit_about(p: np.ndarray, t: np.ndarray, k: np.ndarray, num_frames: int, n0:
         new = x.copy()
         new[~fix] = spsolve((m[:, ~fix].T @ m[:, ~fix]).tocsc(), m[:, ~fix].T @ (rhs - m[:, fix] @ x[fix]))
         res = a_data @ new - target
-        scale = max(1.4826 * float(np.median(np.abs(res[weight > 0]))), s.min_scale_m)
-        z = res / (s.tukey_c * scale)
-        weight = np.where(np.abs(z) < 1, (1 - z * z) ** 2, 0.0)
+        weight, scale = tukey_weights(res, weight > 0, s.tukey_c, s.min_scale_m)
         done = float(np.abs(new - x).max()) < 1e-9
         x = new
         if done:
@@ -222,10 +220,7 @@ def carry_tilt(fit: TiltFit, points: np.ndarray, frames: np.ndarray, person: np.
         rhs = np.concatenate([np.sqrt(weight) * target, np.zeros(m.shape[0] - len(low))])
         new = spsolve((m.T @ m).tocsc(), m.T @ rhs)
         res = data @ new - target
-        scale = max(1.4826 * float(np.median(np.abs(res[weight > 0]))), s.min_scale_m) if (weight > 0).any() \
-            else s.min_scale_m
-        z = res / (s.tukey_c * scale)
-        weight = np.where(np.abs(z) < 1, (1 - z * z) ** 2, 0.0)
+        weight, _ = tukey_weights(res, weight > 0, s.tukey_c, s.min_scale_m)
         done = float(np.abs(new - beta).max()) < 1e-12
         beta = new
         if done:

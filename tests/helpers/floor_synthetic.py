@@ -11,7 +11,7 @@ looks along -Z, pitched down by ``pitch_deg`` and then turned clockwise (seen fr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -146,3 +146,37 @@ def scene(n: int = 180, fps: float = 30.0, pitch_deg: float = 12.0, roll_deg: fl
                                 np.full(m, 0.9, np.float32), np.arange(m, dtype=np.int64), IMAGE,
                                 world.astype(np.float32)))
     return Scene(PoseSequence(frames, fps, spec, {"source": "synthetic floor"}), axes, cam, stance, truth)
+
+
+#: three walkers (heading degrees, start (x, z) m, cadence factor) on the floor, for a camera that turns
+TURNING_WALKERS = ((35.0, (-1.6, -5.0), 1.0), (-20.0, (1.0, -6.5), 1.0), (160.0, (2.0, -8.0), 1.0))
+
+
+def turn_matrix(pitch_deg: float, roll_deg: float = 0.0) -> np.ndarray:
+    """(3, 3) a camera's turn about its centre: looking ``pitch_deg`` further down, rolled ``roll_deg``, applied to
+    camera-space points (x right, y down: looking further down turns points up)."""
+    p, r = np.radians(pitch_deg), np.radians(roll_deg)
+    pitch = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(p), np.sin(p)], [0.0, -np.sin(p), np.cos(p)]])
+    roll = np.array([[np.cos(r), -np.sin(r), 0.0], [np.sin(r), np.cos(r), 0.0], [0.0, 0.0, 1.0]])
+    return roll @ pitch
+
+
+def turning_camera(pitch_deg: np.ndarray, roll_deg: np.ndarray | None = None, seed: int = 0
+                   ) -> tuple[PoseSequence, np.ndarray]:
+    """:func:`scene` (camera pitched 12, rolled 2 degrees; the three TURNING_WALKERS, 1 cm noise) seen by a camera
+    that also turns about its centre by (T,) pitch and roll degrees a frame -> (sequence, (T, 3) the floor's true up
+    normal per frame in that frame's camera)."""
+    roll_deg = np.zeros(len(pitch_deg)) if roll_deg is None else roll_deg
+    sc = scene(n=len(pitch_deg), pitch_deg=12.0, roll_deg=2.0, walkers=TURNING_WALKERS, noise_m=0.01, seed=seed)
+    up = sc.camera_axes @ np.array([0.0, 1.0, 0.0])  # (3,) camera space
+    frames, normals = [], []
+    for f, p, r in zip(sc.seq.frames, pitch_deg, roll_deg):
+        turn = turn_matrix(p, r)
+        world = f.world.astype(np.float64) @ turn.T
+        kp = np.empty_like(world)
+        kp[..., 0] = FOCAL * world[..., 0] / world[..., 2] + IMAGE[0] / 2
+        kp[..., 1] = FOCAL * world[..., 1] / world[..., 2] + IMAGE[1] / 2
+        kp[..., 2] = world[..., 2]
+        frames.append(replace(f, keypoints=kp.astype(np.float32), world=world.astype(np.float32)))
+        normals.append(turn @ up)
+    return replace(sc.seq, frames=frames), np.array(normals)

@@ -8,7 +8,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from floor_synthetic import FOCAL, IMAGE, scene
+from floor_synthetic import FOCAL, turning_camera
 
 from posetracker.analysis.held_ground import held_ground
 from posetracker.depth.camera_meta import CameraFov
@@ -18,35 +18,6 @@ from posetracker.motion.finish import finish_sequence
 from posetracker.tracks import person_tracks
 
 FOV = float(np.degrees(2 * np.arctan(640 / FOCAL)))  # floor_synthetic's camera (focal 1000 px, 1280 wide)
-WALKERS = ((35.0, (-1.6, -5.0), 1.0), (-20.0, (1.0, -6.5), 1.0), (160.0, (2.0, -8.0), 1.0))
-
-
-def _rot(axis: int, deg: float) -> np.ndarray:
-    c, s = np.cos(np.radians(deg)), np.sin(np.radians(deg))
-    i, j = [(1, 2), (2, 0), (0, 1)][axis]
-    out = np.eye(3)
-    out[i, i] = out[j, j] = c
-    out[i, j], out[j, i] = -s, s
-    return out
-
-
-def _tilted(pitch_deg: np.ndarray, roll_deg: np.ndarray, seed: int = 0):
-    """floor_synthetic's scene (camera pitched 12, rolled 2 degrees; three walkers, 1 cm noise) seen by a camera
-    that also turns about its centre by (T,) pitch and roll degrees a frame -> (sequence, (T, 3) the floor's true
-    up normal per frame in that frame's camera)."""
-    sc = scene(n=len(pitch_deg), pitch_deg=12.0, roll_deg=2.0, walkers=WALKERS, noise_m=0.01, seed=seed)
-    up = sc.camera_axes @ np.array([0.0, 1.0, 0.0])  # (3,) camera space
-    frames, normals = [], []
-    for f, p, r in zip(sc.seq.frames, pitch_deg, roll_deg):
-        turn = _rot(2, r) @ _rot(0, -p)  # camera x right, y down: looking further down turns points up
-        world = f.world.astype(np.float64) @ turn.T
-        kp = np.empty_like(world)
-        kp[..., 0] = FOCAL * world[..., 0] / world[..., 2] + IMAGE[0] / 2
-        kp[..., 1] = FOCAL * world[..., 1] / world[..., 2] + IMAGE[1] / 2
-        kp[..., 2] = world[..., 2]
-        frames.append(dataclasses.replace(f, keypoints=kp.astype(np.float32), world=world.astype(np.float32)))
-        normals.append(turn @ up)
-    return dataclasses.replace(sc.seq, frames=frames), np.array(normals)
 
 
 def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -57,7 +28,7 @@ def _angle_deg(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 @pytest.fixture(scope="module")
 def tilting():
     t = np.arange(180) / 30.0  # pitch drifts 6 degrees and wobbles, roll swings: the feet still stand in the image
-    seq, truth = _tilted(t - 3.0 + np.sin(2 * np.pi * 0.3 * t), 1.5 * np.sin(2 * np.pi * 0.2 * t + 1.0))
+    seq, truth = turning_camera(t - 3.0 + np.sin(2 * np.pi * 0.3 * t), 1.5 * np.sin(2 * np.pi * 0.2 * t + 1.0))
     done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
     return seq, truth, done
 
@@ -95,7 +66,7 @@ def test_the_stance_feet_stand_on_the_turned_floor(tilting):
 
 def test_a_still_camera_keeps_one_floor():
     n = 180
-    seq, _ = _tilted(np.zeros(n), np.zeros(n))
+    seq, _ = turning_camera(np.zeros(n), np.zeros(n))
     done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
     floor = done.metadata["feet"]["floor"]
     assert floor["fitted"] and "turn" not in floor and "camera_turn" not in floor["report"]

@@ -9,38 +9,16 @@ degrees off their image rays onto it)."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
-from floor_synthetic import FOCAL, IMAGE, scene
+from floor_synthetic import FOCAL, turning_camera
 
 from posetracker.analysis.held_ground import held_ground
 from posetracker.depth.camera_meta import CameraFov
 from posetracker.motion.finish import finish_sequence
 
 FOV = float(np.degrees(2 * np.arctan(640 / FOCAL)))  # floor_synthetic's camera (focal 1000 px, 1280 wide)
-WALKERS = ((35.0, (-1.6, -5.0), 1.0), (-20.0, (1.0, -6.5), 1.0), (160.0, (2.0, -8.0), 1.0))
 FAST_S, FAST_DEG = 0.3, 8.0  # the first tilt: 8 degrees in 0.3 s (27 degrees a second)
-
-
-def _pitched(pitch_deg: np.ndarray):
-    """floor_synthetic's scene (camera pitched 12, rolled 2 degrees; three walkers, 1 cm noise) seen by a camera
-    that also pitches about its centre by (T,) degrees a frame -> (sequence, (T, 3) the floor's true up normal per
-    frame in that frame's camera)."""
-    sc = scene(n=len(pitch_deg), pitch_deg=12.0, roll_deg=2.0, walkers=WALKERS, noise_m=0.01, seed=0)
-    up = sc.camera_axes @ np.array([0.0, 1.0, 0.0])  # (3,) camera space
-    frames, normals = [], []
-    for f, p in zip(sc.seq.frames, np.radians(pitch_deg)):
-        turn = np.array([[1.0, 0.0, 0.0], [0.0, np.cos(p), np.sin(p)], [0.0, -np.sin(p), np.cos(p)]])
-        world = f.world.astype(np.float64) @ turn.T
-        kp = np.empty_like(world)
-        kp[..., 0] = FOCAL * world[..., 0] / world[..., 2] + IMAGE[0] / 2
-        kp[..., 1] = FOCAL * world[..., 1] / world[..., 2] + IMAGE[1] / 2
-        kp[..., 2] = world[..., 2]
-        frames.append(dataclasses.replace(f, keypoints=kp.astype(np.float32), world=world.astype(np.float32)))
-        normals.append(turn @ up)
-    return dataclasses.replace(sc.seq, frames=frames), np.array(normals)
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +26,7 @@ def fast_start():
     t = np.arange(180) / 30.0
     late = np.maximum(t - FAST_S, 0.0)  # then a slow drift with a wobble: one floor does not fit the stance feet
     pitch = np.where(t < FAST_S, FAST_DEG * (1 - t / FAST_S), 0.8 * late + 0.8 * np.sin(2 * np.pi * 0.3 * late))
-    seq, truth = _pitched(pitch)
+    seq, truth = turning_camera(pitch)
     done, _ = finish_sequence(seq, CameraFov(FOV, "user"), rigid_bones=False)
     return seq, truth, done
 
