@@ -150,8 +150,8 @@ def test_bench_live_latency_waits_for_the_lookahead():
     got = bench_pipeline(SAMPLE, "live", runs=3, frames=10, lookahead=2)
     step_ms = 1000.0 / got.median_fps  # one frame's processing at look-ahead 2
     # three steps (seen 3.3-3.5 quiet and beside another test worker; a pose that did not wait for its look-ahead:
-    # one step and the fixed costs, 1.8 as look-ahead 0 measures). Against look-ahead 0's latency (two steps more) it was flaky
-    # beside another test worker, which moved look-ahead 0's fixed costs by more than a step (38 -> 69 ms)
+    # one step and the fixed costs, 1.8 as look-ahead 0 measures). Against look-ahead 0's latency (two steps more)
+    # it was flaky beside another test worker, which moved look-ahead 0's fixed costs by more than a step (38 -> 69 ms)
     assert got.median_latency_ms > 2.5 * step_ms, (got.median_latency_ms, step_ms)
 
 
