@@ -4,14 +4,14 @@ One interface (:class:`SecondLook`: ``wanted`` for a frame, then people in -> pe
 registry (:data:`SECOND_LOOKS`, in the order a frame goes through them), and the networks they run loaded here or
 in the refiner registry, never in ``decoding/`` (which stays numpy):
 
-    name             reads                                                   geometry (numpy)        network
-    tiles            the frame's overlapping tiles as stills; adds the      ``decoding.tiles``      the session's own
-                     people found only there (small people)
-    animal_crops     each animal from a crop of the full-resolution frame   ``decoding.top_down``   the mode's crop model
-                     (a skeleton's ``top_down``), turned copies joined                               (:class:`CropModel`) or
-                                                                                                     the session's own
-    precision_crops  each person's joints from a crop of the source frame   ``refiners.crop``       Thunder (the frame stage
-                     (the refiners' frame stage)                                                     of the refiner chain)
+    name             reads again                                  geometry (numpy)       network
+    tiles            the frame's overlapping tiles as stills;     ``decoding.tiles``     the session's own
+                     adds the people found only there
+    animal_crops     each animal from a crop of the full-         ``decoding.top_down``  the mode's crop model
+                     resolution frame (a skeleton's ``top_down``),                       (:class:`CropModel`), else
+                     turned copies joined                                                the session's own
+    precision_crops  each person's joints from a crop of the      ``refiners.crop``      Thunder (the refiner
+                     source frame (the refiners' frame stage)                            chain's frame stage)
 
 The first two change which people there are and where; the last refines joints only, and the joints before it
 stay the readings the tracker links by and the depth stage reads (``keeps_input``). A look runs on the session's
@@ -22,6 +22,7 @@ attributes (``config``, ``spec``, ``refiners``, ``sigmas``, ``crop_model``, ``cr
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,22 +38,22 @@ from posetracker.model.preprocess import to_tensor
 from posetracker.stages import Pending
 
 
-class SecondLook:
+class SecondLook(ABC):
     """One way of reading a frame's people again. ``keeps_input``: the people it is given stay the frame's
     readings (what the tracker links by, where the depth stage reads), as for the precision stage."""
 
     name = ""
     keeps_input = False
 
+    @abstractmethod
     def wanted(self, session, meta: Pending) -> bool:
         """Whether this frame gets this look (the source frame is there and the session asks for it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def __call__(self, session, people: DecodedPeople, meta: Pending, budget_ms: float | None,
                  tracked: bool) -> DecodedPeople:
         """``people`` (P, K) of the frame in source px -> the people after this look (P', K), source px.
         budget_ms: time for it (live; None: every person); tracked: the frame goes on to the tracker."""
-        raise NotImplementedError
 
 
 class Tiles(SecondLook):

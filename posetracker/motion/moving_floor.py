@@ -42,7 +42,7 @@ def camera_turn(seq: PoseSequence, settings: TiltSettings | None = None) -> tupl
     still or no turn makes one floor fit; a report, JSON-ready) for ``seq`` (module docstring)."""
     from posetracker.analysis.foot_contact import GaitError
     from posetracker.analysis.ground import ground_from_sequence
-    from posetracker.tracks import TrackError
+    from posetracker.tracks import TrackError, person_tracks
 
     meta = seq.metadata or {}
     if "floor" in meta or "multiview" in meta:
@@ -55,13 +55,14 @@ def camera_turn(seq: PoseSequence, settings: TiltSettings | None = None) -> tupl
         return None, {"turned": False, "reason": str(exc)}
     if ground.frame.fitted:
         return None, {"turned": False, "reason": "one floor fits the stance feet"}
-    stance = _stance_points(seq, ground)
+    tracks = person_tracks(seq)
+    stance = _stance_points(seq, ground, tracks)
     if stance is None:
         return None, {"turned": False, "reason": "too few stance ankles"}
     points, frames, person, n0, tids = stance
     settings = settings or TiltSettings()
     fit = fit_tilt(points, frames, person, len(seq.frames), n0, 1.0 / seq.fps, settings)
-    low, low_frames, low_person = _lowest_ankles(seq, tids, frames, n0)
+    low, low_frames, low_person = _lowest_ankles(seq, tracks, tids, frames, n0)
     normals = carry_tilt(fit, points, frames, person, low, low_frames, low_person, 1.0 / seq.fps, settings)
     mean = normals.mean(0) / np.linalg.norm(normals.mean(0))
     turn = tilt_rotations(normals, mean)  # each frame turned to the mean tilt
@@ -76,19 +77,17 @@ def camera_turn(seq: PoseSequence, settings: TiltSettings | None = None) -> tupl
     return turn, {"turned": True, "reason": "", **report}
 
 
-def _stance_points(seq: PoseSequence, ground: Any
+def _stance_points(seq: PoseSequence, ground: Any, tracks: dict
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, list[int]] | None:
     """(points (N, 3) camera-space stance ankles, frames (N,), person (N,) group, n0 (3,) the one-plane fit's
     normal with the body-axis prior, the track id of each group) of ``ground``'s stance phases; None where there
-    are fewer than 3."""
+    are fewer than 3. ``tracks``: ``person_tracks(seq)``."""
     from posetracker.analysis.floor_plane import GroundError, fit_floor_plane, unit
     from posetracker.analysis.foot_contact import FEET
     from posetracker.analysis.ground import body_up
-    from posetracker.tracks import person_tracks
 
     spec = seq.skeleton
     idx = [spec.index(f"{side}_ankle") for side in FEET]
-    tracks = person_tracks(seq)
     groups, frames, ups, tids = [], [], [], []
     for tid, phases in ground.phases.items():
         tr = tracks[tid]
@@ -112,19 +111,17 @@ def _stance_points(seq: PoseSequence, ground: Any
     return np.concatenate(groups), np.concatenate(frames), person, n0, tids
 
 
-def _lowest_ankles(seq: PoseSequence, tids: list[int], frames: np.ndarray, up: np.ndarray
+def _lowest_ankles(seq: PoseSequence, tracks: dict, tids: list[int], frames: np.ndarray, up: np.ndarray
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(points (M, 3) camera-space lowest ankle, frames (M,), person (M,) group k of ``tids[k]``) of each person
     in ``tids`` (the stance groups' track ids, :func:`_stance_points`) at each frame that no stance ankle's
     ``frames`` (N,) covers: the ankle lower along ``up`` (3,), the one-plane fit's normal
     (:func:`motion.camera_tilt.carry_tilt`)."""
     from posetracker.analysis.foot_contact import FEET
-    from posetracker.tracks import person_tracks
 
     idx = np.array([seq.skeleton.index(f"{side}_ankle") for side in FEET])
     covered = np.zeros(len(seq.frames), bool)
     covered[frames] = True
-    tracks = person_tracks(seq)
     out: tuple[list, list, list] = ([], [], [])
     for k, tid in enumerate(tids):
         tr = tracks[tid]
