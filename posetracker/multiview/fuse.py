@@ -57,29 +57,13 @@ def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSeq
     spec = ref_seq.skeleton
     rec = reconstruct_views(cameras, sequences, max_error_px=max_error_px, min_views=min_views, adjust=adjust)
     people, ref_cam = rec.people, rec.cameras[0]  # the first camera is never adjusted
-    t, k = len(ref_seq), spec.num_joints
+    k, v = spec.num_joints, len(cameras)
     frames = []
-    for i in range(t):
+    for i, ref in enumerate(ref_seq.frames):
         rows = [n for n, person in enumerate(people) if np.isfinite(person.xyz[i]).all(-1).sum() >= 2]
-        if not rows:
-            frames.append(PoseFrame.empty(ref_seq.frames[i].index, ref_seq.frames[i].timestamp, k,
-                                          ref_seq.frames[i].image_size))
-            continue
-        world = np.stack([ref_cam.to_camera(people[n].xyz[i]) for n in rows])  # (P, K, 3) camera metres
-        xy = np.stack([ref_cam.project(people[n].xyz[i]) for n in rows])  # (P, K, 2) px
-        used = np.stack([people[n].triangulation.used[i] for n in rows])  # (P, K, V)
-        conf_v = np.stack([np.nan_to_num(people[n].confidence[:, i], nan=0.0) for n in rows])  # (P, V, K)
-        weights = np.moveaxis(used, -1, 1)  # (P, V, K)
-        confidence = np.where(weights.any(1), (conf_v * weights).sum(1) / np.maximum(weights.sum(1), 1), 0.0)
-        known = np.isfinite(world).all(-1)
-        xy, depth = fill_virtual_joints(np.where(known[..., None], xy, np.nan), spec, known, world[..., 2])
-        world = _virtual_world(world, spec, known)
-        for j in spec.virtual:
-            confidence[:, j] = confidence[:, list(spec.labelled_joints)].max(axis=1)
-        keypoints = np.concatenate([xy, depth[..., None]], -1).astype(np.float32)
-        frames.append(PoseFrame(ref_seq.frames[i].index, ref_seq.frames[i].timestamp, keypoints,
-                                confidence.astype(np.float32), confidence.mean(axis=1).astype(np.float32),
-                                np.asarray(rows, np.int64), ref_seq.frames[i].image_size, world.astype(np.float32)))
+        frames.append(fuse_frame(ref, ref_cam, spec, np.array([people[n].xyz[i] for n in rows]).reshape(-1, k, 3),
+                                 np.array([people[n].triangulation.used[i] for n in rows]).reshape(-1, k, v),
+                                 np.array([people[n].confidence[:, i] for n in rows]).reshape(-1, v, k), rows))
     if solve:
         frames = rigid_tracks(solve_tracks(frames), spec)
     names = [c.name for c in cameras]
@@ -89,6 +73,34 @@ def fuse_views(cameras: Sequence[CameraCalibration], sequences: Sequence[PoseSeq
                           "min_views": min_views, "people": [quality(p, spec, names) for p in people],
                           "pose_adjustments": [_adjustment(a, rec.cameras) for a in rec.adjustments]}}
     return PoseSequence(frames, ref_seq.fps, spec, meta)
+
+
+def fuse_frame(ref: PoseFrame, ref_cam: CameraCalibration, spec, xyz: np.ndarray, used: np.ndarray,
+               confidence: np.ndarray, ids: Sequence[int]) -> PoseFrame:
+    """One frame of fused people in the reference camera's frame (module docstring, step 2).
+
+    ref:        the reference view's frame of that instant (its index, timestamp and image size are kept)
+    xyz:        (P, K, 3) world metres of the people triangulated in it (nan where not; virtual joints nan)
+    used:       (P, K, V) bool, the views each joint was solved from
+    confidence: (P, V, K) each view's confidence of the person's joints (nan or 0 where unseen)
+    ids:        (P,) the people's track ids
+    """
+    k = spec.num_joints
+    if not len(ids):
+        return PoseFrame.empty(ref.index, ref.timestamp, k, ref.image_size)
+    world = ref_cam.to_camera(xyz)  # (P, K, 3) camera metres
+    xy = ref_cam.project(xyz)  # (P, K, 2) px
+    conf_v = np.nan_to_num(confidence, nan=0.0)  # (P, V, K)
+    weights = np.moveaxis(used, -1, 1)  # (P, V, K)
+    conf = np.where(weights.any(1), (conf_v * weights).sum(1) / np.maximum(weights.sum(1), 1), 0.0)
+    known = np.isfinite(world).all(-1)
+    xy, depth = fill_virtual_joints(np.where(known[..., None], xy, np.nan), spec, known, world[..., 2])
+    world = _virtual_world(world, spec, known)
+    for j in spec.virtual:
+        conf[:, j] = conf[:, list(spec.labelled_joints)].max(axis=1)
+    keypoints = np.concatenate([xy, depth[..., None]], -1).astype(np.float32)
+    return PoseFrame(ref.index, ref.timestamp, keypoints, conf.astype(np.float32), conf.mean(axis=1).astype(np.float32),
+                     np.asarray(ids, np.int64), ref.image_size, world.astype(np.float32))
 
 
 def _adjustment(adjustment, cameras: Sequence[CameraCalibration]) -> dict:
@@ -148,4 +160,4 @@ def _virtual_world(world: np.ndarray, spec, known: np.ndarray) -> np.ndarray:
     return out
 
 
-__all__ = ["adjusted_cameras", "calibrated_fov", "fuse_views", "seen_from"]
+__all__ = ["adjusted_cameras", "calibrated_fov", "fuse_frame", "fuse_views", "seen_from"]
