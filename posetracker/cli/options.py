@@ -1,5 +1,6 @@
 """Arguments shared by several verbs (and the app): the refiner kinds, as registered in :mod:`posetracker.refiners`;
-and :func:`run_command`, how the command line runs a verb."""
+and :func:`run_command`, how the command line runs a verb; :class:`InterruptFlag`, a first Ctrl-C that stops a
+run and keeps its work."""
 
 from __future__ import annotations
 
@@ -121,3 +122,36 @@ def session_config(args: argparse.Namespace, fov_deg: float):
                                                fix_facing=not (args.no_facing_repair or args.raw),
                                                fix_legs=not (args.no_leg_repair or args.raw)),
                          depth=DepthSettings(fov_deg=fov_deg))
+
+
+class InterruptFlag:
+    """Inside ``with``: the first Ctrl-C only sets ``hit`` (the run stops and what it tracked is written);
+    a second one interrupts as usual. Called, it answers whether to stop (``TrackingSession.run``'s cancel;
+    ``process`` of one source and of several live ones)."""
+
+    hit = False
+
+    def __enter__(self) -> InterruptFlag:
+        import signal
+        import threading
+
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
+        return self
+
+    def _on_sigint(self, signum, frame) -> None:
+        import signal
+
+        self.hit = True
+        print("\ninterrupted: writing what was tracked (Ctrl-C again to abandon it)", file=sys.stderr)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    def __exit__(self, *exc) -> None:
+        import signal
+
+        if self._previous is not None:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def __call__(self) -> bool:
+        return self.hit

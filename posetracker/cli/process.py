@@ -7,41 +7,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from posetracker.cli.options import (add_crop_budget_argument, add_height_argument, add_refiners_argument,
-                                     add_tiles_argument, progress_bar, session_config)
+from posetracker.cli.options import (InterruptFlag, add_crop_budget_argument, add_height_argument,
+                                     add_refiners_argument, add_tiles_argument, progress_bar, session_config)
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
-
-
-class _InterruptFlag:
-    """Inside ``with``: the first Ctrl-C only sets ``hit`` (the run stops and what it tracked is written);
-    a second one interrupts as usual. Called, it answers whether to stop (``TrackingSession.run``'s cancel)."""
-
-    hit = False
-
-    def __enter__(self) -> _InterruptFlag:
-        import signal
-        import threading
-
-        self._previous = None
-        if threading.current_thread() is threading.main_thread():
-            self._previous = signal.signal(signal.SIGINT, self._on_sigint)
-        return self
-
-    def _on_sigint(self, signum, frame) -> None:
-        import signal
-
-        self.hit = True
-        print("\ninterrupted: writing what was tracked (Ctrl-C again to abandon it)", file=sys.stderr)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    def __exit__(self, *exc) -> None:
-        import signal
-
-        if self._previous is not None:
-            signal.signal(signal.SIGINT, self._previous)
-
-    def __call__(self) -> bool:
-        return self.hit
 
 
 def _rescue(seq, out: Path) -> Path | None:
@@ -134,7 +102,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     for notice in session.notices:
         print(f"warning: {notice}", file=sys.stderr)
     bar, update = progress_bar(source.frame_count, f"{args.mode} tracking")
-    interrupted = _InterruptFlag()
+    interrupted = InterruptFlag()
     try:
         with source, interrupted:
             print(f"tracking {args.input} ({args.mode}); Ctrl-C writes the frames tracked so far", file=sys.stderr,
@@ -207,6 +175,10 @@ def add_process_parser(sub) -> None:
                          "faint, each animal keeps one id throughout, the pieces of its track joined (sets "
                          "--max-people N; tracking.known_count); a top-down mode looks for 2N centres and keeps "
                          "the N crop readings surest of their joints")
+    pr.add_argument("--paced", action="store_true",
+                    help="live mode, several sources: play video files at their frame rate as cameras deliver "
+                         "(frames paired by time, those the model cannot keep up with dropped); default: every "
+                         "frame in lock step. Cameras are always paired by time")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=fov_argument, default="auto",

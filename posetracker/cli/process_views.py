@@ -6,7 +6,8 @@ the people are matched across the views and triangulated (``posetracker.multivie
 the fused sequence is finished (``motion.finish``: bones, heights, encounters) and written like a single view's.
 Each view's file is named after its camera in the calibration (its stem contains the camera's name).
 The work is ``posetracker.multiview.process.process_views``, which the app's File > Open several cameras runs too;
-here: the options, the console's progress bars and lines, and the output file.
+here: the options, the console's progress bars and lines, and the output file. With ``--mode live`` the sources
+are tracked live instead, each instant triangulated as it comes (``posetracker.cli.process_live_views``).
 """
 
 from __future__ import annotations
@@ -30,9 +31,13 @@ def process_views(args: argparse.Namespace) -> int:
     if len(views) < 2 or not args.calibration:
         print("error: several cameras need at least two videos and their --calibration", file=sys.stderr)
         return 2
-    if args.mode != "offline" or args.animals:
-        print("error: several cameras are tracked offline, people only (no --mode live, no --animals)", file=sys.stderr)
+    if args.animals:
+        print("error: several cameras track people only (no --animals)", file=sys.stderr)
         return 2
+    if args.mode == "live":  # live sources paired by time, each instant triangulated as it comes
+        from posetracker.cli.process_live_views import process_live_views as run_live
+
+        return run_live(args)
     try:
         cameras = cameras_for_views(read_calibrations(args.calibration), views)
     except (CalibrationError, OSError, ValueError) as exc:

@@ -10,6 +10,9 @@
 - :mod:`.fuse`: the views' results -> one tracked sequence in the first camera's metres (``process --calibration``)
 - :mod:`.process`: videos + calibration end to end (check the set-up, track, align, fuse, finish): what
   ``posetracker process cam1.mp4 cam2.mp4 ... --calibration`` and the app's File > Open several cameras run
+- :mod:`.live`: the same live, one live session per source, each instant's people matched, triangulated and
+  solved as it comes (``process SRC1 SRC2 --mode live --calibration``); :mod:`.live_sources`: the sources' frames
+  paired by time
 """
 
 from __future__ import annotations
