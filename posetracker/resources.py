@@ -52,6 +52,12 @@ def data_dir(name: str, environ: Mapping[str, str] = os.environ, checkout: Path 
     return source
 
 
+def default_weights_path(skeleton: str = "human18") -> Path:
+    """The shipped PoseNet weights of ``skeleton``: ``models/posenet-<skeleton>.safetensors`` (found here, without
+    torch, so that a batch's driver can hash them without loading it)."""
+    return data_dir("models") / f"posenet-{skeleton}.safetensors"
+
+
 def sample_clip() -> Path:
     """The bundled sample video the app opens when no source is given."""
     return data_dir("assets") / "sample_dance.mp4"

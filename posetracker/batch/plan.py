@@ -114,8 +114,8 @@ def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
 
 
 def model_hash(settings: BatchSettings) -> str:
-    """sha256 (16 hex digits) of the weights file the settings use."""
-    from posetracker.model.weights import default_weights_path
+    """sha256 (16 hex digits) of the weights file the settings use (the driver does not import torch)."""
+    from posetracker.resources import default_weights_path
 
     path = Path(settings.weights) if settings.weights else default_weights_path(settings.skeleton)
     if not path.is_file():

@@ -16,8 +16,9 @@ from torch import nn
 
 from posetracker.model.network import PoseNet
 from posetracker.model.temporal import fixed_fusion_weight
+from posetracker.resources import default_weights_path
 from posetracker.skeletons import SkeletonSpec, load_skeleton
-from posetracker.weights_file import MODELS_DIR, read_weights, write_weights
+from posetracker.weights_file import MODELS_DIR, read_weights, write_weights  # noqa: F401 - MODELS_DIR: second_look
 from posetracker.weights_file import read_metadata as _read_metadata
 
 FORMAT = "posenet-v1"
@@ -34,10 +35,6 @@ def weights_key(module: nn.Module) -> str:
         h.update(name.encode())
         h.update(t.detach().cpu().numpy().tobytes())
     return h.hexdigest()[:16]
-
-
-def default_weights_path(skeleton: str = "human18") -> Path:
-    return MODELS_DIR / f"posenet-{skeleton}.safetensors"
 
 
 def save_posenet(net: PoseNet, path: str | Path, source: str, trained: str = "") -> None:

@@ -433,6 +433,25 @@ def test_cli_chunk_options_and_the_frames_bar(tmp_path, monkeypatch, capsys):
     assert "chunks need an overlap" in capsys.readouterr().err and len(calls) == 2
 
 
+def test_the_driver_leaves_torch_to_the_workers(tmp_path):
+    """``posetracker batch`` up to its Ray start (arguments, inputs, hashes, the model's hash, chunk plans) imports no
+    torch: a driver only plans and waits, and torch's import is ~2 CPU s of every batch's start (issue #51)."""
+    clip = short_clip(tmp_path / "in" / "a.mp4", frames=2)
+    script = ("import sys\n"
+              "import posetracker.batch.driver as driver\n"
+              "seen = []\n"
+              "def stand_in(*args, **kwargs):\n"
+              "    seen.append(sorted(m for m in ('torch', 'ray') if m in sys.modules))\n"
+              "    return iter(())\n"
+              "driver._run_on_ray = stand_in\n"
+              "from posetracker.cli import main\n"
+              f"main(['batch', {str(clip)!r}, '--out', {str(tmp_path / 'out')!r}, '--format', 'csv', 'json', 'bvh'])\n"
+              "print(seen)\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[[]]", done.stdout  # reached once, without torch (nor Ray: it is imported there)
+
+
 def test_every_format_gets_its_own_output_name():
     """Formats that share the .csv suffix (tidy, wide, DeepLabCut, angles, gait) must not overwrite each other."""
     from posetracker.batch import output_paths
