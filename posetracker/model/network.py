@@ -60,8 +60,16 @@ class PoseNet(nn.Module):
         return out
 
     def forward(self, frames: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Bidirectional mode over a whole window: (N, T, 3, H, W) -> output dict."""
-        target, _ = self.temporal(self.features(frames))  # method A step 2
+        """Bidirectional mode over a whole window: (N, T, 3, H, W) -> output dict.
+
+        A still (T = 1) without gradients skips the temporal block: over one frame both directions keep the
+        frame and the fusion of two zero differences adds exactly 0, so its output is its input bit for bit
+        (the forward direction's context, the one thing it computes, is dropped here). The top-down crops and
+        the tiles are read this way (``frame_people``, ``second_look.CropModel``)."""
+        feats = self.features(frames)
+        if feats.shape[1] == 1 and not torch.is_grad_enabled():
+            return self.decode_heads(feats)
+        target, _ = self.temporal(feats)  # method A step 2
         return self.decode_heads(target)
 
 

@@ -62,6 +62,23 @@ def test_trained_temporal_block_leaves_frames_without_context_unchanged():
         assert torch.allclose(second[:, 0], fused, atol=1e-5)
 
 
+
+def test_a_still_skips_the_temporal_block_with_the_same_outputs(monkeypatch):
+    """A still (T = 1, no gradients: the top-down crops, the tiles) does not run the temporal block, whose
+    output there is its input (test above): the outputs equal those through the block bit for bit."""
+    torch.manual_seed(0)
+    net = PoseNet(load_skeleton("fly13")).eval()
+    for p in net.temporal.parameters():
+        torch.nn.init.uniform_(p, 0.1, 0.9)
+    stills = torch.rand(3, 1, 3, 64, 64, generator=torch.Generator().manual_seed(4)) * 255
+    with torch.no_grad():
+        through, _ = net.temporal(net.features(stills))
+        expected = net.decode_heads(through)
+        monkeypatch.setattr(net.temporal, "forward", lambda *a, **k: pytest.fail("temporal block run for a still"))
+        got = net(stills)
+    for key in expected:
+        assert torch.equal(got[key], expected[key]), key
+
 def test_fusion_starts_as_the_fixed_two_sided_smoother_and_old_weights_load_with_it(tmp_path):
     """The learnt fusion starts at s_fwd + s_bwd - x; a weights file without it loads with that form."""
     from posetracker.model.temporal import fixed_fusion_weight
