@@ -1,0 +1,97 @@
+"""Several calibrated cameras live, end to end: what ``posetracker process SRC1 SRC2 ... --mode live --calibration
+FILE`` and the app's File > Open several cameras with Live ticked run.
+
+:func:`run_live_sources` opens the sources (``camera:N``, video files, ``lavfi:GRAPH``), makes one live session per
+camera (``make_session(fov_deg)``, the camera's calibrated field of view), pays the runtime's first-call costs
+before the sources start (:meth:`.live.LiveViews.warm_up`), pairs the sources' frames by time
+(:func:`.live_sources.paired_frames`: cameras always, files when ``paced``, else in lock step), fuses each instant
+(:class:`.live.LiveViews`) and finishes the result (:func:`.live.live_sequence`) as a
+:class:`.process.ViewsResult`, like the offline :func:`.process.process_views`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from posetracker.multiview.calibration import CameraCalibration
+from posetracker.multiview.live_sources import PairStats
+from posetracker.multiview.process import ViewsError, ViewsResult
+
+# progress(the pairing so far, seconds since the sources started)
+LiveProgress = Callable[[PairStats, float], None]
+
+
+def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration], make_session: Callable[[float], Any],
+                     *, calibration_name: str, paced: bool = False, smoothing: bool = True, rigid_bones: bool = True,
+                     heights=None, repair_swaps: bool = False, cancel: Callable[[], bool] | None = None,
+                     progress: LiveProgress | None = None) -> ViewsResult:
+    """Track ``sources`` (one per camera of ``cameras``, in order; the first the reference) live (module
+    docstring). ``smoothing``: the live motion solve of the fused people; ``rigid_bones``, ``heights``,
+    ``repair_swaps``: the finishing step's. ``cancel()`` True stops after the instant in hand (the instants so far
+    are finished and returned, ``metadata["incomplete"]`` says so); ``progress`` is called after each instant.
+    Raises ViewsError (a source or a session that cannot be opened: code 2; a source failing part-way, no instant
+    tracked: code 1)."""
+    from posetracker.capture import CaptureError, open_source
+    from posetracker.multiview.fuse import calibrated_fov
+    from posetracker.multiview.live import LiveViews, describe_live, live_sequence, run_live_views
+    from posetracker.multiview.live_sources import paired_frames
+    from posetracker.refiners import RefinerError
+
+    opened = []
+    try:
+        for spec in sources:
+            opened.append(open_source(spec))
+        sessions = [make_session(calibrated_fov(cam)) for cam in cameras]
+    except (CaptureError, RefinerError) as exc:
+        for s in opened:
+            s.close()
+        raise ViewsError(str(exc)) from None
+    notes = [f"{s.name} is {s.size[0]}x{s.size[1]}, camera {c.name} was calibrated at {c.image_size[0]}x"
+             f"{c.image_size[1]}" for s, c in zip(opened, cameras) if tuple(s.size) != tuple(c.image_size)]
+    paced = paced or any(s.is_live for s in opened)
+    views = LiveViews(sessions, cameras, smoothing=smoothing, rigid_bones=rigid_bones)
+    views.warm_up([s.size for s in opened])
+    stats, stopped = PairStats(), [False]
+    t0 = time.perf_counter()
+
+    def stop() -> bool:
+        stopped[0] = bool(cancel and cancel())
+        return stopped[0]
+
+    def step(_pose) -> None:
+        if progress is not None:
+            progress(stats, time.perf_counter() - t0)
+
+    try:
+        poses = run_live_views(views, paired_frames(opened, paced, stats), cancel=stop, on_pose=step)
+    except CaptureError as exc:
+        raise ViewsError(str(exc), code=1) from None
+    finally:
+        for s in opened:
+            s.close()
+    seconds = time.perf_counter() - t0
+    if not poses:
+        raise ViewsError("no instant was tracked", code=1)
+    span = poses[-1].timestamp - poses[0].timestamp
+    fps = (len(poses) - 1) / span if paced and span > 0 else float(opened[0].fps or 30.0)
+    spread = sorted(stats.spread_ms)
+    pairing = {**dataclasses.asdict(stats), "paced": paced, "seconds": round(seconds, 2),
+               "instants_per_s": round(stats.instants / seconds, 2),
+               "spread_ms": round(float(spread[len(spread) // 2]), 2) if spread else 0.0}  # the median instant's
+    seq, warnings = live_sequence(poses, views, fps=fps, sources=[str(s) for s in sources],
+                                  calibration_name=calibration_name, pairing=pairing, rigid_bones=rigid_bones,
+                                  heights=heights, repair_swaps=repair_swaps)
+    if stopped[0]:
+        seq.metadata["incomplete"] = f"stopped after {len(seq)} instants"
+    people = len(seq.track_ids())
+    lines = [*describe_live(seq.metadata["multiview"]["people"]),
+             f"{len(seq)} instants in {seconds:.1f} s ({stats.instants / seconds:.1f} per s; frames dropped per "
+             f"source {stats.dropped}; {'paired by time' if paced else 'in lock step'}), {len(cameras)} views, "
+             f"{people} {'person' if people == 1 else 'people'} in 3-D"]
+    return ViewsResult([str(s) for s in sources], seq, notes + warnings, list(cameras), [0] * len(cameras), lines)
+
+
+__all__ = ["LiveProgress", "run_live_sources"]
