@@ -72,7 +72,9 @@ class SharedRay:
     item 6 / #51): ``run_batch`` joins a cluster that is already up (``ray.is_initialized``) and leaves it
     running, so each such run skips a cluster start and stop (20-30 s on two busy cores) and its workers' model
     load (~8 s). Started on first use as ``run_batch`` starts one (``batch.ray_start``: a reaper, the workers at
-    the tests' priority, a start that timed out tried again); stopped at the end of the module or before a test
+    the tests' priority, a start that timed out tried again), with one CPU: one worker process at a time, each
+    importing torch and loading the models once (~4 CPU s; a second CPU added a worker that paid it too, and
+    the two kills below a replacement each either way); stopped at the end of the module or before a test
     that needs no Ray in this process. Its ``address`` is the cluster a ``--address`` run joins from a process
     of its own. The runs that check the batch's own start (the CLI run of
     ``test_local_ray_batch_...``, the killed driver) still start their own."""
@@ -87,7 +89,7 @@ class SharedRay:
         if not ray.is_initialized():
             from posetracker.batch.ray_start import start_ray
 
-            self.reaper = start_ray(ray, None, 2)
+            self.reaper = start_ray(ray, None, 1)
 
     @property
     def address(self) -> str:
@@ -155,11 +157,11 @@ def test_local_ray_batch_matches_process_reports_the_bad_file_and_resumes(archiv
     lines = (out / MANIFEST).read_text().splitlines()
     shared_ray()  # the re-runs below: on the module's cluster
     # a re-run skips what is done, redoes the failed file; a changed video and a lost output are redone
-    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
+    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=1)
     assert (summary.done, summary.skipped, len(summary.failed)) == (0, 2, 1)
     short_clip(archive / "clinic" / "b" / "turn.mp4", start=40)
     (out / "a" / "walk.poses.json").unlink()
-    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=2)
+    summary = run_batch([str(archive / "clinic")], out, BatchSettings(formats=("csv", "json")), workers=1)
     assert (summary.done, summary.skipped, len(summary.failed)) == (2, 0, 1)
     assert len((out / MANIFEST).read_text().splitlines()) == len(lines) + 1 + 3
     # other settings are other work
@@ -230,14 +232,14 @@ def test_a_chunk_whose_worker_dies_past_its_retries_fails_only_its_video(tmp_pat
     shared_ray()  # the failure below proves the kill landed in a running chunk, warm worker or not
     killer = threading.Thread(target=kill_a_chunk_worker)
     killer.start()
-    summary = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=2, max_retries=0)
+    summary = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=1, max_retries=0)
     killer.join()
     assert killed and summary.done == 1 and len(summary.failed) == 1
     (lost,) = summary.failed
     assert lost["input"] == str(clip) and lost["chunks"] == 2
     assert re.match(r"chunk [12] of 2 \(from frame \d+\): worker lost: \w+", lost["error"]), lost["error"]
     assert not (tmp_path / "out" / "long.poses.json").exists() and (tmp_path / "out" / "short.poses.json").exists()
-    again = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=2)
+    again = run_batch([str(tmp_path / "in")], tmp_path / "out", settings, workers=1)
     assert again.done == 1 and again.skipped == 1 and not again.failed
     assert read_manifest(tmp_path / "out")[str(clip)]["status"] == "done"
 
@@ -302,7 +304,7 @@ def test_killing_the_driver_loses_at_most_the_videos_in_flight(tmp_path, shared_
         assert path.name in done, f"{path.name} is on disk but not recorded"
         json.loads(path.read_text())  # whole
     shared_ray()  # the re-run: on the module's cluster
-    again = run_batch([str(tmp_path / "in")], out, BatchSettings(formats=("json",)), workers=2)
+    again = run_batch([str(tmp_path / "in")], out, BatchSettings(formats=("json",)), workers=1)
     assert again.skipped == len(records) and again.done == 4 - len(records) and not again.failed
     assert sorted(p.name for p in out.glob("*.json")) == [f"v{k}.poses.json" for k in range(4)]
 
@@ -370,7 +372,7 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path, shared_ray):
     settings = BatchSettings(formats=("json",), chunk_s=1.0, chunk_overlap_s=0.3)  # chunks [0, 30) [30, 60) [60, 90)
     frames_seen: list[tuple[int, int]] = []
     shared_ray()
-    summary = run_batch([str(clip)], tmp_path / "out", settings, workers=2,
+    summary = run_batch([str(clip)], tmp_path / "out", settings, workers=1,
                         frame_progress=lambda done, total: frames_seen.append((done, total)))
     assert summary.done == 1 and not summary.failed and summary.frames == 90
     (rec,) = read_manifest(tmp_path / "out").values()
@@ -406,7 +408,7 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path, shared_ray):
     assert np.median(xy_diff) < 1e-3 and np.median(z_diff) < 2e-4 and np.median(world_diff) < 1e-3
     assert max(z_diff) < 0.05 and max(world_diff) < 0.05  # m
     # a re-run finds it done
-    assert run_batch([str(clip)], tmp_path / "out", settings, workers=2).skipped == 1
+    assert run_batch([str(clip)], tmp_path / "out", settings, workers=1).skipped == 1
 
 
 def test_cli_chunk_options_and_the_frames_bar(tmp_path, monkeypatch, capsys):
