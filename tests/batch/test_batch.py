@@ -413,26 +413,40 @@ def test_a_chunked_video_matches_the_one_piece_run(tmp_path, shared_ray):
 
 def test_cli_chunk_options_and_the_frames_bar(tmp_path, monkeypatch, capsys):
     """--chunk-s / --chunk-overlap-s reach the settings, run_batch gets a frames callback next to the videos one
-    (a stand-in run_batch here: no Ray), and settings that cannot chunk are a usage error."""
+    when stderr is a terminal (none otherwise: no count's actor for a bar nobody sees), and settings that cannot
+    chunk are a usage error. A stand-in run_batch here: no Ray."""
+    import io
+
     import posetracker.batch as batch
 
-    calls = []
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    calls, counted = [], []
 
     def fake_run_batch(inputs, out, settings, workers=None, address=None, progress=None, frame_progress=None):
         calls.append(settings)
-        frame_progress(40, 90)
-        frame_progress(90, 90)
+        counted.append(frame_progress is not None)
+        if frame_progress is not None:
+            frame_progress(40, 90)
+            frame_progress(90, 90)
         progress({"rel": "walk.mp4", "status": "done"}, 1, 1)
         return batch.BatchSummary(done=1, frames=90)
 
     monkeypatch.setattr(batch, "run_batch", fake_run_batch)
+    captured, terminal = sys.stderr, Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
     assert main(["batch", str(SAMPLE), "--out", str(tmp_path), "--chunk-s", "60", "--chunk-overlap-s", "1.5"]) == 0
     assert (calls[0].chunk_s, calls[0].chunk_overlap_s) == (60.0, 1.5)
     assert main(["batch", str(SAMPLE), "--out", str(tmp_path)]) == 0
     assert (calls[1].chunk_s, calls[1].chunk_overlap_s) == (BatchSettings.chunk_s, BatchSettings.chunk_overlap_s)
-    assert "1 processed" in capsys.readouterr().err
+    assert counted == [True, True] and "90/90" in terminal.getvalue() and "1 processed" in terminal.getvalue()
+    monkeypatch.setattr(sys, "stderr", captured)
+    assert main(["batch", str(SAMPLE), "--out", str(tmp_path)]) == 0
+    assert counted[2:] == [False] and "1 processed" in capsys.readouterr().err
     assert main(["batch", str(SAMPLE), "--out", str(tmp_path), "--chunk-s", "10", "--chunk-overlap-s", "0"]) == 2
-    assert "chunks need an overlap" in capsys.readouterr().err and len(calls) == 2
+    assert "chunks need an overlap" in capsys.readouterr().err and len(calls) == 3
 
 
 def test_the_driver_leaves_torch_to_the_workers(tmp_path):
