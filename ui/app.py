@@ -1,7 +1,7 @@
 """Application entry: argument parsing and the QApplication (``python main.py``, ``posetracker-gui``).
 
     python main.py [--source PATH|camera:N] [--mode live|offline] [--calibration FILE]
-                   [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE]
+                   [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE [--views-live]]
                    [--calibrate-board CLIP1.mp4 ... --board charuco:7x5:40:30]
                    [--screenshot OUT.png --quit-after SECONDS]
 
@@ -43,6 +43,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--views", nargs="+", metavar="VIDEO",
                         help="several synchronised videos of calibrated cameras (needs --calibration): File > Open "
                              "several cameras, filled and processed")
+    parser.add_argument("--views-live", action="store_true",
+                        help="with --views: tick the dialog's Live (the videos played as cameras, each instant "
+                             "triangulated as it comes, as process --mode live --paced)")
     parser.add_argument("--calibration", metavar="FILE", action="append",
                         help="the cameras' calibration for --views (.qca.txt, .toml; again for each OpenCV .yml / "
                              ".xml); without --views, the calibration of --source's camera (File > Camera "
@@ -159,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.plots.select_person(args.person)
         window.on_person_changed(args.person)
     if args.views:
-        window.ask_open_views(args.views, args.calibration, start=True)
+        window.ask_open_views(args.views, args.calibration, start=True, live=args.views_live)
     else:
         source = args.source or str(SAMPLE_CLIP)
         if args.calibration:  # before opening: its tracking starts with the calibrated camera

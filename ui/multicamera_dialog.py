@@ -4,7 +4,9 @@ one result in the calibration's metres, as ``posetracker process cam1.mp4 cam2.m
 The dialog lists the videos (each one's camera in the calibration, frames, rate, size, and what is wrong with it),
 says in words what stops the set-up (``posetracker.multiview.process.check_views``), and runs
 ``posetracker.multiview.process.process_views`` (the CLI's library call) in a worker thread with a progress bar and
-Cancel. The result goes out as ``result_ready(ViewsResult)``; the window shows it (``ui.window_views``).
+Cancel. With Live ticked the videos are played at their frame rate as cameras deliver and each instant is
+triangulated as it comes (``posetracker.multiview.live_run.run_live_sources``, what ``process ... --mode live
+--paced`` runs). The result goes out as ``result_ready(ViewsResult)``; the window shows it (``ui.window_views``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+    QAbstractItemView, QCheckBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
     QProgressBar, QPushButton, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
 )
 
@@ -51,9 +53,9 @@ class ViewsWorker(StoppableWorker):
     failed = Signal(str)
 
     def __init__(self, views: list[str], calibration: list[str], make_session: SessionMaker,
-                 frames: list[int | None]):
+                 frames: list[int | None], live: bool = False):
         super().__init__()
-        self.views, self.calibration, self.make_session = views, calibration, make_session
+        self.views, self.calibration, self.make_session, self.live = views, calibration, make_session, live
         self.frames = [max(int(f or 0), 0) for f in frames]
         self._view = -1
         self._last = 0.0
@@ -68,9 +70,17 @@ class ViewsWorker(StoppableWorker):
         try:
             cameras = cameras_for_views(read_calibrations(self.calibration), self.views)
             self.cameras = [c.name for c in cameras]
-            result = process_views(self.views, cameras, self.make_session,
-                                   calibration_name=Path(self.calibration[0]).name, progress=self._report,
-                                   cancel=self.stopping, say=self.status.emit)
+            if self.live:  # the videos played as cameras, each instant triangulated as it comes
+                from posetracker.multiview.live_run import run_live_sources
+
+                self.status.emit(f"Playing {len(self.views)} videos as cameras, live…")
+                result = run_live_sources(self.views, cameras, self.make_session,
+                                          calibration_name=Path(self.calibration[0]).name, paced=True,
+                                          cancel=self.stopping, progress=self._live_report)
+            else:
+                result = process_views(self.views, cameras, self.make_session,
+                                       calibration_name=Path(self.calibration[0]).name, progress=self._report,
+                                       cancel=self.stopping, say=self.status.emit)
             if result is None or self.stopping():
                 self.failed.emit("Cancelled: nothing was processed.")
             else:
@@ -82,6 +92,15 @@ class ViewsWorker(StoppableWorker):
             self.failed.emit(f"Processing the cameras failed: {describe_error(exc)}")
         finally:
             self.finished.emit()
+
+    def _live_report(self, stats, seconds: float) -> None:
+        """Live: the first video's frames played (``live_sources.PairStats``) and the instants tracked per second."""
+        t = time.monotonic()
+        if t - self._last >= 0.1:
+            self._last = t
+            self.progress.emit(stats.read[0], self.frames[0])
+            self.status.emit(f"Live: {stats.instants} instants triangulated, {stats.instants / max(seconds, 1e-6):.1f}"
+                             f" per s; frames dropped per camera {stats.dropped}")
 
     def _report(self, view: int, done: int, total: int | None) -> None:
         if view != self._view:
@@ -99,15 +118,17 @@ class ViewsWorker(StoppableWorker):
 
 class MultiCameraDialog(WorkerDialog):
     """Videos (add, remove, move up: the first is shown), calibration file, a check per video and for the set-up,
-    Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process, the session maker of the model
-    settings of the moment (fov_deg -> session)."""
+    Live, Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process, the session maker of the
+    model settings of the moment (fov_deg -> session); ``live_sessions()`` the same for Live."""
 
     result_ready = Signal(object)  # ViewsResult
     cancelling = "Cancelling: the view being tracked stops…"
 
-    def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None):
+    def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None,
+                 live_sessions: Callable[[], SessionMaker] | None = None):
         super().__init__(parent)
         self.sessions = sessions
+        self.live_sessions = live_sessions or sessions  # Live: live sessions, 2-D not smoothed
         self.setWindowTitle("Open several cameras")
         self.setObjectName("multiCameraDialog")
         self.check: ViewsCheck = check_views([], [])
@@ -164,6 +185,11 @@ class MultiCameraDialog(WorkerDialog):
         calib_row.addWidget(self.browse)
         form = QFormLayout()
         form.addRow("Calibration", calib_row)
+        self.live = QCheckBox("Live: play the videos at their frame rate as cameras and triangulate each instant as "
+                              "it comes (frames the model cannot keep up with are dropped)")
+        self.live.setToolTip("As posetracker process cam1.mp4 cam2.mp4 --mode live --paced --calibration FILE: one "
+                             "live session per camera, the people matched and triangulated instant by instant")
+        form.addRow("", self.live)
         self.message = QLabel("")
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -279,7 +305,7 @@ class MultiCameraDialog(WorkerDialog):
     def _set_running(self, busy: bool) -> None:
         super()._set_running(busy)
         self.start.setEnabled(not busy and self.check.ready)
-        for w in (self.add_videos, self.remove, self.move_up, self.calibration, self.browse):
+        for w in (self.add_videos, self.remove, self.move_up, self.calibration, self.browse, self.live):
             w.setEnabled(not busy)
 
     def _show_status(self, text: str) -> None:
@@ -295,8 +321,11 @@ class MultiCameraDialog(WorkerDialog):
         frames = [i.frames for i in self.check.views]
         self.result = None
         self.status.setText("Loading the model…")
-        self.launch_frames(ViewsWorker(self.views(), self.calibration_files(), self.sessions(), frames), frames,
-                           "multicamera", f"Processing {len(frames)} views…")
+        live = self.live.isChecked()
+        worker = ViewsWorker(self.views(), self.calibration_files(), (self.live_sessions if live else self.sessions)(),
+                             frames, live)
+        self.launch_frames(worker, frames[:1] if live else frames, "multicamera",
+                           f"Playing {len(frames)} views live…" if live else f"Processing {len(frames)} views…")
         return True
 
     @Slot(object)

@@ -36,6 +36,7 @@ class ModelChoice:
     max_people: int = DEFAULT_MAX_PEOPLE
     exact_count: bool = False  # max_people is the exact number in every frame (PeopleSettings.known_count)
     fov_deg: float = 60.0  # the camera's field of view across the long side (DepthSettings.fov_deg's default)
+    smoothing: bool = True  # the motion solve (False: a live view of several cameras, smoothed once fused in 3-D)
 
 
 def with_camera(make_session: Callable[[ModelChoice], PoseSession], choice: ModelChoice,
@@ -49,7 +50,8 @@ def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
     Refiners come from models/, or from the folder of custom ``weights`` (a user mode: its own folder)."""
     from posetracker.session import (
-        DepthSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession,
+        DepthSettings, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig,
+        TrackingSession,
     )
 
     from posetracker.refiners import default_refiners
@@ -64,7 +66,8 @@ def real_session(choice: ModelChoice) -> PoseSession:
     config = SessionConfig(mode=choice.mode, network=NetworkSettings(lookahead=choice.lookahead, threads=1),
                            people=PeopleSettings(max_people=choice.max_people,
                                                  known_count=choice.max_people if choice.exact_count else None),
-                           refine=RefineSettings(refiners=kinds), depth=DepthSettings(fov_deg=choice.fov_deg))
+                           refine=RefineSettings(refiners=kinds), depth=DepthSettings(fov_deg=choice.fov_deg),
+                           motion=MotionSettings(smoothing=choice.smoothing))
     return TrackingSession.open(spec, weights, config)
 
 

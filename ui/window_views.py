@@ -39,25 +39,32 @@ class WindowViews:
     _view_shown = 0  # the camera whose video plays (an index into views_result.views)
 
     def ask_open_views(self, views: list[str] | None = None, calibration: str | list[str] | None = None,
-                       start: bool = False) -> None:
+                       start: bool = False, live: bool | None = None) -> None:
         """The (non-modal) several-camera dialog, one instance; ``views`` / ``calibration`` fill it (``main.py
-        --views``), ``start`` processes them at once."""
+        --views``), ``live`` ticks or clears its Live (None: as it is), ``start`` processes them at once."""
         from .multicamera_dialog import MultiCameraDialog
 
         if self.views_dialog is None:
-            self.views_dialog = MultiCameraDialog(self.views_sessions, self)
+            self.views_dialog = MultiCameraDialog(self.views_sessions, self, partial(self.views_sessions, live=True))
             self.views_dialog.result_ready.connect(self.show_views_result)
         if views is not None or calibration is not None:
             self.views_dialog.set_inputs(views, calibration)
+        if live is not None:
+            self.views_dialog.live.setChecked(live)
         self.views_dialog.show()
         self.views_dialog.raise_()
         self.views_dialog.activateWindow()
         if start:
             self.views_dialog.start_run()
 
-    def views_sessions(self):
+    def views_sessions(self, live: bool = False):
         """fov_deg -> a whole-file session of the human model as ``posetracker process`` makes one for each view
-        (its offline refiners, no others), with the window's most people."""
+        (its offline refiners, no others), with the window's most people; ``live``: a live session (the default
+        look-ahead, no refiners, its 2-D not smoothed: the fused people are, in 3-D) as ``process --mode live``
+        makes one for each source."""
+        if live:
+            choice = ModelChoice("human18", "live", max_people=self.state.max_people, smoothing=False)
+            return partial(with_camera, self.services.make_session, choice)
         choice = ModelChoice("human18", "offline", 0, max_people=self.state.max_people)
         return partial(with_camera, self.services.make_session, choice)
 
