@@ -49,8 +49,8 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
         for s in opened:
             s.close()
         raise ViewsError(str(exc)) from None
-    notes = [f"{s.name} is {s.size[0]}x{s.size[1]}, camera {c.name} was calibrated at {c.image_size[0]}x"
-             f"{c.image_size[1]}" for s, c in zip(opened, cameras) if tuple(s.size) != tuple(c.image_size)]
+    fitted = [fit_camera(c, tuple(s.size)) for s, c in zip(opened, cameras)]
+    cameras, notes = [c for c, _ in fitted], [n for _, n in fitted if n]
     paced = paced or any(s.is_live for s in opened)
     views = LiveViews(sessions, cameras, smoothing=smoothing, rigid_bones=rigid_bones)
     views.warm_up([s.size for s in opened])
@@ -94,4 +94,24 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     return ViewsResult([str(s) for s in sources], seq, notes + warnings, list(cameras), [0] * len(cameras), lines)
 
 
-__all__ = ["LiveProgress", "run_live_sources"]
+def fit_camera(camera: CameraCalibration, size: tuple[int, int]) -> tuple[CameraCalibration, str]:
+    """``camera`` for frames of ``size`` (W, H) px, and a note ("" when it is its calibrated size): the same
+    camera scaled (a webcam calibrated at 1920x1080 run at 960x540: the aspect within ``one_view.SCALE_TOLERANCE``)
+    has its focal lengths and principal point scaled; another aspect keeps the camera, with a warning."""
+    from posetracker.multiview.one_view import SCALE_TOLERANCE
+
+    (w, h), (cw, ch) = (int(v) for v in size), camera.image_size
+    if (w, h) == (cw, ch):
+        return camera, ""
+    sx, sy = w / cw, h / ch
+    if w > 0 and h > 0 and abs(sx / sy - 1.0) <= SCALE_TOLERANCE:
+        k = camera.K.copy()
+        k[0] *= sx
+        k[1] *= sy
+        return (dataclasses.replace(camera, K=k, image_size=(w, h)),
+                f"the frames are {w}x{h}, camera {camera.name} was calibrated at {cw}x{ch}: the same camera scaled")
+    return camera, (f"the frames are {w}x{h} but camera {camera.name} was calibrated at {cw}x{ch} (another aspect): "
+                    "its calibration does not fit them")
+
+
+__all__ = ["LiveProgress", "fit_camera", "run_live_sources"]

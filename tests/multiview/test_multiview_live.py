@@ -110,6 +110,19 @@ def test_the_live_solve_runs_on_the_fused_people():
     assert err(solved) < 0.8 * err(raw)
 
 
+def test_a_camera_run_at_half_its_calibrated_size_is_scaled():
+    from posetracker.multiview.live_run import fit_camera
+
+    cam = TWO[0]
+    half, note = fit_camera(cam, (500, 600))
+    assert half.image_size == (500, 600) and "the same camera scaled" in note
+    points = moving_body(3).reshape(-1, 3)
+    np.testing.assert_allclose(half.project(points), cam.project(points) * 0.5, atol=1e-9)
+    assert fit_camera(cam, (1000, 1200)) == (cam, "")
+    other, note = fit_camera(cam, (640, 480))
+    assert other is cam and "another aspect" in note
+
+
 needs_lavfi = pytest.mark.skipif(not lavfi_available(), reason="PyAV built without lavfi")
 
 
