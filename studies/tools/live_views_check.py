@@ -1,0 +1,219 @@
+"""Two calibrated cameras live (issue #48's stretch goal): speed and accuracy of ``process SRC1 SRC2 --mode live``.
+
+Speed (``speed``): the trial's cam01 and cam02 played as two live cameras, tracked, matched, triangulated and
+solved as ``process --mode live`` does; in the same process and run, one source (cam01) through the same reading
+path and one live session, for the ratio. Sources: by default the trial's own 1088x1920 60 fps clips as
+``lavfi:movie=camNN.mp4:loop=L`` with continuous timestamps (a camera's reader thread, pacing and pairing; every
+frame decoded and converted to RGB as a camera's is); with ``--clips DIR`` the webcam-like clips ``webcam`` writes
+(544x960, 30 fps: every other frame at half size, looped 4 times), played as paced files, their cameras scaled.
+Each run reports the instants (fused outputs) per second of the pairing's wall time, the frames dropped and the
+median time of the views' step and of the fusion per instant. Medians over ``--runs``.
+
+Accuracy (``accuracy``): live results (JSON of ``process ... --mode live``) against the offline 4-view and 2-view
+results (JSON of ``process cam01..04.mp4 --calibration``): each live person is paired with the offline person
+nearest in world space, and the distance of their joints (cam01's metres; the real joints both found) is given per
+person as a median and 90th percentile over the person-frames, with the live and offline reprojection px per view
+and joints triangulated from the results' metadata.
+
+    OMP_NUM_THREADS=1 python studies/tools/live_views_check.py speed --runs 3 --loops 4
+    python studies/tools/live_views_check.py webcam /tmp/webcam     # cam01.mp4, cam02.mp4 at 544x960, 30 fps
+    OMP_NUM_THREADS=1 python studies/tools/live_views_check.py speed --runs 3 --clips /tmp/webcam [--no-refiners]
+    python studies/tools/live_views_check.py accuracy LIVE.json [LIVE2.json ...] --offline off4.json off2.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import numpy as np
+
+D = "../shared/data/video/multiview_pose2sim_multiperson"
+
+
+def _sessions(cameras, refiners: bool = True):
+    import dataclasses
+
+    from posetracker.multiview.fuse import calibrated_fov
+    from posetracker.session import DepthSettings, RefineSettings, SessionConfig, TrackingSession
+
+    out = []
+    for cam in cameras:
+        config = SessionConfig(mode="live", depth=DepthSettings(fov_deg=calibrated_fov(cam)),
+                               refine=RefineSettings(refiners=None if refiners else ()))
+        out.append(TrackingSession.open(config=dataclasses.replace(
+            config, motion=dataclasses.replace(config.motion, smoothing=False))))
+    return out
+
+
+def run_once(names: list[str], loops: int, root: str, clips: str | None = None, refiners: bool = True) -> dict:
+    """One paced run of the sources ``names`` (cam01, ...): instants per second, dropped, step and fusion ms."""
+    from posetracker.capture import open_source
+    from posetracker.multiview.calibration import read_calibrations
+    from posetracker.multiview.live import LiveViews
+    from posetracker.multiview.live_sources import PairStats, paired_frames
+
+    from posetracker.multiview.live_run import fit_camera
+
+    cams = {c.name: c for c in read_calibrations([f"{root}/calibration.qca.txt"])}
+    sources = [open_source(f"{clips}/{n}.mp4") if clips else
+               open_source(f"lavfi:movie={root}/{n}.mp4:loop={loops},setpts=N/FRAME_RATE/TB") for n in names]
+    cameras = [fit_camera(cams[n], tuple(s.size))[0] for n, s in zip(names, sources)]
+    sessions = _sessions(cameras, refiners)
+    views = LiveViews(sessions, cameras) if len(names) > 1 else None
+    if views is not None:
+        views.warm_up([s.size for s in sources])
+    else:
+        from posetracker.types import Frame
+
+        w, h = sources[0].size
+        sessions[0].step(Frame(0, 0.0, np.zeros((h, w, 3), np.uint8)))
+        sessions[0].reset()
+    stats, step_ms, fuse_ms, outputs = PairStats(), [], [], 0
+    t0 = time.perf_counter()
+    for frames in paired_frames(sources, True, stats):
+        a = time.perf_counter()
+        if views is None:
+            pose = sessions[0].step(frames[0])
+            step_ms.append(1000 * (time.perf_counter() - a))
+        else:
+            poses = list(views._pool.map(lambda sf: sf[0].step(sf[1]), zip(views.sessions, frames)))
+            b = time.perf_counter()
+            step_ms.append(1000 * (b - a))
+            pose = None if any(p is None for p in poses) else views.fuse(poses)
+            fuse_ms.append(1000 * (time.perf_counter() - b))
+        outputs += pose is not None
+    seconds = time.perf_counter() - t0
+    if views is not None:
+        views.close()
+    for s in sources:
+        s.close()
+    parts = np.median(np.array(sessions[0].times.history), axis=0) if sessions[0].times.history else [np.nan] * 3
+    return {"views": len(names), "instants_per_s": stats.instants / seconds, "instants": stats.instants,
+            "view0_network_decode_track_ms": [round(float(x), 1) for x in parts],
+            "read": stats.read, "dropped": stats.dropped, "step_ms": statistics.median(step_ms),
+            "fuse_ms": statistics.median(fuse_ms) if fuse_ms else 0.0,
+            "spread_ms": statistics.median(stats.spread_ms), "seconds": seconds}
+
+
+def speed(args) -> None:
+    rows = []
+    for run in range(args.runs):
+        for names in (["cam01"], ["cam01", "cam02"]):
+            r = run_once(names, args.loops, args.root, args.clips, not args.no_refiners)
+            rows.append(r)
+            print(json.dumps({"run": run, **{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}}),
+                  flush=True)
+    for v in (1, 2):
+        mine = [r for r in rows if r["views"] == v]
+        print(f"{v} view(s): median {statistics.median(r['instants_per_s'] for r in mine):.1f} instants/s "
+              f"(runs {', '.join(format(r['instants_per_s'], '.1f') for r in mine)}); step "
+              f"{statistics.median(r['step_ms'] for r in mine):.1f} ms, fusion "
+              f"{statistics.median(r['fuse_ms'] for r in mine):.1f} ms")
+    ratio = [b["instants_per_s"] / a["instants_per_s"] for a, b in zip(rows[::2], rows[1::2])]
+    print(f"two sources / one, per run: {', '.join(f'{x:.2f}' for x in ratio)} (median {statistics.median(ratio):.2f})")
+
+
+def webcam(args) -> None:
+    """cam01 and cam02 of the trial as webcam-like clips in ``args.out``: every other frame (30 fps) at half size
+    (544x960), looped 4 times (200 frames, 6.7 s), H.264 CRF 18."""
+    from pathlib import Path
+
+    import av
+
+    from posetracker.capture import open_source
+
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    for cam in ("cam01", "cam02"):
+        with open_source(f"{args.root}/{cam}.mp4") as src:
+            frames = [f.image for f in src][::2]
+        with av.open(f"{args.out}/{cam}.mp4", "w") as out:
+            stream = out.add_stream("libx264", rate=30)
+            stream.width, stream.height, stream.pix_fmt = 544, 960, "yuv420p"
+            stream.options = {"crf": "18", "preset": "fast"}
+            for n in range(4 * len(frames)):
+                vf = av.VideoFrame.from_ndarray(frames[n % len(frames)], format="rgb24").reformat(width=544, height=960)
+                vf.pts = n
+                for packet in stream.encode(vf):
+                    out.mux(packet)
+            for packet in stream.encode():
+                out.mux(packet)
+        print(f"{args.out}/{cam}.mp4")
+
+
+def _people(path: str) -> dict[int, dict[int, np.ndarray]]:
+    """{person id: {frame index: (K, 3) world m}} of a result JSON."""
+    from posetracker.export import read_sequence
+
+    seq = read_sequence(path)
+    out: dict[int, dict[int, np.ndarray]] = {}
+    for f in seq.frames:
+        for p, t in enumerate(f.track_ids.tolist()):
+            if f.world is not None:
+                out.setdefault(int(t), {})[f.index] = np.asarray(f.world[p], float)
+    return out
+
+
+def accuracy(args) -> None:
+    from posetracker.skeletons import load_skeleton
+
+    spec = load_skeleton("human18")
+    real = [j for j in range(spec.num_joints) if j not in spec.virtual]
+    offline = {name: _people(name) for name in args.offline}
+    for name in args.offline:
+        with open(name) as f:
+            meta = json.load(f)["metadata"]["multiview"]
+        for n, p in enumerate(meta["people"]):
+            print(f"{name} person {n}: triangulated {p['triangulated']:.1%}, reprojection px "
+                  + ", ".join(f"{v} {e:.1f}" for v, e in p["reprojection_px"].items()))
+    for live_name in args.live:
+        with open(live_name) as f:
+            meta = json.load(f)["metadata"]["multiview"]
+        if "live" in meta:
+            print(f"{live_name}: {meta['live']['instants']} instants, dropped {meta['live']['dropped']}")
+            for p in meta["people"]:
+                print(f"  live person {p['id']}: {p['instants']} instants, triangulated {p['triangulated']:.1%}, "
+                      "reprojection px " + ", ".join(f"{v} {e:.1f}" for v, e in p["reprojection_px"].items()))
+        live = _people(live_name)
+        for ref_name, ref in offline.items():
+            for pid, frames in sorted(live.items()):
+                best = None
+                for rid, rframes in ref.items():
+                    common = sorted(set(frames) & set(rframes))
+                    if not common:
+                        continue
+                    d = np.concatenate([np.linalg.norm(frames[i][real] - rframes[i][real], axis=-1) for i in common])
+                    d = d[np.isfinite(d)]
+                    if d.size and (best is None or np.median(d) < best[1]):
+                        best = (rid, float(np.median(d)), float(np.percentile(d, 90)), len(common))
+                if best:
+                    print(f"  vs {ref_name}: {pid} ~ {best[0]}: joints {1000 * best[1]:.0f} mm median, "
+                          f"{1000 * best[2]:.0f} mm p90 over {best[3]} frames")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(required=True)
+    s = sub.add_parser("speed")
+    s.add_argument("--runs", type=int, default=3)
+    s.add_argument("--loops", type=int, default=4, help="plays of the 100-frame clip per run")
+    s.add_argument("--root", default=D)
+    s.add_argument("--clips", help="a folder with cam01.mp4 and cam02.mp4 (the webcam verb's) played as paced files")
+    s.add_argument("--no-refiners", action="store_true", help="live sessions without the fast precision stage")
+    s.set_defaults(func=speed)
+    w = sub.add_parser("webcam")
+    w.add_argument("out")
+    w.add_argument("--root", default=D)
+    w.set_defaults(func=webcam)
+    a = sub.add_parser("accuracy")
+    a.add_argument("live", nargs="+")
+    a.add_argument("--offline", nargs="+", required=True)
+    a.set_defaults(func=accuracy)
+    args = ap.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
