@@ -19,6 +19,7 @@ and joints triangulated from the results' metadata.
     python studies/tools/live_views_check.py webcam /tmp/webcam     # cam01.mp4, cam02.mp4 at 544x960, 30 fps
     OMP_NUM_THREADS=1 python studies/tools/live_views_check.py speed --runs 3 --clips /tmp/webcam [--no-refiners]
     python studies/tools/live_views_check.py accuracy LIVE.json [LIVE2.json ...] --offline off4.json off2.json
+    OMP_NUM_THREADS=1 python studies/tools/live_views_check.py stages --offline off4.json   # error after each stage
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import argparse
 import json
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -48,7 +50,8 @@ def _sessions(cameras, refiners: bool = True):
     return out
 
 
-def run_once(names: list[str], loops: int, root: str, clips: str | None = None, refiners: bool = True) -> dict:
+def run_once(names: list[str], loops: int, root: str, clips: str | None = None, refiners: bool = True,
+             overlap: bool = False) -> dict:
     """One paced run of the sources ``names`` (cam01, ...): instants per second, dropped, step and fusion ms."""
     from posetracker.capture import open_source
     from posetracker.multiview.calibration import read_calibrations
@@ -72,9 +75,17 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
         sessions[0].step(Frame(0, 0.0, np.zeros((h, w, 3), np.uint8)))
         sessions[0].reset()
     stats, step_ms, fuse_ms, outputs = PairStats(), [], [], 0
+    fuser, pending = ThreadPoolExecutor(1), None  # overlap: instant t fused while the views step t + 1
     t0 = time.perf_counter()
     for frames in paired_frames(sources, True, stats):
         a = time.perf_counter()
+        if overlap:
+            poses = list(views._pool.map(lambda sf: sf[0].step(sf[1]), zip(views.sessions, frames)))
+            step_ms.append(1000 * (time.perf_counter() - a))
+            if pending is not None:
+                outputs += pending.result() is not None
+            pending = None if any(p is None for p in poses) else fuser.submit(views.fuse, poses)
+            continue
         if views is None:
             pose = sessions[0].step(frames[0])
             step_ms.append(1000 * (time.perf_counter() - a))
@@ -85,13 +96,16 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
             pose = None if any(p is None for p in poses) else views.fuse(poses)
             fuse_ms.append(1000 * (time.perf_counter() - b))
         outputs += pose is not None
+    if pending is not None:
+        pending.result()
     seconds = time.perf_counter() - t0
+    fuser.shutdown()
     if views is not None:
         views.close()
     for s in sources:
         s.close()
     parts = np.median(np.array(sessions[0].times.history), axis=0) if sessions[0].times.history else [np.nan] * 3
-    return {"views": len(names), "instants_per_s": stats.instants / seconds, "instants": stats.instants,
+    return {"views": len(names), "overlap": overlap, "instants_per_s": stats.instants / seconds, "instants": stats.instants,
             "view0_network_decode_track_ms": [round(float(x), 1) for x in parts],
             "read": stats.read, "dropped": stats.dropped, "step_ms": statistics.median(step_ms),
             "fuse_ms": statistics.median(fuse_ms) if fuse_ms else 0.0,
@@ -100,19 +114,22 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
 
 def speed(args) -> None:
     rows = []
+    setups = [(["cam01"], False), (["cam01", "cam02"], False)] + ([(["cam01", "cam02"], True)] if args.overlap else [])
     for run in range(args.runs):
-        for names in (["cam01"], ["cam01", "cam02"]):
-            r = run_once(names, args.loops, args.root, args.clips, not args.no_refiners)
+        for names, overlap in setups:
+            r = run_once(names, args.loops, args.root, args.clips, not args.no_refiners, overlap)
             rows.append(r)
             print(json.dumps({"run": run, **{k: (round(v, 2) if isinstance(v, float) else v) for k, v in r.items()}}),
                   flush=True)
-    for v in (1, 2):
-        mine = [r for r in rows if r["views"] == v]
-        print(f"{v} view(s): median {statistics.median(r['instants_per_s'] for r in mine):.1f} instants/s "
+    for v, overlap in ((1, False), (2, False), (2, True)):
+        mine = [r for r in rows if r["views"] == v and r["overlap"] == overlap]
+        if not mine:
+            continue
+        print(f"{v} view(s){' fusion overlapped' if overlap else ''}: median {statistics.median(r['instants_per_s'] for r in mine):.1f} instants/s "
               f"(runs {', '.join(format(r['instants_per_s'], '.1f') for r in mine)}); step "
               f"{statistics.median(r['step_ms'] for r in mine):.1f} ms, fusion "
               f"{statistics.median(r['fuse_ms'] for r in mine):.1f} ms")
-    ratio = [b["instants_per_s"] / a["instants_per_s"] for a, b in zip(rows[::2], rows[1::2])]
+    ratio = [b["instants_per_s"] / a["instants_per_s"] for a, b in zip(rows[::len(setups)], rows[1::len(setups)])]
     print(f"two sources / one, per run: {', '.join(f'{x:.2f}' for x in ratio)} (median {statistics.median(ratio):.2f})")
 
 
@@ -193,6 +210,51 @@ def accuracy(args) -> None:
                           f"{1000 * best[2]:.0f} mm p90 over {best[3]} frames")
 
 
+def stages(args) -> None:
+    """cam01 + cam02 tracked live in lock step (every frame, as ``process --mode live``), fused, and each person's
+    joints against the offline result ``args.offline`` after each stage: triangulated as read, with the live solve,
+    finished without the feet step (``motion.finish._feet``), finished (what is written)."""
+    import posetracker.motion.finish as finish
+    from posetracker.capture import open_source
+    from posetracker.multiview.calibration import read_calibrations
+    from posetracker.multiview.live import LiveViews, live_sequence
+    from posetracker.skeletons import load_skeleton
+
+    spec = load_skeleton("human18")
+    real = [j for j in range(spec.num_joints) if j not in spec.virtual]
+    ref = _people(args.offline)
+    cams = {c.name: c for c in read_calibrations([f"{args.root}/calibration.qca.txt"])}
+    cameras = [cams["cam01"], cams["cam02"]]
+    poses = []
+    for cam, session in zip(cameras, _sessions(cameras)):
+        with open_source(f"{args.root}/{cam.name}.mp4") as src:
+            poses.append([p for f in src if (p := session.step(f)) is not None] + session.flush())
+
+    def score(frames, label):
+        people: dict[int, dict[int, np.ndarray]] = {}
+        for f in frames:
+            for p, t in enumerate(f.track_ids.tolist()):
+                people.setdefault(t, {})[f.index] = np.asarray(f.world[p], float)
+        out = []
+        for t, fr in sorted(people.items()):
+            d = min((np.nanmedian(np.concatenate([np.linalg.norm(fr[i][real] - rf[i][real], axis=-1)
+                                                  for i in set(fr) & set(rf)])), r) for r, rf in ref.items())
+            out.append(f"live {t} ~ offline {d[1]}: {1000 * d[0]:.0f} mm")
+        print(f"{label}: {', '.join(out)}")
+
+    for smoothing in (False, True):
+        views = LiveViews([type("S", (), {"spec": spec})()] * 2, cameras, smoothing=smoothing, rigid_bones=smoothing)
+        fused = [views.fuse(list(pair)) for pair in zip(*poses)]
+        score(fused, "live solve, running bones" if smoothing else "triangulated as read")
+    keep = finish._feet
+    finish._feet = lambda seq: seq
+    score(live_sequence(fused, views, fps=60.0, sources=[], calibration_name="calibration.qca.txt", pairing={})[0]
+          .frames, "finished without the feet step")
+    finish._feet = keep
+    score(live_sequence(fused, views, fps=60.0, sources=[], calibration_name="calibration.qca.txt", pairing={})[0]
+          .frames, "finished (written)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(required=True)
@@ -202,6 +264,8 @@ def main() -> None:
     s.add_argument("--root", default=D)
     s.add_argument("--clips", help="a folder with cam01.mp4 and cam02.mp4 (the webcam verb's) played as paced files")
     s.add_argument("--no-refiners", action="store_true", help="live sessions without the fast precision stage")
+    s.add_argument("--overlap", action="store_true", help="also two views with each instant fused on a helper "
+                   "thread while the views step the next")
     s.set_defaults(func=speed)
     w = sub.add_parser("webcam")
     w.add_argument("out")
@@ -211,6 +275,10 @@ def main() -> None:
     a.add_argument("live", nargs="+")
     a.add_argument("--offline", nargs="+", required=True)
     a.set_defaults(func=accuracy)
+    g = sub.add_parser("stages")
+    g.add_argument("--offline", required=True, help="the offline 4-view result (JSON)")
+    g.add_argument("--root", default=D)
+    g.set_defaults(func=stages)
     args = ap.parse_args()
     args.func(args)
 
