@@ -6,8 +6,9 @@ path and one live session, for the ratio. Sources: by default the trial's own 10
 ``lavfi:movie=camNN.mp4:loop=L`` with continuous timestamps (a camera's reader thread, pacing and pairing; every
 frame decoded and converted to RGB as a camera's is); with ``--clips DIR`` the webcam-like clips ``webcam`` writes
 (544x960, 30 fps: every other frame at half size, looped 4 times), played as paced files, their cameras scaled.
-Each run reports the instants (fused outputs) per second of the pairing's wall time, the frames dropped and the
-median time of the views' step and of the fusion per instant. Medians over ``--runs``.
+Each run reports the instants (fused outputs) per second of the pairing's wall time, the frames dropped, the
+median time of the views' step and of the fusion per instant, and the process's CPU time over the run (the cores it
+used, and per instant: what it would need of a quiet machine). Medians over ``--runs``.
 
 Accuracy (``accuracy``): live results (JSON of ``process ... --mode live``) against the offline 4-view and 2-view
 results (JSON of ``process cam01..04.mp4 --calibration``): each live person is paired with the offline person
@@ -76,7 +77,7 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
         sessions[0].reset()
     stats, step_ms, fuse_ms, outputs = PairStats(), [], [], 0
     fuser, pending = ThreadPoolExecutor(1), None  # overlap: instant t fused while the views step t + 1
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     for frames in paired_frames(sources, True, stats):
         a = time.perf_counter()
         if overlap:
@@ -98,7 +99,7 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
         outputs += pose is not None
     if pending is not None:
         pending.result()
-    seconds = time.perf_counter() - t0
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     fuser.shutdown()
     if views is not None:
         views.close()
@@ -107,6 +108,7 @@ def run_once(names: list[str], loops: int, root: str, clips: str | None = None, 
     parts = np.median(np.array(sessions[0].times.history), axis=0) if sessions[0].times.history else [np.nan] * 3
     return {"views": len(names), "overlap": overlap, "instants_per_s": stats.instants / seconds, "instants": stats.instants,
             "view0_network_decode_track_ms": [round(float(x), 1) for x in parts],
+            "cores_used": cpu / seconds, "cpu_ms_per_instant": 1000 * cpu / max(stats.instants, 1),
             "read": stats.read, "dropped": stats.dropped, "step_ms": statistics.median(step_ms),
             "fuse_ms": statistics.median(fuse_ms) if fuse_ms else 0.0,
             "spread_ms": statistics.median(stats.spread_ms), "seconds": seconds}
@@ -128,7 +130,9 @@ def speed(args) -> None:
         print(f"{v} view(s){' fusion overlapped' if overlap else ''}: median {statistics.median(r['instants_per_s'] for r in mine):.1f} instants/s "
               f"(runs {', '.join(format(r['instants_per_s'], '.1f') for r in mine)}); step "
               f"{statistics.median(r['step_ms'] for r in mine):.1f} ms, fusion "
-              f"{statistics.median(r['fuse_ms'] for r in mine):.1f} ms")
+              f"{statistics.median(r['fuse_ms'] for r in mine):.1f} ms; cores used "
+              f"{statistics.median(r['cores_used'] for r in mine):.2f}, CPU per instant "
+              f"{statistics.median(r['cpu_ms_per_instant'] for r in mine):.0f} ms")
     ratio = [b["instants_per_s"] / a["instants_per_s"] for a, b in zip(rows[::len(setups)], rows[1::len(setups)])]
     print(f"two sources / one, per run: {', '.join(f'{x:.2f}' for x in ratio)} (median {statistics.median(ratio):.2f})")
 
