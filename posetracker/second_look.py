@@ -34,7 +34,11 @@ from posetracker.decoding import DecodedPeople
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_tile_people
 from posetracker.decoding.top_down import MAP_KEYS, read_crops, with_missing
+from posetracker.model.heads_at_cells import CellHeads
+from posetracker.model.live_graph import torch_parts
 from posetracker.model.preprocess import to_tensor
+from posetracker.model.runtime import accelerate
+from posetracker.model.still_graph import StillGraph, still_graph
 from posetracker.stages import Pending
 
 
@@ -113,13 +117,29 @@ class CropModel:
 
     def __init__(self, net, decoder, sigmas: np.ndarray):
         self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
-        self.runtime = "torch"  # "onnxruntime" once the session accelerates it (model.runtime.accelerate)
+        self.runtime = "torch"  # "onnxruntime" once accelerated (:meth:`accelerate`)
+        self.still: StillGraph | None = None  # the crops' batch as one runtime call, sparse heads (:meth:`accelerate`)
+        self._cells: CellHeads | None = None
+
+    def accelerate(self, threads: int = 1) -> None:
+        """The network in ONNX Runtime (``model.runtime.accelerate``), and the crops' batch through its still
+        graph (``model.still_graph``): backbone and heatmap heads in one call, the other heads at the cells the
+        decoder reads (``model.heads_at_cells``)."""
+        self.runtime = accelerate(self.net, threads)
+        if self.runtime == "onnxruntime":
+            self.still = still_graph(self.net, threads)
+            self._cells = CellHeads(torch_parts(self.net)[3]) if self.still is not None else None
 
     def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
-        with torch.inference_mode():
-            out = self.net(to_tensor(crops)[:, None])  # {key: (N, 1, C, h, w)}
-        return [suppress_duplicates(self.decoder.decode({k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out}),
-                                    self.sigmas) for i in range(len(crops))]
+        x = to_tensor(crops)  # (N, 3, S, S)
+        if self.still is not None and not x.shape[-1] % 32 and not x.shape[-2] % 32:
+            heat, features = self.still(x.numpy())  # (N, K, s, s), (N, C, s, s)
+            maps = [{"heatmaps": heat[i], **self._cells.maps(features[i])} for i in range(len(crops))]
+        else:
+            with torch.inference_mode():
+                out = self.net(x[:, None])  # {key: (N, 1, C, h, w)}
+            maps = [{k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out} for i in range(len(crops))]
+        return [suppress_duplicates(self.decoder.decode(m), self.sigmas) for m in maps]
 
 
 def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.ndarray) -> CropModel | None:

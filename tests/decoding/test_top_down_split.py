@@ -189,10 +189,46 @@ def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path, shippe
                                                  refine=RefineSettings(refiners=())), tmp_path)
     assert fast.crop_model.runtime == "onnxruntime" and isinstance(fast.crop_model.net.backbone, OnnxBackbone)
     assert slow.crop_model.runtime == "torch"
-    crops = np.random.default_rng(0).integers(0, 255, (2, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)
+    crops = np.random.default_rng(0).integers(0, 255, (4, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)
     for a, b in zip(fast.crop_model(crops), slow.crop_model(crops)):
         assert a.num_people == b.num_people > 0
         np.testing.assert_allclose(a.keypoints, b.keypoints, atol=0.05)
+
+
+def test_a_frame_s_crops_are_one_runtime_call_and_read_as_the_separate_calls(tmp_path, shipped_net):
+    """All crops x turns of a frame go through ONNX Runtime as one batch in one call (``model.still_graph``: the
+    backbone and the heatmap heads, the other heads only at the cells the decoder reads); each crop reads as
+    through the separate backbone and dense heads calls, crop by crop, within a twentieth of a pixel (float32
+    rounding of this random model's heads; the shipped fly13 pair's live poses moved 6e-5 px, studies/fly13.md)
+    (issue #49)."""
+    pytest.importorskip("onnxruntime")
+    import torch
+
+    from posetracker.model.weights import save_posenet
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
+    from posetracker.train.detector import new_detector
+
+    centre = new_detector(FLY, shipped_net).eval()
+    crop = new_detector(FLY, shipped_net).eval()
+    with torch.no_grad():
+        crop.heads.centre.out.bias.fill_(5.0)
+    save_posenet(crop, tmp_path / "crops.safetensors", source="test")
+    session = TrackingSession(centre, SessionConfig(mode="live", network=NetworkSettings(runtime="auto"),
+                                                    refine=RefineSettings(refiners=())), tmp_path)
+    model = session.crop_model
+    assert model.still is not None
+    runs = []
+    real = model.still.session.run
+    model.still.session = type("Counted", (), {"run": lambda self, *a: runs.append(a[1]["images"].shape) or real(*a)})()
+    crops = np.random.default_rng(1).integers(0, 255, (4, INPUT_SIZE, INPUT_SIZE, 3), dtype=np.uint8)
+    batched = model(crops)
+    assert runs == [(4, 3, INPUT_SIZE, INPUT_SIZE)]  # 2 animals x 2 turns: one call
+    model.still = None  # the separate calls (backbone, then every head dense), one crop at a time
+    for i, got in enumerate(batched):
+        (one,) = model(crops[i : i + 1])
+        assert got.num_people == one.num_people > 0
+        np.testing.assert_allclose(got.keypoints, one.keypoints, atol=0.05)
+        np.testing.assert_allclose(got.confidence, one.confidence, atol=1e-4)
 
 
 def test_resume_goes_on_from_a_trained_detector_with_the_same_body(shipped_net):
