@@ -21,7 +21,10 @@ person's own floor):
    body only a little across the ray (a translation free in X and Z let the side-view walk's body slide off its
    image, world joints a median 19 % of her height off the 2-D, up to 59 %; with ``across`` 0.3, 4 %).
    A translation changes no joint angle and no bone, and the 2-D readings are not touched.
-2. **Legs.** What the body leaves (two standing feet whose readings disagree, a foot that rolls): each ankle
+2. **Pelvis, then legs.** What the body leaves (two standing ankles read at different heights, a swinging ankle
+   under the floor) the pelvis takes first, as far as the knees' read bend asks it to
+   (:mod:`posetracker.motion.stance_pelvis`: its height and its roll about the mid-hip, each leg moved with its
+   hip; no knee angle changes); what it leaves (and a foot that rolls) the legs take: each ankle
    moved by d_tf minimising ``sum w_tf |A'_tf + d_tf - a'_p|^2 + leg_weight * (1 - w_tf) |d_tf|^2`` plus the
    same smoothness prior (a'_p: the phase's mean ankle after step 1, at standing height), so it is pulled onto
    its phase's point while it stands and eases back to as solved when it swings; a swinging ankle that is
@@ -44,9 +47,8 @@ every output (BVH, TRC) reads them instead of fitting the floor and the phases a
 at export found phases the motion does not hold, the BVH's legs reached for an ankle that was not held, and
 slid with it).
 
-On the 4-view trial (``studies/floor-and-feet.md``) step 1 changes no joint angle and PA-MPJPE not
-at all; step 2 costs the knees 0.5-3 degrees in 7 of 8 view-person cells (a near-straight leg bends by 10-15
-degrees for 1 cm of length) and leaves PA-MPJPE within 1.2 mm.
+On the 4-view trial (``studies/floor-and-feet.md``) step 2 costs the walker's knees -0.2 to 1.2 degrees a view with
+the pelvis first (0.8-3.6 with the hips fixed) and PA-MPJPE moves by under 1 mm.
 
 Stance phases come from :mod:`posetracker.analysis.stance` as the floor fit finds them (the raised foot of a
 person balancing on the other is not standing, ``ground.drop_raised``), less those whose ankle is more than
@@ -71,6 +73,7 @@ from posetracker.analysis.held_ground import floor_as_dict, phase_as_dict
 from posetracker.analysis.stance import ContactPhase
 from posetracker.motion.ray_shift import body_rays, ray_path
 from posetracker.motion.solve import _prior_bands
+from posetracker.motion.stance_pelvis import stance_pelvis
 from posetracker.types import PoseSequence
 
 FEET = ("left", "right")
@@ -251,12 +254,15 @@ def _plant_once(seq: PoseSequence, s: FeetSettings, allowed: dict[int, np.ndarra
             w, owner = stance_weights(mine, b - a, blend)
             rays = body_rays(pts[a:b], camera)
             shift[a:b], _ = ray_path(feet[a:b], rays, w, owner, len(mine), stand, lam, s.eps, s.across)
-        moved = pts + shift[:, None, :]
+        w, owner = stance_weights(phases, tr.num_frames, blend)
+        moved, _, roll = stance_pelvis(pts + shift[:, None, :], spec.parents, legs, phases, w, owner, stand,
+                                       tr.valid_world(0.2), lam)
         points = _points(moved[:, ankles], phases, stand)
         moved = _legs(moved, legs, phases, points, stand, tr.valid_world(0.2), blend, lam, s.leg_weight)
         new_world[tid] = (moved - frame.to_person_floor(np.zeros(3), tid)) @ frame.rotation  # back to camera space
         people[str(tid)] = {"stance_phases": len(phases),
                             "largest_shift_m": round(float(np.linalg.norm(shift, axis=1).max()), 4),
+                            "largest_hip_rise_m": round(float(np.abs(roll).max()), 4),
                             "phases": [phase_as_dict(p, q) for p, q in zip(phases, points)]}
     frames = []
     for i, f in enumerate(seq.frames):
