@@ -71,6 +71,28 @@ def cells(d: Path, refs, spec) -> dict:
             for v in range(4) for n, r in enumerate(refs)}
 
 
+def per_cell(base: Path, variants: list[str], refs, spec) -> None:
+    """Per view-person cell, own reference: base and variant PA-MPJPE and knee / hip / elbow / mean angle error,
+    variant - base and variant - MediaPipe with their paired 95 % block-bootstrap intervals."""
+    b = cells(base, refs, spec)
+    print("| variant | view | person | metric | base | variant | variant - base [95 %] | variant - MediaPipe [95 %] |")
+    print("|---|---|---|---|---|---|---|---|")
+    for item in variants:
+        name, _, d = item.partition("=")
+        c = cells(Path(d), refs, spec)
+        for (v, n), w in c.items():
+            ref, peer = refs[n]["own"], refs[n]["peer"][v]
+            eb, ev = _per_metric(frame_errors(b[(v, n)], ref, spec)), _per_metric(frame_errors(w, ref, spec))
+            ep = _per_metric(frame_errors(peer, ref, spec))
+            both = np.isfinite(eb["pa_mm"]) & np.isfinite(ev["pa_mm"]) & np.isfinite(ep["pa_mm"])
+            for m in ("pa_mm", "knee", "hip", "elbow", "mean_angle"):
+                diff = block_bootstrap(np.where(both, ev[m] - eb[m], np.nan))
+                peer_diff = block_bootstrap(np.where(both, ev[m] - ep[m], np.nan))
+                print(f"| {name} | {NAMES[v]} | P{n + 1} | {m} | {np.nanmean(np.where(both, eb[m], np.nan)):.1f} | "
+                      f"{np.nanmean(np.where(both, ev[m], np.nan)):.1f} | {diff[0]:+.1f} [{diff[1]:+.1f}, {diff[2]:+.1f}] | "
+                      f"{peer_diff[0]:+.1f} [{peer_diff[1]:+.1f}, {peer_diff[2]:+.1f}] |")
+
+
 def summary(base: Path, variants: list[str], refs, spec) -> None:
     b = cells(base, refs, spec)
     print("| variant | PA-MPJPE mm, own / MediaPipe-2-D reference | mean angle °, own / MP-2-D | cells better / "
@@ -172,11 +194,14 @@ def main() -> None:
     ap.add_argument("--peer", nargs=4, required=True)
     ap.add_argument("--lifting", type=Path, help="a single_view_replay.py record folder")
     ap.add_argument("--level-prior", type=Path, help="with --lifting: a pose prior trained on level cameras")
+    ap.add_argument("--cells", action="store_true", help="also each cell's metrics, against the base and MediaPipe")
     args = ap.parse_args()
     warnings.simplefilter("ignore", RuntimeWarning)
     refs, spec, cams = references(args.base, args.peer)
     if args.variants:
         summary(args.base, args.variants, refs, spec)
+        if args.cells:
+            per_cell(args.base, args.variants, refs, spec)
     if args.lifting:
         lifting(args.base, args.lifting, refs, spec, cams, args.level_prior)
 
