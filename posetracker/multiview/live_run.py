@@ -50,7 +50,9 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
             s.close()
         raise ViewsError(str(exc)) from None
     fitted = [fit_camera(c, tuple(s.size)) for s, c in zip(opened, cameras)]
-    cameras, notes = [c for c, _ in fitted], [n for _, n in fitted if n]
+    scaled = [n for (c, n), cam in zip(fitted, cameras) if n and c is not cam]  # said, not warned about
+    notes = [n for (c, n), cam in zip(fitted, cameras) if n and c is cam]  # another aspect: a warning
+    cameras = [c for c, _ in fitted]
     paced = paced or any(s.is_live for s in opened)
     views = LiveViews(sessions, cameras, smoothing=smoothing, rigid_bones=rigid_bones)
     views.warm_up([s.size for s in opened])
@@ -87,7 +89,7 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     if stopped[0]:
         seq.metadata["incomplete"] = f"stopped after {len(seq)} instants"
     people = len(seq.track_ids())
-    lines = [*describe_live(seq.metadata["multiview"]["people"]),
+    lines = [*scaled, *describe_live(seq.metadata["multiview"]["people"]),
              f"{len(seq)} instants in {seconds:.1f} s ({stats.instants / seconds:.1f} per s; frames dropped per "
              f"source {stats.dropped}; {'paired by time' if paced else 'in lock step'}), {len(cameras)} views, "
              f"{people} {'person' if people == 1 else 'people'} in 3-D"]
