@@ -29,6 +29,7 @@ from torch import nn
 from posetracker.model.backbone import MoveNetBackbone
 from posetracker.model.heads import PoseHeads
 from posetracker.model.network import PoseNet
+from posetracker.model.onnx_checks import identity, mark_checked, was_checked
 from posetracker.model.onnx_pads import fold_pads
 from posetracker.model.preprocess import FIT_MULTIPLE
 from posetracker.model.temporal import Direction
@@ -38,9 +39,6 @@ INPUT_SIZE = 256
 EXPORT_VERSION = 3  # bump when an export changes, so that cached files are made again
 #: the exports take any input whose sides are multiples of this (aspect-fitted frames, ``preprocess.letterbox``)
 SIDE_MULTIPLE = FIT_MULTIPLE
-#: ONNX files already checked against torch in this process, each as (path, mtime_ns, size): a session started again
-#: on the same files (the app reopening a source, a batch worker's next video) skips the check's torch forward passes
-_CHECKED: set[tuple[tuple[str, int, int], ...]] = set()
 _SESSIONS: OrderedDict = OrderedDict()  # (file, threads) -> onnxruntime.InferenceSession, see ``_session``
 
 
@@ -181,7 +179,7 @@ class OnnxDirection(nn.Module):
 def _session(onnx_path: Path, threads: int):
     """An ONNX Runtime session for the file, shared with the sessions already made for the same file and thread
     count in this process (a run is stateless and may be called from several threads; the last few are kept)."""
-    key = (_identity([Path(onnx_path)]), threads)
+    key = (identity([Path(onnx_path)]), threads)
     if key in _SESSIONS:
         _SESSIONS.move_to_end(key)
         return _SESSIONS[key]
@@ -270,10 +268,10 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
                 export_direction(d, dp)
         fast_backbone, fast_heads = OnnxBackbone(backbone, paths[0], threads), OnnxHeads(heads, paths[1], threads)
         fast_dirs = [OnnxDirection(d, dp, threads) for d, dp in zip(dirs, dir_paths)]
-        files = _identity([*paths, *(p for dp in dir_paths for p in dp)])
-        if check and files not in _CHECKED:
+        files = identity([*paths, *(p for dp in dir_paths for p in dp)])
+        if check and not was_checked(files, cache_dir()):
             _check(fast_backbone, backbone, fast_heads, heads, list(zip(fast_dirs, dirs)))
-            _CHECKED.add(files)
+            mark_checked(files, cache_dir())
     except Exception as exc:  # any export/runtime problem: keep torch, say why
         warnings.warn(f"ONNX Runtime not used ({exc}); running the network in torch", RuntimeWarning, stacklevel=2)
         for p in [*paths, *(p for dp in dir_paths for p in dp)]:
@@ -282,11 +280,6 @@ def accelerate(net: PoseNet, threads: int = 1, check: bool = True) -> str:
     net.backbone, net.heads = fast_backbone, fast_heads
     temporal.forward_dir, temporal.backward_dir = fast_dirs
     return "onnxruntime"
-
-
-def _identity(paths: list[Path]) -> tuple[tuple[str, int, int], ...]:
-    """The files as (path, mtime_ns, size): the weights are in each name (``weights_key``), a rewrite moves the rest."""
-    return tuple((str(p), (st := p.stat()).st_mtime_ns, st.st_size) for p in paths)
 
 
 def _check(fast_backbone, backbone, fast_heads, heads, directions: list[tuple[OnnxDirection, Direction]]) -> None:
@@ -363,15 +356,15 @@ def accelerate_thunder(net: nn.Module, threads: int = 1) -> nn.Module:
             finally:
                 raw.unlink(missing_ok=True)
         fast = OnnxThunder(net, path, threads)
-        files = _identity([path])
-        if files not in _CHECKED:
+        files = identity([path])
+        if not was_checked(files, cache_dir()):
             x = torch.rand(2, 3, side, side, generator=torch.Generator().manual_seed(0)) * 255
             with torch.no_grad():
                 ref, got = net(x), fast(x)
             worst = max(float((got[k] - ref[k]).abs().max()) for k in THUNDER_KEYS)
             if not np.isfinite(worst) or worst > 1e-3:
                 raise RuntimeError(f"ONNX Thunder differs from torch by {worst:.2e}")
-            _CHECKED.add(files)
+            mark_checked(files, cache_dir())
     except Exception as exc:  # any export/runtime problem: keep torch, say why
         warnings.warn(f"ONNX Runtime not used for the crop stage ({exc}); running it in torch", RuntimeWarning, stacklevel=2)
         path.unlink(missing_ok=True)

@@ -86,15 +86,16 @@ def test_onnx_runs_aspect_fitted_inputs(human18, tmp_path, monkeypatch):
 
 
 def test_a_checked_onnx_file_is_checked_again_once_it_changes(tmp_path, monkeypatch):
-    """Sessions started again on the same ONNX file skip the check against torch; a file rewritten since (a stale
-    or foreign graph under the same name) is checked again and refused."""
+    """Sessions started again on the same ONNX file, in this process or another (the passed check is recorded beside
+    the files), skip the check against torch; a file rewritten since (a stale or foreign graph under the same name)
+    is checked again and refused."""
     pytest.importorskip("onnxruntime")
-    from posetracker.model import runtime
+    from posetracker.model import onnx_checks
     from posetracker.model.runtime import OnnxThunder, accelerate_thunder
     from posetracker.model.thunder import ThunderNet
 
     monkeypatch.setenv("POSETRACKER_CACHE", str(tmp_path))
-    monkeypatch.setattr(runtime, "_CHECKED", set())
+    monkeypatch.setattr(onnx_checks, "_CHECKED", set())
     torch.manual_seed(0)
     net, other = ThunderNet("lightning").eval(), ThunderNet("lightning").eval()
     calls = []
@@ -103,6 +104,8 @@ def test_a_checked_onnx_file_is_checked_again_once_it_changes(tmp_path, monkeypa
                         lambda self, x: (len(x) == 2 and calls.append(x.shape)) or forward(self, x))
     assert isinstance(accelerate_thunder(net), OnnxThunder) and len(calls) == 1  # exported and checked
     assert isinstance(accelerate_thunder(net), OnnxThunder) and len(calls) == 1  # the same file: not again
+    monkeypatch.setattr(onnx_checks, "_CHECKED", set())  # another process: the check recorded on disk holds
+    assert isinstance(accelerate_thunder(net), OnnxThunder) and len(calls) == 1
     (path,) = tmp_path.rglob("thunder-*.onnx")
     accelerate_thunder(other)
     (other_path,) = set(tmp_path.rglob("thunder-*.onnx")) - {path}
