@@ -311,23 +311,24 @@ def _calibrated(floor: dict[str, Any], tracks: dict[int, PersonTrack], ids: list
     """The Ground of a calibration's floor: its frame, each person's stance ankles' median height above it
     (``stance_ankle_height_m``) and the floor their feet give (``floor_m``: that less their ankle height), which
     is their own floor, except where ``floor["people_on_it"]`` (people in the calibration's metres) and it lies
-    within ON_FLOOR_M of the calibration's: they stand on it (0). Someone measured higher stands on something
-    else (a step, a platform) and is not pulled down to it."""
+    within ON_FLOOR_M (``floor["on_floor_m"]`` where given) of the calibration's: they stand on it (0). Someone
+    measured higher stands on something else (a step, a platform) and is not pulled down to it."""
     rot = np.asarray(floor["rotation"], np.float64).reshape(3, 3)
     trans = np.asarray(floor["translation"], np.float64).reshape(3)
     on_it = bool(floor.get("people_on_it", True))
+    near = float(floor.get("on_floor_m", ON_FLOOR_M))
     person_floor = {tid: 0.0 for tid in tracks}
     for tid, pts in zip(ids, groups):
         if len(pts):
             h = float(np.median((pts @ rot.T + trans)[:, 1]))
             own = h - ankle[tid]
-            person_floor[tid] = 0.0 if on_it and abs(own) <= ON_FLOOR_M else own
+            person_floor[tid] = 0.0 if on_it and abs(own) <= near else own
             people[str(tid)].update(stance_ankle_height_m=round(h, 4), floor_m=round(own, 4),
                                     on_calibration_floor=person_floor[tid] == 0.0)
     pitch, roll = camera_angles(rot[1])
     report = {"fitted": True, "reason": "", "method": f"the calibration's floor ({floor.get('source', '')}); "
-              + (f"people on it where their feet are within {100 * ON_FLOOR_M:g} cm of it, else on their own"
-                 if on_it else "each person's own floor along its normal, from their stance feet"),
+              + (f"people on it where their feet are within {100 * near:g} cm of it, else on their own"
+                 if on_it and near > 0 else "each person's own floor along its normal, from their stance feet"),
               "pitch_deg": round(pitch, 2), "roll_deg": round(roll, 2),
               "camera_height_m": _r(float(trans[1]), 4), "contact_points": int(sum(len(g) for g in groups)),
               "people": people}

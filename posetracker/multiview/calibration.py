@@ -219,7 +219,8 @@ MIN_CAMERA_HEIGHT_M = 0.1  # a calibration whose z = 0 plane passes closer to a 
 Z_UP_TO_Y_UP = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.0, -1.0, 0.0]])
 
 
-def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_it: bool) -> dict | None:
+def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_it: bool,
+                      on_floor_m: float | None = None) -> dict | None:
     """The calibration's floor, its world's z = 0 plane, as a sequence in ``cameras[0]``'s frame carries it
     (``metadata["floor"]``, read by ``analysis.ground``), or None where the calibration has none (a camera
     within MIN_CAMERA_HEIGHT_M of z = 0, e.g. a world that is the first camera's frame; cameras on both sides).
@@ -229,7 +230,10 @@ def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_i
     calibration's world turned Y up (X = x, Y = z, Z = -y: what a TRC with ``origin="floor"`` is written in);
     ``people_on_it``: the people are in the calibration's metres (triangulated), so this is their floor where
     their stance feet stand on it (``analysis.ground``); False (one view: a monocular depth moves a person along
-    the camera's rays) keeps each person's own floor along its normal, measured from their stance feet."""
+    the camera's rays) keeps each person's own floor along its normal, measured from their stance feet.
+    ``on_floor_m``: how near their stance feet must be to stand on it (None: ``analysis.ground.ON_FLOOR_M``; 0:
+    everyone on their own floor, in the calibration's metres still, as two live views give them: their ankles'
+    height is read to a few cm, and a person put on the floor is moved along the first camera's ray)."""
     heights = np.array([c.center[2] for c in cameras])
     if (np.abs(heights) < MIN_CAMERA_HEIGHT_M).any() or len(set(np.sign(heights))) > 1:
         return None
@@ -238,7 +242,7 @@ def calibration_floor(cameras: list[CameraCalibration], source: str, people_on_i
     R = Z_UP_TO_Y_UP @ np.diag([1.0, up, up]) @ cam.R.T  # camera -> world (z up the cameras' side) -> Y up
     return {"source": source, "up": "+z" if up > 0 else "-z", "camera_height_m": round(float(abs(heights[0])), 4),
             "rotation": R.round(9).tolist(), "translation": (-R @ cam.t).round(9).tolist(),
-            "people_on_it": bool(people_on_it),
+            "people_on_it": bool(people_on_it), **({} if on_floor_m is None else {"on_floor_m": float(on_floor_m)}),
             "axes": "X = x, Y = z (up), Z = -y of the calibration's world, metres"}
 
 

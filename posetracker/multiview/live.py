@@ -39,6 +39,8 @@ from posetracker.types import Frame, PoseFrame
 
 WINDOW = 30  # instants of each view's tracks the matching looks at (0.5-1 s)
 MIN_FRAMES = 3  # instants two tracks must share before they are matched
+REACH = 1.2  # two joints farther apart than this times the bones between them: one is no reading of it
+TOP_SPEED = 15.0  # m/s: no joint moves faster (a kicking foot's peak; a walking foot's is about 5)
 REMATCH = 10  # instants after which the tracks are matched again even if the same ones are seen
 
 
@@ -56,6 +58,54 @@ def window_tracks(frames: Sequence[PoseFrame], view: int) -> dict[int, ViewTrack
             if t >= 0:
                 xy[row[t], i], conf[row[t], i] = f.keypoints[p, :, :2], f.confidence[p]
     return {t: ViewTrack(view, t, xy[n], conf[n]) for t, n in row.items()}
+
+
+def unreachable(xyz: np.ndarray, spec, lengths: np.ndarray, *, stretch: float = REACH, noise_m: float = 0.1,
+                shortest_m: float = 0.15) -> np.ndarray:
+    """(K,) bool: the joints of one person's triangulated ``xyz`` (K, 3) m (nan where not found) that the person's
+    bones cannot reach from the other joints found. ``lengths`` (E,) m: their bone lengths so far (nan: not known
+    yet; its mirror's taken, else no check along it). Two found joints disagree where they lie farther apart than
+    ``stretch`` times the bones between them in the skeleton plus ``noise_m`` (the ends of a short bone are a few
+    cm off), or, one the other's parent by a bone of at least ``shortest_m``, nearer than that bone less
+    ``stretch - 1`` of it and ``noise_m``; the joint that disagrees with the most others is dropped (all of them
+    on a tie) until none disagree.
+    Two views cannot vote a view out: a 2-D point read on another limb near the epipolar line triangulates within
+    the reprojection limit, far from the person (the man's right ankle 1.3 m from where the 4-view result has it,
+    34 cm under the floor: ``studies/metres.md``); offline, more views and the motion solve over the whole clip
+    keep such points out, live nothing else would."""
+    k = spec.num_joints
+    mirror = [spec.edge_of_child[spec.mirror_index[spec.edges[e, 1]]] for e in range(spec.num_edges)]
+    lengths = np.where(np.isfinite(lengths), lengths, np.asarray(lengths)[mirror])  # a bone as long as its mirror
+    path = np.zeros((k, spec.num_edges), bool)  # (K, E) the bones from the root to each joint
+    for j in spec.topo_order[1:]:
+        path[j] = path[spec.parents[j]]
+        path[j, spec.edge_of_child[j]] = True
+    between = path[:, None] ^ path[None]  # (K, K, E) the bones between two joints
+    reach = np.where(between, np.where(np.isfinite(lengths), lengths, np.inf), 0.0).sum(-1)  # (K, K) m
+    bone = np.zeros((k, k), bool)
+    for j, parent in enumerate(spec.parents):
+        if parent >= 0:
+            bone[j, parent] = bone[parent, j] = True
+    d = np.linalg.norm(xyz[:, None] - xyz[None], axis=-1)  # (K, K) m, nan where either is not found
+    with np.errstate(invalid="ignore"):
+        short = bone & np.isfinite(reach) & (reach >= shortest_m) & (d < (2.0 - stretch) * reach - noise_m)
+        apart = (d > stretch * reach + noise_m) | short
+    bad = np.zeros(k, bool)
+    while (count := (apart & ~bad[None]).sum(1) * ~bad).any():
+        bad |= count == count.max()
+    return bad
+
+
+def too_fast(xyz: np.ndarray, last: np.ndarray, dt: np.ndarray, *, speed: float = TOP_SPEED,
+             noise_m: float = 0.1) -> np.ndarray:
+    """(K,) bool: the joints of one person's triangulated ``xyz`` (K, 3) m that lie farther from where they were
+    last kept, ``last`` (K, 3) m (nan: never), ``dt`` (K,) s ago, than ``noise_m`` plus ``speed`` m/s for that
+    time: a point read on another limb (the man's standing foot 56 cm up for one instant at 60 fps, 34 m/s, in
+    cam01's pixels where it stood: its stance was held on it). A joint kept out is compared again at the next
+    instant with the time since grown, so a joint that did move is taken back within a few instants."""
+    d = np.linalg.norm(xyz - last, axis=-1)
+    with np.errstate(invalid="ignore"):
+        return d > noise_m + speed * np.asarray(dt)
 
 
 class LiveIds:
@@ -114,6 +164,7 @@ class LiveViews:
         self._last: list[PersonMatch] = []  # the last matching, its instant's tracks seen and instants since
         self._present: set[tuple[int, int]] = set()
         self._since = 0
+        self._seen: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # person -> (K, 3) m last kept, (K,) s when
 
     def warm_up(self, sizes: Sequence[tuple[int, int]]) -> None:
         """Each session steps a black frame of its source's size (W, H) and forgets it (``reset``): the runtime's
@@ -156,6 +207,13 @@ class LiveViews:
             xy[:, p], conf[:, p] = xy_p[:, -1], conf_p[:, -1]
         tri = triangulate_person(self.cameras, xy, conf, self.spec, self.max_error_px, self.min_confidence,
                                  self.min_views)  # (P, K) points
+        for p, pid in enumerate(ids):  # two rays that meet by chance: a joint its bones cannot reach or too fast
+            last, when = self._seen.get(pid, (np.full((k, 3), np.nan), np.zeros(k)))
+            far = unreachable(tri.xyz[p], self.spec, self.bones.estimator.lengths(pid)) | too_fast(
+                tri.xyz[p], last, poses[0].timestamp - when)
+            tri.xyz[p, far], tri.used[p, far] = np.nan, False
+            kept = np.isfinite(tri.xyz[p]).all(-1)
+            self._seen[pid] = (np.where(kept[:, None], tri.xyz[p], last), np.where(kept, poses[0].timestamp, when))
         self._score(ids, xy, conf, tri)
         rows = [p for p in range(len(now)) if tri.found[p].sum() >= 2]
         pose = fuse_frame(poses[0], self.cameras[0], self.spec, tri.xyz[rows], tri.used[rows],
@@ -250,8 +308,8 @@ def live_sequence(poses: list[PoseFrame], views: LiveViews, *, fps: float, sourc
     meta = {"mode": "live", "skeleton": views.spec.name, "source": list(map(str, sources)),
             "multiview": {"cameras": names, "reference_view": names[0], "max_error_px": views.max_error_px,
                           "min_views": views.min_views, "people": views.report(), "live": pairing}}
-    floor = calibration_floor(views.cameras, f"calibration {calibration_name}", people_on_it=True)
-    if floor is not None:  # the people are in the calibration's metres: its floor is theirs
+    floor = calibration_floor(views.cameras, f"calibration {calibration_name}", people_on_it=True, on_floor_m=0.0)
+    if floor is not None:  # the people are in the calibration's metres, each on the floor their stance feet give
         meta["floor"] = floor
     seq = PoseSequence(poses, fps, views.spec, meta)
     camera = CameraFov(calibrated_fov(views.cameras[0]), "user",
@@ -266,4 +324,5 @@ def describe_live(people: list[dict]) -> list[str]:
             for p in people]
 
 
-__all__ = ["LiveIds", "LiveViews", "describe_live", "live_sequence", "run_live_views", "window_tracks"]
+__all__ = ["LiveIds", "LiveViews", "describe_live", "live_sequence", "run_live_views", "too_fast", "unreachable",
+           "window_tracks"]

@@ -18,7 +18,7 @@ SHIFT = np.array([2.0, 0.0, -1.0])  # the calibration's origin is not below the 
 RY = np.array([[np.cos(YAW), 0, np.sin(YAW)], [0, 1, 0], [-np.sin(YAW), 0, np.cos(YAW)]])
 
 
-def _calibrated_scene(depth_scales=(1.0,), people_on_it=True):
+def _calibrated_scene(depth_scales=(1.0,), people_on_it=True, on_floor_m=None):
     """The synthetic walkers (floor_synthetic.scene; its floor frame Y up, camera 1.4 m up, pitched and rolled)
     and the camera's calibration in a z-up world turned 30 degrees about the vertical and shifted (2, 0, -1) m
     from the scene's floor frame; the sequence carries that calibration's floor."""
@@ -29,7 +29,7 @@ def _calibrated_scene(depth_scales=(1.0,), people_on_it=True):
     t = -sc.camera_axes @ (RY.T @ SHIFT + sc.camera_position)
     K = np.array([[FOCAL, 0, IMAGE[0] / 2], [0, FOCAL, IMAGE[1] / 2], [0, 0, 1]])
     cam = CameraCalibration("cam", IMAGE, K, np.zeros(5), R, t)
-    floor = calibration_floor([cam], "calibration test.toml", people_on_it=people_on_it)
+    floor = calibration_floor([cam], "calibration test.toml", people_on_it=people_on_it, on_floor_m=on_floor_m)
     return sc, cam, dataclasses.replace(sc.seq, metadata={**sc.seq.metadata, "floor": floor})
 
 
@@ -64,6 +64,17 @@ def test_triangulated_people_off_the_floor_keep_their_own():
     ground = ground_from_sequence(seq)
     assert ground.frame.person_floor[0] == 0.0 and ground.frame.report["people"]["0"]["on_calibration_floor"]
     assert ground.frame.person_floor[1] == pytest.approx(-0.15 * 1.4, abs=0.03)
+
+
+def test_two_live_views_keep_everyone_on_the_floor_their_feet_give():
+    """``on_floor_m`` 0 (two live views: ankle heights read to a few cm): a person whose stance feet are 1.4 cm
+    off z = 0 keeps that floor, where the default (3 cm) stands them on the calibration's, in the calibration's
+    metres still (not sized to it as one view is)."""
+    for near, expected in ((None, 0.0), (0.0, -0.01 * 1.4)):
+        _, _, seq = _calibrated_scene(depth_scales=(1.01,), people_on_it=True, on_floor_m=near)
+        ground = ground_from_sequence(seq)
+        assert ground.frame.person_floor[0] == pytest.approx(expected, abs=0.004)
+    assert ground.frame.report["method"].endswith("each person's own floor along its normal, from their stance feet")
 
 
 def test_one_view_keeps_each_persons_floor_along_the_calibrated_normal():

@@ -110,6 +110,33 @@ def test_the_live_solve_runs_on_the_fused_people():
     assert err(solved) < 0.8 * err(raw)
 
 
+def test_a_joint_read_on_the_first_cameras_ray_far_from_the_body_is_dropped():
+    """Two views cannot vote a view out: at instant 12 view 1 reads body 0's left ankle where a point 60 % farther
+    along camera 0's ray through it projects (both views then agree on that point exactly, its pixel in camera 0
+    unchanged: a foot read on another limb near the epipolar line). Its bones cannot reach it and it jumped faster
+    than a foot moves: it is left out that instant (the live solve then carries the ankle), not written 1 m away,
+    and taken again the next instant."""
+    bodies = [moving_body(20), moving_body(20, shift=(0.0, 1.2, 0.0))]
+    views = _view_sequences(bodies)[:2]
+    ankle, cam0, cam1 = SPEC.index("left_ankle"), TWO[0], TWO[1]
+    true = bodies[0][12, ankle]
+    wrong = cam0.center + 1.6 * (true - cam0.center)  # (3,) world m, on camera 0's ray through the ankle
+    frame = views[1].frames[12]
+    p = int(np.argmin([np.abs(frame.keypoints[q, ankle, :2] - cam1.project(true)).max() for q in range(2)]))
+    frame.keypoints[p, ankle, :2] = cam1.project(wrong)
+    _, fused = _run(views, smoothing=False, rigid_bones=False)
+
+    def ankle_error(f):
+        q = int(np.argmin([np.abs(cam0.to_camera(bodies[0][f.index]) - f.world[q, :17]).max()
+                           for q in range(f.num_people)]))
+        return float(np.linalg.norm(f.world[q, ankle] - cam0.to_camera(true if f.index == 12 else
+                                                                        bodies[0][f.index, ankle])))
+
+    assert np.linalg.norm(wrong - true) > 1.0
+    assert not np.isfinite(ankle_error(fused[12]))  # before: written 1.2 m from the body
+    assert ankle_error(fused[13]) < 2e-3
+
+
 def test_a_camera_run_at_half_its_calibrated_size_is_scaled():
     from posetracker.multiview.live_run import fit_camera
 
