@@ -81,7 +81,7 @@ class ViewsWorker(StoppableWorker):
                 result = process_views(self.views, cameras, self.make_session,
                                        calibration_name=Path(self.calibration[0]).name, progress=self._report,
                                        cancel=self.stopping, say=self.status.emit)
-            if result is None or self.stopping():
+            if result is None:  # offline cancelled; live gives the instants tracked so far (as Ctrl-C writes them)
                 self.failed.emit("Cancelled: nothing was processed.")
             else:
                 self.seconds = time.monotonic() - t0
@@ -340,7 +340,8 @@ class MultiCameraDialog(WorkerDialog):
         self.status.setText("\n".join(lines))
         seconds = getattr(self.sender(), "seconds", 0.0)
         who = f"{people} {'person' if people == 1 else 'people'}"
-        self.show_message(f"Done in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
+        done = "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done"
+        self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
                           f"shown in the window over {Path(result.views[0]).name}."
                           + "".join(f" Warning: {w}" for w in result.warnings))
         self.result_ready.emit(result)

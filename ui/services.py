@@ -32,7 +32,7 @@ class ModelChoice:
     mode: Literal["live", "offline"] = "live"
     lookahead: int = DEFAULT_LOOKAHEAD
     weights: Path | None = None
-    refiners: tuple[str, ...] = ()
+    refiners: tuple[str, ...] | None = ()  # None: the mode's defaults, as ``posetracker process`` without --refiners
     max_people: int = DEFAULT_MAX_PEOPLE
     exact_count: bool = False  # max_people is the exact number in every frame (PeopleSettings.known_count)
     fov_deg: float = 60.0  # the camera's field of view across the long side (DepthSettings.fov_deg's default)
@@ -49,18 +49,26 @@ def with_camera(make_session: Callable[[ModelChoice], PoseSession], choice: Mode
 def real_session(choice: ModelChoice) -> PoseSession:
     """A TrackingSession with the skeleton's weights, one torch thread (runs in a worker thread).
     Refiners come from models/, or from the folder of custom ``weights`` (a user mode: its own folder)."""
+    from posetracker.session import TrackingSession
+
+    spec, weights, config = session_config(choice)
+    return TrackingSession.open(spec, weights, config)
+
+
+def session_config(choice: ModelChoice):
+    """(skeleton spec, weights path or None, ``posetracker.session.SessionConfig``) of ``choice``: its refiners
+    (whole-file processing adds the offline defaults; None: the mode's defaults, what ``posetracker process``
+    runs without --refiners), one torch thread."""
+    from posetracker.refiners import default_refiners
     from posetracker.session import (
         DepthSettings, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings, SessionConfig,
-        TrackingSession,
     )
-
-    from posetracker.refiners import default_refiners
 
     spec = load_skeleton(choice.skeleton)  # a name, or a user mode's YAML path
     mode = user_mode_for(choice.skeleton)
     weights = choice.weights or (mode.weights if mode is not None else None)
-    kinds = tuple(choice.refiners)
-    if choice.mode == "offline":  # whole-file processing adds the offline defaults (the precision stage)
+    kinds = None if choice.refiners is None else tuple(choice.refiners)
+    if kinds is not None and choice.mode == "offline":  # whole-file processing adds the offline defaults
         folder = Path(weights).parent if weights else None
         kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
     config = SessionConfig(mode=choice.mode, network=NetworkSettings(lookahead=choice.lookahead, threads=1),
@@ -68,7 +76,7 @@ def real_session(choice: ModelChoice) -> PoseSession:
                                                  known_count=choice.max_people if choice.exact_count else None),
                            refine=RefineSettings(refiners=kinds), depth=DepthSettings(fov_deg=choice.fov_deg),
                            motion=MotionSettings(smoothing=choice.smoothing))
-    return TrackingSession.open(spec, weights, config)
+    return spec, weights, config
 
 
 def open_camera(index: int) -> FrameSource:

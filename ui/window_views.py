@@ -60,10 +60,10 @@ class WindowViews:
     def views_sessions(self, live: bool = False):
         """fov_deg -> a whole-file session of the human model as ``posetracker process`` makes one for each view
         (its offline refiners, no others), with the window's most people; ``live``: a live session (the default
-        look-ahead, no refiners, its 2-D not smoothed: the fused people are, in 3-D) as ``process --mode live``
-        makes one for each source."""
+        look-ahead, the live mode's default refiners, its 2-D not smoothed: the fused people are, in 3-D) as
+        ``process --mode live`` makes one for each source."""
         if live:
-            choice = ModelChoice("human18", "live", max_people=self.state.max_people, smoothing=False)
+            choice = ModelChoice("human18", "live", max_people=self.state.max_people, refiners=None, smoothing=False)
             return partial(with_camera, self.services.make_session, choice)
         choice = ModelChoice("human18", "offline", 0, max_people=self.state.max_people)
         return partial(with_camera, self.services.make_session, choice)
@@ -72,7 +72,7 @@ class WindowViews:
         """Open the first view's video and play the fused result over it (module docstring)."""
         self._reset_source()
         self.pending_offline = False
-        self.show_mode("offline")
+        self.show_mode("live" if result.sequence.metadata.get("mode") == "live" else "offline")  # how it was tracked
         self.model_panel.show_replay(False)
         self.set_result(result.sequence)  # scaled to the heights given (Heights panel)
         self.views_result = result

@@ -86,13 +86,19 @@ def process_live_views(args: argparse.Namespace) -> int:
 
 
 def _session(args: argparse.Namespace, fov_deg: float):
-    """A live TrackingSession of ``process``'s options for a camera of ``fov_deg`` degrees across the long side,
-    its 2-D not smoothed (the fused people are, in 3-D)."""
+    """A live TrackingSession of :func:`view_config` (the app's Live box opens the same)."""
+    from posetracker.session import TrackingSession
+
+    return TrackingSession.open(args.skeleton, args.weights, view_config(args, fov_deg))
+
+
+def view_config(args: argparse.Namespace, fov_deg: float):
+    """The ``SessionConfig`` of each source's live session: ``process``'s options for a camera of ``fov_deg``
+    degrees across the long side (no --refiners: the live mode's defaults), its 2-D not smoothed (the fused
+    people are, in 3-D)."""
     import dataclasses
 
     from posetracker.cli.options import session_config
-    from posetracker.session import TrackingSession
 
     config = session_config(args, fov_deg)
-    config = dataclasses.replace(config, motion=dataclasses.replace(config.motion, smoothing=False))
-    return TrackingSession.open(args.skeleton, args.weights, config)
+    return dataclasses.replace(config, motion=dataclasses.replace(config.motion, smoothing=False))

@@ -8,7 +8,6 @@ import pytest
 
 from gui_helpers import fake_services, make_video, wait_until
 from test_gui_multicamera import write_toml
-from ui.multicamera_dialog import MultiCameraDialog
 
 pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
               pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise", "does not support activat")]
@@ -26,7 +25,8 @@ def test_live_plays_the_videos_as_cameras_and_the_window_shows_the_result(qtbot,
     dialog = window.views_dialog
     assert dialog.live.isChecked() and not dialog.live.isEnabled()  # locked while it runs
     wait_until(qtbot, lambda: window.views_result is not None, 20)
-    assert [(c.mode, c.smoothing) for c in services.choices] == [("live", False)] * 2
+    assert [(c.mode, c.smoothing, c.refiners) for c in services.choices] == [("live", False, None)] * 2
+    assert window.model_panel.mode.currentData() == "live"  # tracked live: the Mode panel says so
     assert all(0 < c.fov_deg < 180 for c in services.choices)
     meta = window.views_result.sequence.metadata
     live = meta["multiview"]["live"]
@@ -37,18 +37,42 @@ def test_live_plays_the_videos_as_cameras_and_the_window_shows_the_result(qtbot,
     assert not dialog.live.isChecked()
 
 
-def test_live_cancelled_says_so(qtbot, tmp_path):
-    videos = [str(make_video(tmp_path / f"cam0{i}.mp4", frames=90)) for i in (1, 2)]
-    slow = fake_services(delay=0.05)
-    from ui.services import ModelChoice, with_camera
+def test_live_cancelled_keeps_and_shows_what_was_tracked(qtbot, tmp_path):
+    """Cancel stops the cameras and keeps the instants tracked so far, as the CLI's Ctrl-C writes them: the
+    result is offered to the window, which shows it."""
+    from ui.main_window import MainWindow
 
-    dialog = MultiCameraDialog(lambda: None, live_sessions=lambda: lambda fov: with_camera(
-        slow.make_session, ModelChoice("human18", "live", smoothing=False), fov))
-    qtbot.addWidget(dialog)
-    dialog.set_inputs(videos, str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
-    dialog.live.setChecked(True)
-    assert dialog.start_run()
+    videos = [str(make_video(tmp_path / f"cam0{i}.mp4", frames=90)) for i in (1, 2)]
+    window = MainWindow(services=fake_services(delay=0.05))
+    qtbot.addWidget(window)
+    window.ask_open_views(videos, str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])), start=True, live=True)
+    dialog = window.views_dialog
     wait_until(qtbot, lambda: dialog.status.text().startswith("Live:"), 20)
     dialog.cancel_run()
     wait_until(qtbot, lambda: not dialog.running(), 20)
-    assert dialog.message.text() == "Cancelled: nothing was processed." and dialog.result is None
+    assert dialog.message.text().startswith("Cancelled, kept what was tracked in")
+    assert dialog.result is not None and window.views_result is dialog.result
+    seq = dialog.result.sequence
+    assert "incomplete" in seq.metadata and 1 <= len(seq) < 90
+    assert window.sequence is not None and window.model_panel.mode.currentData() == "live"
+
+
+def test_live_sessions_are_the_clis(tmp_path):
+    """The app's Live box and ``process SRC1 SRC2 --mode live`` open each view's session with the same settings
+    (the live mode's default refiners, its 2-D not smoothed)."""
+    from types import SimpleNamespace
+
+    from posetracker.cli import build_parser
+    from posetracker.cli.process_live_views import view_config
+    from posetracker.defaults import DEFAULT_MAX_PEOPLE
+    from ui.services import session_config
+    from ui.window_views import WindowViews
+
+    args = build_parser().parse_args(["process", "a.mp4", "b.mp4", "--mode", "live", "--calibration", "c.toml"])
+    cli = view_config(args, 50.0)
+    window = SimpleNamespace(state=SimpleNamespace(max_people=DEFAULT_MAX_PEOPLE),
+                             services=SimpleNamespace(make_session=lambda choice: choice))
+    app = session_config(WindowViews.views_sessions(window, live=True)(50.0))[2]
+    assert (app.mode, app.refine.refiners, app.motion.smoothing, app.depth.fov_deg, app.network.lookahead,
+            app.people.max_people) == (cli.mode, cli.refine.refiners, cli.motion.smoothing, cli.depth.fov_deg,
+                                       cli.network.lookahead, cli.people.max_people)
