@@ -20,7 +20,7 @@ and joints triangulated from the results' metadata.
     python studies/tools/live_views_check.py webcam /tmp/webcam     # cam01.mp4, cam02.mp4 at 544x960, 30 fps
     OMP_NUM_THREADS=1 python studies/tools/live_views_check.py speed --runs 3 --clips /tmp/webcam [--no-refiners]
     python studies/tools/live_views_check.py accuracy LIVE.json [LIVE2.json ...] --offline off4.json off2.json
-    OMP_NUM_THREADS=1 python studies/tools/live_views_check.py stages --offline off4.json   # error after each stage
+    OMP_NUM_THREADS=1 python studies/tools/live_views_check.py stages --offline off4.json [--variants]  # per stage
 """
 
 from __future__ import annotations
@@ -252,11 +252,31 @@ def stages(args) -> None:
         score(fused, "live solve, running bones" if smoothing else "triangulated as read")
     keep = finish._feet
     finish._feet = lambda seq: seq
-    score(live_sequence(fused, views, fps=60.0, sources=[], calibration_name="calibration.qca.txt", pairing={})[0]
-          .frames, "finished without the feet step")
+    bare = live_sequence(fused, views, fps=60.0, sources=[], calibration_name="calibration.qca.txt", pairing={})[0]
+    score(bare.frames, "finished without the feet step")
     finish._feet = keep
     score(live_sequence(fused, views, fps=60.0, sources=[], calibration_name="calibration.qca.txt", pairing={})[0]
           .frames, "finished (written)")
+    if args.variants:  # the feet step (motion.feet.plant_feet) on the finished-without-feet people, other ways
+        import dataclasses
+
+        import posetracker.analysis.ground as ground
+        from posetracker.motion.feet import FeetSettings, plant_feet
+
+        floor = bare.metadata["floor"]
+        snapped = {k: v for k, v in floor.items() if k != "on_floor_m"}  # as offline: on it within 3 cm
+        for label, meta, settings, stature in (
+                ("feet, on the calibration's floor within 3 cm (offline's)", {"floor": snapped}, None, None),
+                ("feet, the same with the woman's stature 1.36 m", {"floor": snapped}, None, 1.36),
+                ("feet, a floor fitted to the stance feet", {"floor": None}, None, None),
+                ("feet, each on their own floor, the body not moved", {}, FeetSettings(across=1e6, eps=1e6), None)):
+            m = {k: v for k, v in {**bare.metadata, **meta}.items() if v is not None}
+            default = ground.DEFAULT_STATURE_M
+            ground.DEFAULT_STATURE_M = stature or default  # her stature is unknown live: the default's
+            out, report = plant_feet(dataclasses.replace(bare, metadata=m), settings)
+            ground.DEFAULT_STATURE_M = default
+            score(out.frames, f"{label} (largest shifts "
+                  + ", ".join(f"{t}: {p['largest_shift_m']:.2f} m" for t, p in report.get("people", {}).items()) + ")")
 
 
 def main() -> None:
@@ -282,6 +302,8 @@ def main() -> None:
     g = sub.add_parser("stages")
     g.add_argument("--offline", required=True, help="the offline 4-view result (JSON)")
     g.add_argument("--root", default=D)
+    g.add_argument("--variants", action="store_true", help="also the feet step on the calibration's floor within "
+                   "3 cm, with the woman's stature given, on a fitted floor, and without moving the body")
     g.set_defaults(func=stages)
     args = ap.parse_args()
     args.func(args)
