@@ -26,6 +26,7 @@ from torch import nn
 
 from posetracker.model.live_graph import torch_parts
 from posetracker.model.network import PoseNet
+from posetracker.model.onnx_checks import identity, mark_checked, was_checked
 from posetracker.model.onnx_pads import fold_pads
 from posetracker.model.weights import weights_key
 
@@ -81,7 +82,7 @@ class StillGraph:
 
 def still_graph(net: PoseNet, threads: int = 1) -> StillGraph | None:
     """``net``'s still graph (exported once and cached beside the other exports), checked against torch on a
-    random batch; None when onnxruntime is missing or the export or check fails (the caller keeps its path)."""
+    random batch once per file (``onnx_checks``); None when onnxruntime is missing or the export or check fails (the caller keeps its path)."""
     from posetracker.model.runtime import _session, cache_dir
 
     try:
@@ -93,13 +94,16 @@ def still_graph(net: PoseNet, threads: int = 1) -> StillGraph | None:
         if not path.exists():
             export_still_step(net, path)
         graph = StillGraph(_session(path, threads))
-        x = torch.rand(2, 3, 64, 96, generator=torch.Generator().manual_seed(0)) * 255
-        with torch.no_grad():
-            ref = StillStep(net).eval()(x)
-        got = graph(x.numpy())
-        worst = max(float(np.abs(g - r.numpy()).max()) / max(1.0, float(r.abs().max())) for g, r in zip(got, ref))
-        if not np.isfinite(worst) or worst > 1e-3:
-            raise RuntimeError(f"ONNX still graph differs from torch by {worst:.2e} of its outputs' scale")
+        files = identity([path])
+        if not was_checked(files, cache_dir()):
+            x = torch.rand(2, 3, 64, 96, generator=torch.Generator().manual_seed(0)) * 255
+            with torch.no_grad():
+                ref = StillStep(net).eval()(x)
+            got = graph(x.numpy())
+            worst = max(float(np.abs(g - r.numpy()).max()) / max(1.0, float(r.abs().max())) for g, r in zip(got, ref))
+            if not np.isfinite(worst) or worst > 1e-3:
+                raise RuntimeError(f"ONNX still graph differs from torch by {worst:.2e} of its outputs' scale")
+            mark_checked(files, cache_dir())
         return graph
     except Exception as exc:  # any export/runtime problem: the caller's separate calls, say why
         warnings.warn(f"still graph not used ({exc}); separate runtime calls", RuntimeWarning, stacklevel=2)
