@@ -167,23 +167,31 @@ def test_the_session_reads_crops_with_the_crop_model(tmp_path, monkeypatch, ship
         TrackingSession(centre, config, tmp_path / "elsewhere")
 
 
-def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path, shipped_net):
-    """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
-    torch, studies/fly13.md); its readings equal torch's within a twentieth of a pixel."""
-    pytest.importorskip("onnxruntime")
+def _centre_with_crop_model(folder, shipped_net):
+    """A fresh fly13 centre model, and a crop model beside it in ``folder`` (crops.safetensors) whose centre head
+    finds a fly in any crop; the new heads' weights seeded, whatever ran before."""
     import torch
 
-    from posetracker.model.runtime import OnnxBackbone
     from posetracker.model.weights import save_posenet
-    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
     from posetracker.train.detector import new_detector
 
-    torch.manual_seed(0)  # the new heads' weights, whatever ran before
+    torch.manual_seed(0)
     centre = new_detector(FLY, shipped_net).eval()
     crop = new_detector(FLY, shipped_net).eval()
     with torch.no_grad():
         crop.heads.centre.out.bias.fill_(5.0)
-    save_posenet(crop, tmp_path / "crops.safetensors", source="test")
+    save_posenet(crop, folder / "crops.safetensors", source="test")
+    return centre
+
+
+def test_the_crop_model_runs_in_onnx_runtime_and_reads_as_torch(tmp_path, shipped_net):
+    """runtime "auto": the crops' batch goes through ONNX Runtime (the split mode's cost was the crop model in
+    torch, studies/fly13.md); its readings equal torch's within a twentieth of a pixel."""
+    pytest.importorskip("onnxruntime")
+    from posetracker.model.runtime import OnnxBackbone
+    from posetracker.session import NetworkSettings, RefineSettings, SessionConfig, TrackingSession
+
+    centre = _centre_with_crop_model(tmp_path, shipped_net)
     fast = TrackingSession(centre, SessionConfig(mode="offline", network=NetworkSettings(runtime="auto"),
                                                  refine=RefineSettings(refiners=())), tmp_path)
     slow = TrackingSession(centre, SessionConfig(mode="offline", network=NetworkSettings(runtime="torch"),
@@ -203,18 +211,9 @@ def test_a_frame_s_crops_are_one_runtime_call_and_read_as_the_separate_calls(tmp
     rounding of this random model's heads; the shipped fly13 pair's live poses moved 6e-5 px, studies/fly13.md)
     (issue #49)."""
     pytest.importorskip("onnxruntime")
-    import torch
-
-    from posetracker.model.weights import save_posenet
     from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
-    from posetracker.train.detector import new_detector
 
-    torch.manual_seed(0)  # the new heads' weights, whatever ran before
-    centre = new_detector(FLY, shipped_net).eval()
-    crop = new_detector(FLY, shipped_net).eval()
-    with torch.no_grad():
-        crop.heads.centre.out.bias.fill_(5.0)
-    save_posenet(crop, tmp_path / "crops.safetensors", source="test")
+    centre = _centre_with_crop_model(tmp_path, shipped_net)
     session = TrackingSession(centre, SessionConfig(mode="live", network=NetworkSettings(runtime="auto"),
                                                     people=PeopleSettings(max_people=2),
                                                     refine=RefineSettings(refiners=())), tmp_path)
