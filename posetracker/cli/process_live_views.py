@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 
@@ -42,8 +41,7 @@ def process_live_views(args: argparse.Namespace) -> int:
     from functools import partial
 
     from posetracker.cli.options import InterruptFlag
-    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
-    from posetracker.export.registry import check_target
+    from posetracker.cli.views_output import views_target, write_views
     from posetracker.multiview.calibration import CalibrationError, read_calibrations
     from posetracker.multiview.live_run import run_live_sources
     from posetracker.multiview.process import ViewsError
@@ -55,9 +53,7 @@ def process_live_views(args: argparse.Namespace) -> int:
         print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
         return 2
     stem = Path(sources[0]).stem.replace(":", "_")
-    exporter = get_exporter(args.format) if args.format else exporter_for_path(args.out or f"{stem}.poses.csv")
-    out = with_suffix(args.out, exporter) if args.out else Path(f"{stem}.multiview.poses.csv")
-    check_target(out, args.force)
+    exporter, out = views_target(args, stem)
     interrupted = InterruptFlag()
     print(f"tracking {len(sources)} sources live: "
           + ", ".join(f"{s} -> {c.name}" for s, c in zip(sources, cameras))
@@ -71,15 +67,8 @@ def process_live_views(args: argparse.Namespace) -> int:
     except ViewsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
-    seq = result.sequence
-    for line in result.lines[:-1]:
-        print(line, file=sys.stderr)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    try:
-        files = exporter.write(seq, out, force=args.force)
-    except ExportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    files = write_views(result.sequence, result.lines[:-1], result.warnings, exporter, out, args.force)
+    if files is None:
         return 1
     print(f"{result.lines[-1]} -> {', '.join(map(str, files))}")
     return 130 if interrupted.hit else 0

@@ -22,8 +22,7 @@ def process_views(args: argparse.Namespace) -> int:
     from functools import partial
 
     from posetracker.cli.options import progress_bar
-    from posetracker.export import ExportError, exporter_for_path, get_exporter, with_suffix
-    from posetracker.export.registry import check_target
+    from posetracker.cli.views_output import views_target, write_views
     from posetracker.multiview.calibration import CalibrationError, read_calibrations
     from posetracker.multiview.process import ViewsError, cameras_for_views, process_views as run_views
 
@@ -44,9 +43,7 @@ def process_views(args: argparse.Namespace) -> int:
         print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
         return 2
     stem = Path(views[0]).stem
-    exporter = get_exporter(args.format) if args.format else exporter_for_path(args.out or f"{stem}.poses.csv")
-    out = with_suffix(args.out, exporter) if args.out else Path(f"{stem}.multiview.poses.csv")
-    check_target(out, args.force)
+    exporter, out = views_target(args, stem)
     bars: dict[int, tuple] = {}  # view -> its tqdm bar and update
 
     def progress(view: int, done: int, total: int | None) -> None:
@@ -70,14 +67,8 @@ def process_views(args: argparse.Namespace) -> int:
             bar.close()
     seq = result.sequence
     seq.metadata["multiview"]["seconds"] = round(time.perf_counter() - t0, 2)
-    for line in result.lines:
-        print(line, file=sys.stderr)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
-    try:
-        files = exporter.write(seq, out, force=args.force)
-    except ExportError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+    files = write_views(seq, result.lines, result.warnings, exporter, out, args.force)
+    if files is None:
         return 1
     people = len(seq.track_ids())
     print(f"{len(seq)} frames, {len(views)} views, {people} {'person' if people == 1 else 'people'} in 3-D -> "
