@@ -62,7 +62,6 @@ def test_trained_temporal_block_leaves_frames_without_context_unchanged():
         assert torch.allclose(second[:, 0], fused, atol=1e-5)
 
 
-
 def test_a_still_skips_the_temporal_block_with_the_same_outputs(monkeypatch):
     """A still (T = 1, no gradients: the top-down crops, the tiles) does not run the temporal block, whose
     output there is its input (test above): the outputs equal those through the block bit for bit."""
