@@ -31,7 +31,8 @@ def test_live_plays_the_videos_as_cameras_and_the_window_shows_the_result(qtbot,
     meta = window.views_result.sequence.metadata
     live = meta["multiview"]["live"]
     assert live["paced"] and live["read"][1] >= 14 and live["instants"] >= 1 and meta["mode"] == "live"
-    assert dialog.message.text().startswith("Done in") and dialog.live.isEnabled()
+    wait_until(qtbot, dialog.live.isEnabled, 20)  # unlocked once the job's thread has ended (after the result)
+    assert dialog.message.text().startswith("Done in")
     assert window.state.source == videos[0]
     window.ask_open_views(live=False)
     assert not dialog.live.isChecked()
