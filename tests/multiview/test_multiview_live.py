@@ -167,7 +167,9 @@ def test_live_sources_are_paired_by_time_and_the_faster_ones_frames_dropped():
         assert abs(a.timestamp - b.timestamp) <= 1 / 30 + 0.02
     assert stats.read[1] == 10 and stats.read[0] >= 28  # the faster one stops with the slower
     assert stats.dropped[1] == 0 and 17 <= stats.dropped[0] <= 21
-    assert np.median(stats.spread_ms) < 25
+    # arrival spread: the faster camera's frame of the same instant, or the one before it when its reader thread
+    # was not scheduled in time (a busy machine: seen 33 ms medians beside another test worker), never older
+    assert np.median(stats.spread_ms) < 1000 / 30 + 15
 
 
 @needs_lavfi
