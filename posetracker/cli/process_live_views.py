@@ -16,25 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-
-def cameras_for_sources(cameras: list, sources: list[str]) -> list:
-    """Each source's camera: the one its name names (a file's stem, ``cam01`` for ``cam01.mp4``; any other
-    source's whole text, ``lavfi:movie=cam01.mp4``) when every source names a different one, else the
-    calibration's cameras in order when there are as many; CalibrationError otherwise."""
-    from posetracker.multiview.calibration import CalibrationError, camera_named
-
-    keys = [Path(s).stem if Path(s).is_file() else s for s in sources]
-    try:
-        chosen = [camera_named(cameras, k) for k in keys]
-        if len({c.name for c in chosen}) == len(chosen):
-            return chosen
-    except CalibrationError:
-        pass
-    if len(cameras) != len(sources):
-        raise CalibrationError(f"the calibration has {len(cameras)} cameras ({', '.join(c.name for c in cameras)}) "
-                               f"for {len(sources)} sources: name each source's camera in it (cam01.mp4) or give a "
-                               "calibration of as many cameras as sources (taken in order)")
-    return list(cameras)
+from posetracker.multiview.live_check import cameras_for_sources  # the app's live check takes the same rule
 
 
 def process_live_views(args: argparse.Namespace) -> int:

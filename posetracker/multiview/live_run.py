@@ -27,11 +27,13 @@ LiveProgress = Callable[[PairStats, float], None]
 def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration], make_session: Callable[[float], Any],
                      *, calibration_name: str, paced: bool = False, smoothing: bool = True, rigid_bones: bool = True,
                      heights=None, repair_swaps: bool = False, cancel: Callable[[], bool] | None = None,
-                     progress: LiveProgress | None = None) -> ViewsResult:
+                     progress: LiveProgress | None = None, opener: Callable[[str], Any] | None = None) -> ViewsResult:
     """Track ``sources`` (one per camera of ``cameras``, in order; the first the reference) live (module
     docstring). ``smoothing``: the live motion solve of the fused people; ``rigid_bones``, ``heights``,
     ``repair_swaps``: the finishing step's. ``cancel()`` True stops after the instant in hand (the instants so far
     are finished and returned, ``metadata["incomplete"]`` says so); ``progress`` is called after each instant.
+    ``opener``: a source's text -> its FrameSource (default ``capture.open_source``; the app passes its own, which
+    its tests point at fake cameras).
     Raises ViewsError (a source or a session that cannot be opened: code 2; a source failing part-way, no instant
     tracked: code 1)."""
     from posetracker.capture import CaptureError, open_source
@@ -43,7 +45,7 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     opened = []
     try:
         for spec in sources:
-            opened.append(open_source(spec))
+            opened.append((opener or open_source)(spec))
         sessions = [make_session(calibrated_fov(cam)) for cam in cameras]
     except (CaptureError, RefinerError) as exc:
         for s in opened:

@@ -1,0 +1,110 @@
+"""Several live sources and a calibration as a set-up, before a live run: what ``posetracker process SRC1 SRC2 ...
+--mode live --calibration FILE`` takes and the app's File > Open several cameras checks with Live on.
+
+- :func:`cameras_for_sources`: each source's calibrated camera, the CLI's rule (a source naming one takes it,
+  else the calibration's cameras in order).
+- :func:`check_sources`: each source opened once (a connected camera: opened and one frame read), its size fitted
+  to its camera as the run fits it (``live_run.fit_camera``), and the first thing that stops the set-up, in words,
+  as :func:`.process.check_views` does for offline videos.
+- :func:`played_rate`: the rate a live result's instants were read at by the first source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from posetracker.capture import CAMERA_PREFIX, FrameSource
+from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, read_calibrations
+from posetracker.multiview.process import ViewInfo, ViewsCheck
+from posetracker.types import PoseSequence
+
+Opener = Callable[[str], FrameSource]  # a source's text -> the opened source (posetracker.capture.open_source)
+
+
+def is_camera(source: str) -> bool:
+    """``camera:N`` (or ``camera:/dev/videoN``): a connected camera, which can only be tracked live."""
+    return str(source).startswith(CAMERA_PREFIX)
+
+
+def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[str]) -> list[CameraCalibration]:
+    """Each source's camera: the one its name names (a file's stem, ``cam01`` for ``cam01.mp4``; any other
+    source's whole text, ``lavfi:movie=cam01.mp4``) when every source names a different one, else the
+    calibration's cameras in order when there are as many; CalibrationError otherwise."""
+    keys = [Path(s).stem if Path(s).is_file() else s for s in sources]
+    try:
+        chosen = [camera_named(list(cameras), k) for k in keys]
+        if len({c.name for c in chosen}) == len(chosen):
+            return chosen
+    except CalibrationError:
+        pass
+    if len(cameras) != len(sources):
+        raise CalibrationError(f"the calibration has {len(cameras)} cameras ({', '.join(c.name for c in cameras)}) "
+                               f"for {len(sources)} sources: name each source's camera in it (cam01.mp4) or give a "
+                               "calibration of as many cameras as sources (taken in order)")
+    return list(cameras)
+
+
+def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Opener | None = None) -> ViewsCheck:
+    """The live set-up of ``sources`` (cameras ``camera:N``, video files, ``lavfi:GRAPH``) with the calibration
+    files: each source opened by ``opener`` (default ``capture.open_source``; a camera reads its first frame) and
+    closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
+    its size is not its camera's (the run scales the camera, or warns of another aspect), a ``problem`` where it
+    cannot be opened; and the first thing that stops the set-up. Never raises."""
+    from posetracker.capture import CaptureError, open_source
+    from posetracker.multiview.live_run import fit_camera
+
+    opener = opener or open_source
+    cameras: list[CameraCalibration] = []
+    problem = ""
+    if calibration:
+        try:
+            cameras = read_calibrations(list(calibration))
+        except (CalibrationError, OSError, ValueError) as exc:
+            problem = f"The calibration cannot be read: {exc}"
+    chosen: list[CameraCalibration | None] = [None] * len(sources)
+    if cameras and len(sources) >= 2:
+        try:
+            chosen = list(cameras_for_sources(cameras, sources))
+        except CalibrationError as exc:
+            problem = problem or f"{str(exc)[:1].upper()}{str(exc)[1:]}."
+    infos = []
+    for source, cam in zip(sources, chosen):
+        frames = fps = size = None
+        trouble = note = ""
+        try:
+            with opener(source) as opened:
+                frames, fps, size = opened.frame_count, float(opened.fps), tuple(opened.size)
+        except (CaptureError, OSError, ValueError) as exc:
+            trouble = f"cannot be {'opened' if is_camera(source) else 'read'}: {exc}"
+        if cam is not None and size is not None:
+            note = fit_camera(cam, size)[1]
+        infos.append(ViewInfo(str(source), frames, fps, size, cam.name if cam else None, trouble, note))
+    if len(sources) < 2:
+        problem = "Add at least two sources (videos or connected cameras), one per calibrated camera."
+    elif not calibration:
+        problem = problem or "Choose the calibration file (.qca.txt, .toml, .yml or .xml) of these cameras."
+    elif not problem:
+        bad = next((i for i in infos if i.problem), None)
+        if bad is not None:
+            problem = f"{_label(bad.path)}: {bad.problem}."
+    return ViewsCheck(infos, [c.name for c in cameras], problem)
+
+
+def _label(source: str) -> str:
+    return source if is_camera(source) else Path(source).name
+
+
+def played_rate(seq: PoseSequence) -> float:
+    """Frames per second of the first source over a live result's instants (each instant's ``index`` is the first
+    source's frame number, its ``timestamp`` that frame's time; frames between instants were dropped): the rate to
+    play that source's frames at. ``seq.fps`` where there are too few instants to say."""
+    frames = seq.frames
+    if len(frames) >= 2:
+        span = frames[-1].timestamp - frames[0].timestamp
+        if span > 0 and frames[-1].index > frames[0].index:
+            return (frames[-1].index - frames[0].index) / span
+    return float(seq.fps or 30.0)
+
+
+__all__ = ["Opener", "cameras_for_sources", "check_sources", "is_camera", "played_rate"]
