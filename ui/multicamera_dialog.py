@@ -1,39 +1,57 @@
-"""File > Open several cameras: synchronised videos of the same people from calibrated cameras, triangulated into
-one result in the calibration's metres, as ``posetracker process cam1.mp4 cam2.mp4 ... --calibration FILE`` does.
+"""File > Open several cameras: synchronised videos, or connected cameras, of the same people from calibrated
+cameras, triangulated into one result in the calibration's metres, as ``posetracker process cam1.mp4 cam2.mp4 ...
+--calibration FILE`` (or ``process camera:0 camera:1 --mode live --calibration FILE``) does.
 
-The dialog lists the videos (each one's camera in the calibration, frames, rate, size, and what is wrong with it),
-says in words what stops the set-up (``posetracker.multiview.process.check_views``), and runs
-``posetracker.multiview.process.process_views`` (the CLI's library call) in a worker thread with a progress bar and
-Cancel. With Live ticked the videos are played at their frame rate as cameras deliver and each instant is
-triangulated as it comes (``posetracker.multiview.live_run.run_live_sources``, what ``process ... --mode live
---paced`` runs). The result goes out as ``result_ready(ViewsResult)``; the window shows it (``ui.window_views``).
+The dialog lists the sources (each one's camera in the calibration, frames, rate, size, and what is wrong with it),
+says in words what stops the set-up (``posetracker.multiview.process.check_views``; Live:
+``posetracker.multiview.live_check.check_sources``, which opens each connected camera and reads a frame), and runs
+the CLI's library call in a worker thread (``ui.views_worker``) with a progress bar and Cancel. With Live ticked
+the sources are tracked live, each instant triangulated as it comes (``posetracker.multiview.live_run``, what
+``process ... --mode live --paced`` runs); a connected camera ticks Live and locks it (a camera cannot be processed
+offline). The result goes out as ``result_ready(ViewsResult)``; the window shows it (``ui.window_views``).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (
-    QAbstractItemView, QCheckBox, QFileDialog, QFormLayout, QGroupBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-    QProgressBar, QPushButton, QStyledItemDelegate, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget,
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QFormLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMenu,
+    QProgressBar,
+    QPushButton,
+    QStyledItemDelegate,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
 )
 
+from posetracker.capture import CameraInfo
+from posetracker.multiview.live_check import check_sources, is_camera
 from posetracker.multiview.process import ViewsCheck, check_views
-from .packets import describe_error
-from .worker_dialog import ERROR_COLOR, StoppableWorker, WorkerDialog
 
-COLUMNS = ("Video", "Camera", "Frames", "FPS", "Size", "Check")
+from .views_worker import SessionMaker, SourceOpener, ViewsWorker
+from .worker_dialog import ERROR_COLOR, WorkerDialog
+
+COLUMNS = ("Source", "Camera", "Frames", "FPS", "Size", "Check")
 NOTE_COLOR = "#8a6d00"
 VIDEO_FILTER = "Videos (*.mp4 *.avi *.mov *.mkv *.webm *.m4v *.mpg *.ts);;All files (*)"
 CALIBRATION_FILTER = ("Calibrations (*.qca.txt *.qca *.toml *.yml *.yaml *.xml);;Qualisys (*.qca.txt *.qca);;"
                       "Pose2Sim / anipose / FreeMoCap (*.toml);;OpenCV (*.yml *.yaml *.xml);;All files (*)")
 CALIBRATION_SEPARATOR = ";"  # between several calibration files in the field
-SessionMaker = Callable[[float], Any]  # fov_deg -> a tracking session (ui.services.with_camera)
+CAMERA_LIVE_NOTE = "Live is on and stays on: a connected camera cannot be processed offline."
 
 
 class _ElideRight(QStyledItemDelegate):
@@ -44,95 +62,29 @@ class _ElideRight(QStyledItemDelegate):
         option.textElideMode = Qt.TextElideMode.ElideRight
 
 
-class ViewsWorker(StoppableWorker):
-    """Runs ``process_views`` on the set-up; ``progress(done, total)`` counts frames over every view."""
-
-    progress = Signal(int, int)
-    status = Signal(str)
-    done = Signal(object)  # posetracker.multiview.process.ViewsResult
-    failed = Signal(str)
-
-    def __init__(self, views: list[str], calibration: list[str], make_session: SessionMaker,
-                 frames: list[int | None], live: bool = False):
-        super().__init__()
-        self.views, self.calibration, self.make_session, self.live = views, calibration, make_session, live
-        self.frames = [max(int(f or 0), 0) for f in frames]
-        self._view = -1
-        self._last = 0.0
-        self.seconds = 0.0  # how long the run took, when it is done
-
-    @Slot()
-    def run(self) -> None:
-        from posetracker.multiview.calibration import CalibrationError, read_calibrations
-        from posetracker.multiview.process import ViewsError, cameras_for_views, process_views
-
-        t0 = time.monotonic()
-        try:
-            cameras = cameras_for_views(read_calibrations(self.calibration), self.views)
-            self.cameras = [c.name for c in cameras]
-            if self.live:  # the videos played as cameras, each instant triangulated as it comes
-                from posetracker.multiview.live_run import run_live_sources
-
-                self.status.emit(f"Playing {len(self.views)} videos as cameras, live…")
-                result = run_live_sources(self.views, cameras, self.make_session,
-                                          calibration_name=Path(self.calibration[0]).name, paced=True,
-                                          cancel=self.stopping, progress=self._live_report)
-            else:
-                result = process_views(self.views, cameras, self.make_session,
-                                       calibration_name=Path(self.calibration[0]).name, progress=self._report,
-                                       cancel=self.stopping, say=self.status.emit)
-            if result is None:  # offline cancelled; live gives the instants tracked so far (as Ctrl-C writes them)
-                self.failed.emit("Cancelled: nothing was processed.")
-            else:
-                self.seconds = time.monotonic() - t0
-                self.done.emit(result)
-        except (CalibrationError, ViewsError) as exc:
-            self.failed.emit(describe_error(exc)[:1].upper() + describe_error(exc)[1:])
-        except Exception as exc:  # noqa: BLE001 - shown in the dialog, the app stays usable
-            self.failed.emit(f"Processing the cameras failed: {describe_error(exc)}")
-        finally:
-            self.finished.emit()
-
-    def _live_report(self, stats, seconds: float) -> None:
-        """Live: the first video's frames played (``live_sources.PairStats``) and the instants tracked per second."""
-        t = time.monotonic()
-        if t - self._last >= 0.1:
-            self._last = t
-            self.progress.emit(stats.read[0], self.frames[0])
-            self.status.emit(f"Live: {stats.instants} instants triangulated, {stats.instants / max(seconds, 1e-6):.1f}"
-                             f" per s; frames dropped per camera {stats.dropped}")
-
-    def _report(self, view: int, done: int, total: int | None) -> None:
-        if view != self._view:
-            self._view = view
-            self.status.emit(f"Tracking {self.cameras[view]} (view {view + 1} of {len(self.views)})…")
-        before = sum(self.frames[:view])
-        t = time.monotonic()
-        last = view == len(self.views) - 1 and total and done >= total
-        if t - self._last >= 0.1 or last:
-            self._last = t
-            self.progress.emit(before + done, sum(self.frames))
-        if last:
-            self.status.emit("Matching the people across the views, triangulating, solving their motion…")
-
-
 class MultiCameraDialog(WorkerDialog):
-    """Videos (add, remove, move up: the first is shown), calibration file, a check per video and for the set-up,
-    Live, Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process, the session maker of the
-    model settings of the moment (fov_deg -> session); ``live_sessions()`` the same for Live."""
+    """Videos and connected cameras (add, remove, move up: the first is shown), calibration file, a check per
+    source and for the set-up, Live, Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process,
+    the session maker of the model settings of the moment (fov_deg -> session); ``live_sessions()`` the same for
+    Live. ``cameras()`` lists the connected cameras (``ui.services.Services.list_cameras``); ``opener`` opens a
+    source for the checks and the live run (None: ``capture.open_source``; the window passes its services')."""
 
     result_ready = Signal(object)  # ViewsResult
     cancelling = "Cancelling: the view being tracked stops…"
 
     def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None,
-                 live_sessions: Callable[[], SessionMaker] | None = None):
+                 live_sessions: Callable[[], SessionMaker] | None = None,
+                 cameras: Callable[[], list[CameraInfo]] | None = None, opener: SourceOpener | None = None):
         super().__init__(parent)
+        self.cameras = cameras or (list)
+        self.opener = opener
         self.sessions = sessions
         self.live_sessions = live_sessions or sessions  # Live: live sessions, 2-D not smoothed
         self.setWindowTitle("Open several cameras")
         self.setObjectName("multiCameraDialog")
         self.check: ViewsCheck = check_views([], [])
         self.result = None  # the last run's ViewsResult
+        self._labels: dict[str, str] = {}  # camera:N -> what the table shows ("camera:0 (HD Webcam)")
         self._build()
         self._set_running(False)
         self.refresh()
@@ -140,11 +92,12 @@ class MultiCameraDialog(WorkerDialog):
     # ------------------------------------------------------------------ construction
 
     def _build(self) -> None:
-        intro = QLabel("Synchronised videos of the same people, each from a calibrated camera, are tracked, "
-                       "matched and triangulated into one result in the calibration's metres, as "
+        intro = QLabel("Synchronised videos, or connected cameras, of the same people, each from a calibrated camera, "
+                       "are tracked, matched and triangulated into one result in the calibration's metres, as "
                        "<tt>posetracker process cam1.mp4 cam2.mp4 … --calibration FILE</tt> does. Each video's "
-                       "file name names its camera (cam01.mp4: camera cam01). The first video is shown in the "
-                       "window with the people reprojected into it.")
+                       "file name names its camera (cam01.mp4: camera cam01); connected cameras (Live) take the "
+                       "calibration's cameras in order, as <tt>process camera:0 camera:1 --mode live</tt> does. "
+                       "The first source is shown in the window with the people reprojected into it.")
         intro.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels(COLUMNS)
@@ -162,16 +115,21 @@ class MultiCameraDialog(WorkerDialog):
         header.setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
         self.table.setColumnWidth(0, 160)
         self.add_videos = QPushButton("Add videos…")
+        self.add_camera_button = QPushButton("Add camera")
+        self.add_camera_button.setToolTip("A connected camera as one view: tracked live (camera:N)")
+        self.camera_menu = QMenu(self.add_camera_button)
+        self.camera_menu.aboutToShow.connect(self._fill_camera_menu)
+        self.add_camera_button.setMenu(self.camera_menu)
         self.remove = QPushButton("Remove")
         self.move_up = QPushButton("Move up")
         self.move_up.setToolTip("The first video is the reference: the result is in its camera's frame and shown "
                                 "over its video")
         side = QVBoxLayout()
         side.setContentsMargins(0, 0, 0, 0)
-        for b in (self.add_videos, self.remove, self.move_up):
+        for b in (self.add_videos, self.add_camera_button, self.remove, self.move_up):
             side.addWidget(b)
         side.addStretch(1)
-        videos_box = QGroupBox("Videos (one per camera)")
+        videos_box = QGroupBox("Videos or connected cameras (one per calibrated camera)")
         videos_row = QHBoxLayout(videos_box)
         videos_row.addWidget(self.table, 1)
         videos_row.addLayout(side)
@@ -185,11 +143,16 @@ class MultiCameraDialog(WorkerDialog):
         calib_row.addWidget(self.browse)
         form = QFormLayout()
         form.addRow("Calibration", calib_row)
-        self.live = QCheckBox("Live: play the videos at their frame rate as cameras and triangulate each instant as "
-                              "it comes (frames the model cannot keep up with are dropped)")
-        self.live.setToolTip("As posetracker process cam1.mp4 cam2.mp4 --mode live --paced --calibration FILE: one "
-                             "live session per camera, the people matched and triangulated instant by instant")
+        self.live = QCheckBox("Live: track the cameras (videos played at their frame rate) and triangulate each "
+                              "instant as it comes (frames the model cannot keep up with are dropped)")
+        self.live.setToolTip("As posetracker process camera:0 camera:1 (or cam1.mp4 cam2.mp4 --paced) --mode live "
+                             "--calibration FILE: one live session per camera, the people matched and triangulated "
+                             "instant by instant")
+        self.live_note = QLabel("")
+        self.live_note.setStyleSheet(f"color: {NOTE_COLOR};")
+        self.live_note.setVisible(False)
         form.addRow("", self.live)
+        form.addRow("", self.live_note)
         self.message = QLabel("")
         self.message.setWordWrap(True)
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -215,6 +178,7 @@ class MultiCameraDialog(WorkerDialog):
         self.move_up.clicked.connect(self.move_selected_up)
         self.browse.clicked.connect(self.ask_calibration)
         self.calibration.editingFinished.connect(self.refresh)
+        self.live.toggled.connect(self._live_toggled)
         self.start.clicked.connect(self.start_run)
 
     # ------------------------------------------------------------------ inputs
@@ -244,7 +208,7 @@ class MultiCameraDialog(WorkerDialog):
             have.add(path)
             row = self.table.rowCount()
             self.table.insertRow(row)
-            item = QTableWidgetItem(Path(path).name)
+            item = QTableWidgetItem(self._labels.get(path, path) if is_camera(path) else Path(path).name)
             item.setData(Qt.ItemDataRole.UserRole, path)
             item.setToolTip(path)
             self.table.setItem(row, 0, item)
@@ -254,6 +218,29 @@ class MultiCameraDialog(WorkerDialog):
         if paths:
             self._append(paths)
             self.refresh()
+
+    def _fill_camera_menu(self) -> None:
+        """The Add camera menu: the connected cameras now (one not already a view), or why there is none."""
+        self.camera_menu.clear()
+        try:
+            found = list(self.cameras())
+        except Exception as exc:  # noqa: BLE001 - listing cameras must not break the dialog
+            self.camera_menu.addAction(f"The cameras could not be listed: {exc}").setEnabled(False)
+            return
+        have = set(self.views())
+        for cam in found:
+            spec = f"camera:{cam.index}"
+            action = self.camera_menu.addAction(f"{spec}  {cam.name}", lambda c=cam: self.add_camera(c.index, c.name))
+            action.setEnabled(spec not in have)
+        if not found:
+            self.camera_menu.addAction("No camera found (is one connected?)").setEnabled(False)
+
+    def add_camera(self, index: int, name: str = "") -> None:
+        """Add connected camera ``index`` (``camera:N``; ``name`` its label) as a view: Live goes on and stays."""
+        spec = f"camera:{int(index)}"
+        self._labels[spec] = f"{spec} ({name})" if name else spec
+        self._append([spec])
+        self.refresh()
 
     def ask_calibration(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Calibration of the cameras (OpenCV: one file per camera)", "",
@@ -278,13 +265,32 @@ class MultiCameraDialog(WorkerDialog):
 
     # ------------------------------------------------------------------ checks
 
+    def cameras_chosen(self) -> bool:
+        """Whether a connected camera is one of the views (Live is then on and locked)."""
+        return any(map(is_camera, self.views()))
+
+    def _live_toggled(self, _on: bool) -> None:
+        if not self.running():
+            self.refresh()  # Live matches the sources as the CLI's --mode live does
+
     def refresh(self) -> None:
-        """Check the set-up again (``check_views``): fill the table, say what stops it, enable Process."""
-        self.check = check_views(self.views(), self.calibration_files())
+        """Check the set-up again (``check_views``; Live: ``check_sources``, each camera opened and a frame read):
+        fill the table, say what stops it, enable Process. A connected camera ticks Live and locks it."""
+        cameras = self.cameras_chosen()
+        if cameras and not self.live.isChecked():
+            self.live.blockSignals(True)
+            self.live.setChecked(True)
+            self.live.blockSignals(False)
+        self.live_note.setText(CAMERA_LIVE_NOTE if cameras else "")
+        self.live_note.setVisible(cameras)
+        if self.live.isChecked():
+            self.check = check_sources(self.views(), self.calibration_files(), self.opener)
+        else:
+            self.check = check_views(self.views(), self.calibration_files())
         for row, info in enumerate(self.check.views):
             fps = f"{info.fps:g}" if info.fps else "?"
             size = f"{info.size[0]}x{info.size[1]}" if info.size else "?"
-            frames = str(info.frames) if info.frames else "?"
+            frames = str(info.frames) if info.frames else ("live" if is_camera(info.path) else "?")
             verdict = info.problem or info.note or ("ok" if info.camera else "")
             cells = (info.camera or "—", frames, fps, size, verdict)
             for col, text in enumerate(cells, start=1):
@@ -296,17 +302,25 @@ class MultiCameraDialog(WorkerDialog):
         if self.check.problem:
             self.show_message(self.check.problem, error=True)
         else:
-            frames = [i.frames for i in self.check.views]
+            frames = [i.frames for i in self.check.views if not is_camera(i.path)]
             cams = ", ".join(i.camera for i in self.check.views if i.camera)
-            self.show_message(f"Ready: {len(frames)} videos, cameras {cams} of {len(self.check.cameras)} in the "
-                              f"calibration; {min((f or 0) for f in frames)} frames in the shortest.")
+            connected = len(self.check.views) - len(frames)
+            what = (f"{len(frames)} videos" if not connected else f"{connected} connected cameras" if not frames else
+                    f"{connected} connected cameras and {len(frames)} videos")
+            self.show_message(f"Ready: {what}, cameras {cams} of {len(self.check.cameras)} in the calibration"
+                              + (f"; {min((f or 0) for f in frames)} frames in the shortest video." if frames else
+                                 ": tracked live until Cancel."))
         self._set_running(self.running())
 
     def _set_running(self, busy: bool) -> None:
         super()._set_running(busy)
         self.start.setEnabled(not busy and self.check.ready)
-        for w in (self.add_videos, self.remove, self.move_up, self.calibration, self.browse, self.live):
+        for w in (self.add_videos, self.add_camera_button, self.remove, self.move_up, self.calibration, self.browse):
             w.setEnabled(not busy)
+        self.live.setEnabled(not busy and not self.cameras_chosen())
+        if not busy and self.progress.maximum() == 0:  # a camera's busy bar: stopped
+            self.progress.setRange(0, 1)
+            self.progress.setValue(1 if self.result is not None else 0)
 
     def _show_status(self, text: str) -> None:
         self.status.setText(text)
@@ -323,9 +337,12 @@ class MultiCameraDialog(WorkerDialog):
         self.status.setText("Loading the model…")
         live = self.live.isChecked()
         worker = ViewsWorker(self.views(), self.calibration_files(), (self.live_sessions if live else self.sessions)(),
-                             frames, live)
+                             frames, live, self.opener)
         self.launch_frames(worker, frames[:1] if live else frames, "multicamera",
-                           f"Playing {len(frames)} views live…" if live else f"Processing {len(frames)} views…")
+                           f"Tracking {len(frames)} views live… (Cancel stops them and keeps what was tracked)"
+                           if live else f"Processing {len(frames)} views…")
+        if is_camera(self.views()[0]):  # a camera has no end: a busy bar
+            self.progress.setRange(0, 0)
         return True
 
     @Slot(object)
@@ -342,6 +359,10 @@ class MultiCameraDialog(WorkerDialog):
         who = f"{people} {'person' if people == 1 else 'people'}"
         done = "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done"
         self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
-                          f"shown in the window over {Path(result.views[0]).name}."
+                          f"shown in the window over {self._shown_over(result.views[0])}."
                           + "".join(f" Warning: {w}" for w in result.warnings))
         self.result_ready.emit(result)
+
+    @staticmethod
+    def _shown_over(view: str) -> str:
+        return f"grey frames of {view} (a camera's frames are not kept)" if is_camera(view) else Path(view).name

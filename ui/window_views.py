@@ -6,7 +6,9 @@ File > Open several cameras opens :class:`ui.multicamera_dialog.MultiCameraDialo
 with the fused people reprojected into it, the 3-D view and the plots read the triangulated people (the first
 camera's frame, the calibration's metres), the Heights panel lists them and Export writes them. The toolbar's
 Camera picker shows another view's video with the same people reprojected into it
-(``posetracker.multiview.fuse.seen_from``); the result, the 3-D view and Export stay the first camera's.
+(``posetracker.multiview.fuse.seen_from``); the result, the 3-D view and Export stay the first camera's. A
+connected camera's frames are not kept by a live run: its view plays grey frames of its size
+(``posetracker.capture.blank.BlankSource``) with the people drawn where the camera saw them.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ from pathlib import Path
 
 from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 
+from posetracker.capture.blank import BlankSource
 from posetracker.multiview.fuse import seen_from
+from posetracker.multiview.live_check import is_camera, played_rate
 from posetracker.recording import ReplaySession
-from .services import ModelChoice, with_camera
+from .services import ModelChoice, camera_index, with_camera
 
 
 def view_replay(seq) -> ReplaySession:
@@ -45,7 +49,8 @@ class WindowViews:
         from .multicamera_dialog import MultiCameraDialog
 
         if self.views_dialog is None:
-            self.views_dialog = MultiCameraDialog(self.views_sessions, self, partial(self.views_sessions, live=True))
+            self.views_dialog = MultiCameraDialog(self.views_sessions, self, partial(self.views_sessions, live=True),
+                                                  cameras=lambda: self.services.list_cameras(), opener=self.open_view)
             self.views_dialog.result_ready.connect(self.show_views_result)
         if views is not None or calibration is not None:
             self.views_dialog.set_inputs(views, calibration)
@@ -56,6 +61,13 @@ class WindowViews:
         self.views_dialog.activateWindow()
         if start:
             self.views_dialog.start_run()
+
+    def open_view(self, spec: str):
+        """A view's source for the several-camera dialog's checks and live run: ``camera:N`` through the services'
+        camera (as the Cameras list opens it; fake in tests), anything else as a file."""
+        if is_camera(spec):
+            return self.services.open_camera(camera_index(spec))
+        return self.services.open_file(spec)
 
     def views_sessions(self, live: bool = False):
         """fov_deg -> a whole-file session of the human model as ``posetracker process`` makes one for each view
@@ -105,16 +117,23 @@ class WindowViews:
         self.view_picker.blockSignals(False)
         self._view_shown = view
         self.state.source = result.views[view]
-        self.controller.start(partial(self.services.open_file, result.views[view]), self.replay_of(self.sequence))
+        seq, camera = result.sequence, is_camera(result.views[view])
+        if camera:  # its frames were not kept: grey frames of its size, as many as the first source read
+            opener = partial(BlankSource, result.cameras[view].image_size, played_rate(seq),
+                             max((f.index for f in seq.frames), default=-1) + 1, result.views[view])
+        else:
+            opener = partial(self.services.open_file, result.views[view])
+        self.controller.start(opener, self.replay_of(self.sequence))
         if at + result.offsets[view] > 0:
             self.controller.seek(at + result.offsets[view])
         names = ", ".join(c.name for c in result.cameras)
         people = len(result.sequence.track_ids())
+        shown = (f"drawn where {result.views[view]} saw them, over grey frames (a camera's frames are not kept)"
+                 if camera else f"The video is {Path(result.views[view]).name} with the people reprojected into it")
         self.banner.show_message(
             f"{len(result.views)} calibrated cameras ({names}): {people} {'person' if people == 1 else 'people'} "
-            f"triangulated. The video is {Path(result.views[view]).name} with the people reprojected into it "
-            f"(Camera picks another); the 3-D view, plots and Export are in the calibration's metres "
-            f"({result.cameras[0].name}'s frame).", key="source", error=False)
+            f"triangulated. {shown[:1].upper()}{shown[1:]} (Camera picks another); the 3-D view, plots and Export "
+            f"are in the calibration's metres ({result.cameras[0].name}'s frame).", key="source", error=False)
 
     def replay_of(self, seq):
         """The session factory playing ``seq`` (the result, scaled to the heights given) over the video shown:

@@ -15,7 +15,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
-from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, read_calibrations
+from posetracker.multiview.calibration import (
+    CalibrationError,
+    CameraCalibration,
+    camera_named,
+    read_calibrations,
+)
 from posetracker.multiview.process import ViewInfo, ViewsCheck
 from posetracker.types import PoseSequence
 
@@ -51,7 +56,7 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
     its size is not its camera's (the run scales the camera, or warns of another aspect), a ``problem`` where it
     cannot be opened; and the first thing that stops the set-up. Never raises."""
-    from posetracker.capture import CaptureError, open_source
+    from posetracker.capture import open_source
     from posetracker.multiview.live_run import fit_camera
 
     opener = opener or open_source
@@ -75,7 +80,7 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
         try:
             with opener(source) as opened:
                 frames, fps, size = opened.frame_count, float(opened.fps), tuple(opened.size)
-        except (CaptureError, OSError, ValueError) as exc:
+        except Exception as exc:  # noqa: BLE001 - a camera's driver may raise anything: said, never raised
             trouble = f"cannot be {'opened' if is_camera(source) else 'read'}: {exc}"
         if cam is not None and size is not None:
             note = fit_camera(cam, size)[1]

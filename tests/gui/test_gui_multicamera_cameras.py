@@ -1,0 +1,159 @@
+"""File > Open several cameras with connected cameras (issue #48), offscreen, the cameras faked (FakeCamera behind
+WebcamSource through the window's services; no hardware): chosen from the Add camera menu they tick Live and lock
+it, are opened and checked (a frame read, its size against its calibrated camera), run through the CLI's library
+call with the same sources, cameras and session settings as ``posetracker process camera:0 camera:1 --mode live
+--calibration F``, and the result is shown over grey frames; a camera that cannot be opened is said in words."""
+
+from __future__ import annotations
+
+import pytest
+from gui_helpers import fake_services, wait_until
+from test_gui_multicamera import write_toml
+
+from posetracker.capture import CameraInfo, FakeCamera, WebcamSource
+
+pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
+              pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise", "does not support activat")]
+
+
+def camera_services(connected=(0, 1), listed=(0, 1), size=(160, 120)):
+    """fake_services whose Cameras list has ``listed`` and whose cameras ``connected`` open (FakeCamera of ``size``,
+    real time); the others are not there (CameraNotFoundError, as WebcamSource raises). ``opened`` counts opens."""
+    services = fake_services()
+    services.opened = []
+
+    def open_camera(index: int):
+        services.opened.append(index)
+        fake = FakeCamera.factory(size=size, fps=30.0, realtime=True, fail_open=index not in connected)
+        return WebcamSource(index, opener=fake)
+
+    services.open_camera = open_camera
+    services.list_cameras = lambda: [CameraInfo(i, f"Fake camera {i}") for i in listed]
+    return services
+
+
+def choose_cameras(dialog, *indices):
+    """Pick ``indices`` from the Add camera menu, as the user does."""
+    dialog._fill_camera_menu()
+    actions = {a.text().split()[0]: a for a in dialog.camera_menu.actions()}
+    for i in indices:
+        actions[f"camera:{i}"].trigger()
+
+
+def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot, tmp_path, monkeypatch):
+    import posetracker.cli.process_live_views as cli_views
+    from posetracker.cli import main as cli_main
+    from posetracker.multiview import live_run
+    from posetracker.multiview.fuse import calibrated_fov
+    from posetracker.multiview.process import ViewsError
+    from posetracker.session import SessionConfig
+    from ui.main_window import MainWindow
+    from ui.services import session_config
+
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
+    services = camera_services()
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    window.ask_open_views(calibration=calib)
+    dialog = window.views_dialog
+    assert dialog.live.isEnabled() and not dialog.live.isChecked() and not dialog.live_note.isVisible()
+    choose_cameras(dialog, 0, 1)
+    assert dialog.views() == ["camera:0", "camera:1"]
+    assert dialog.live.isChecked() and not dialog.live.isEnabled()  # a camera cannot be processed offline
+    assert dialog.live_note.isVisible() and "cannot be processed offline" in dialog.live_note.text()
+    cells = [[dialog.table.item(r, c).text() for c in range(6)] for r in range(2)]
+    assert cells == [["camera:0 (Fake camera 0)", "cam01", "live", "30", "160x120", "ok"],
+                     ["camera:1 (Fake camera 1)", "cam02", "live", "30", "160x120", "ok"]]
+    assert set(services.opened) == {0, 1}  # each opened (its first frame read) by the check
+    assert dialog.start.isEnabled() and dialog.message.text().startswith("Ready: 2 connected cameras")
+    dialog._fill_camera_menu()
+    assert not any(a.isEnabled() for a in dialog.camera_menu.actions())  # both taken already
+
+    calls = []
+
+    def record(sources, cameras, make_session, *, calibration_name, paced=False, smoothing=True, rigid_bones=True,
+               heights=None, repair_swaps=False, cancel=None, progress=None, opener=None):
+        configs = []
+        for cam in cameras:
+            made = make_session(calibrated_fov(cam))
+            configs.append(made if isinstance(made, SessionConfig) else session_config(services.choices[-1])[2])
+        calls.append({"sources": list(sources), "cameras": [(c.name, c.K.tolist(), c.image_size) for c in cameras],
+                      "calibration": calibration_name, "paced": paced or all(s.startswith("camera:") for s in sources),
+                      "smoothing": smoothing, "rigid_bones": rigid_bones, "heights": heights,
+                      "repair_swaps": repair_swaps, "configs": configs})
+        raise ViewsError("recorded, not run")
+
+    monkeypatch.setattr(live_run, "run_live_sources", record)
+    assert dialog.start_run()
+    wait_until(qtbot, lambda: not dialog.running(), 10)
+    assert dialog.message.text() == "Recorded, not run"  # the worker's ViewsError, said in the dialog
+    monkeypatch.setattr(cli_views, "_session", lambda args, fov: cli_views.view_config(args, fov))
+    out = tmp_path / "cli.json"
+    assert cli_main(["process", "camera:0", "camera:1", "--mode", "live", "--calibration", calib, "--out",
+                     str(out)]) == 2
+    app, cli = calls
+    app_configs, cli_configs = app.pop("configs"), cli.pop("configs")
+    assert app == cli  # sources, cameras, calibration, pacing, finishing: the same as the CLI's
+    assert app_configs == cli_configs
+
+
+def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot, tmp_path):
+    """The fake cameras run through run_live_sources (the window's services open them); Cancel keeps the instants
+    tracked and the window shows them over grey frames of camera:0's size (its frames are not kept)."""
+    from ui.main_window import MainWindow
+
+    services = camera_services(size=(320, 240))  # calibrated at 160x120: the same cameras scaled
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    window.ask_open_views(calibration=str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
+    dialog = window.views_dialog
+    choose_cameras(dialog, 1, 0)
+    assert [dialog.table.item(r, 1).text() for r in range(2)] == ["cam01", "cam02"]  # in order, as the CLI
+    assert "the same camera scaled" in dialog.table.item(0, 5).text()
+    services.opened.clear()
+    assert dialog.start_run()
+    assert dialog.progress.maximum() == 0  # a camera has no end: a busy bar
+    wait_until(qtbot, lambda: dialog.status.text().startswith("Live:"), 20)
+    assert sorted(services.opened[-2:]) == [0, 1]  # the run opened the services' cameras
+    dialog.cancel_run()
+    wait_until(qtbot, lambda: not dialog.running() and window.views_result is not None, 20)
+    result = window.views_result
+    assert result.views == ["camera:1", "camera:0"] and [c.name for c in result.cameras] == ["cam01", "cam02"]
+    assert result.cameras[0].image_size == (320, 240) and len(result.sequence) >= 1
+    assert dialog.message.text().startswith("Cancelled, kept what was tracked in")
+    assert "grey frames of camera:1" in dialog.message.text()
+    assert dialog.progress.maximum() == 1 and not dialog.live.isEnabled()  # still cameras: Live stays locked
+    assert window.state.source == "camera:1" and window.model_panel.mode.currentData() == "live"
+    wait_until(qtbot, lambda: window.source_info is not None, 10)
+    assert tuple(window.source_info.size) == (320, 240) and any("over grey frames" in m for m in window.banner.messages())
+
+
+def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_path):
+    from ui.main_window import MainWindow
+
+    services = camera_services(connected=(0,), listed=(0, 5))
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
+    window.ask_open_views(calibration=calib)
+    dialog = window.views_dialog
+    choose_cameras(dialog, 0, 5)
+    assert dialog.table.item(1, 5).text().startswith("cannot be opened: No camera found at camera index 5")
+    assert dialog.message.text().startswith("camera:5: cannot be opened: No camera found at camera index 5")
+    assert not dialog.start.isEnabled() and not dialog.start_run()
+    assert dialog.views() == ["camera:0", "camera:5"] and dialog.calibration_files() == [calib]  # kept
+
+    def broken(index):
+        raise RuntimeError("the driver fell over")
+
+    services.open_camera = broken  # a driver raising anything: said in the row, never a traceback
+    dialog.refresh()
+    assert dialog.table.item(0, 5).text() == "cannot be opened: the driver fell over"
+    services.list_cameras = list
+    dialog._fill_camera_menu()
+    assert [a.text() for a in dialog.camera_menu.actions()] == ["No camera found (is one connected?)"]
+    dialog.table.selectRow(1)
+    dialog.remove_selected()
+    dialog.table.selectRow(0)
+    dialog.remove_selected()
+    assert dialog.live.isEnabled() and not dialog.live_note.isVisible()  # no camera left: Live is free again
