@@ -2,6 +2,7 @@
 
     python main.py [--source PATH|camera:N] [--mode live|offline] [--calibration FILE]
                    [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE [--views-live]]
+                   [--stand-in-cameras SOURCE ...]
                    [--calibrate-board CLIP1.mp4 ... --board charuco:7x5:40:30]
                    [--screenshot OUT.png --quit-after SECONDS]
 
@@ -9,7 +10,8 @@ Without --source the bundled sample clip opens (no camera needed). --screenshot 
 OUT.png (window), OUT-3d.png (3-D scene) and OUT-plots.png after --quit-after seconds (and OUT-setup.png, the
 several-camera dialog, and OUT-board.png, the board calibration dialog, when they are open), then quits. --views
 fills File > Open several cameras and processes them; --calibration alone is the source's (File > Camera
-calibration); --calibrate-board fills Tools > Calibrate cameras from a board and runs it.
+calibration); --calibrate-board fills Tools > Calibrate cameras from a board and runs it. --stand-in-cameras makes
+the given sources the connected cameras (``camera:N``), for demos and screenshots without hardware.
 """
 
 from __future__ import annotations
@@ -56,6 +58,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--board", type=board_spec, default="charuco:7x5:40:30",
                         metavar="KIND:CxR:SQUARE_MM[:MARKER_MM]",
                         help="the board of --calibrate-board (default charuco:7x5:40:30)")
+    parser.add_argument("--stand-in-cameras", nargs="+", metavar="SOURCE",
+                        help="demos and screenshots without a camera: the connected cameras are these sources "
+                             "(camera:0 the first; lavfi:testsrc2=size=640x480:rate=30, or videos), in the Cameras "
+                             "list and Open several cameras' Add camera (--views camera:0 camera:1 takes them)")
     parser.add_argument("--skeleton", help="skeleton / animal mode to start with (e.g. human18, mouse4)")
     parser.add_argument("--refiners", nargs="*", default=None, choices=RefinerKinds(), metavar="KIND",
                         help="refiners to switch on (those trained for the skeleton); registered: %(choices)s")
@@ -153,7 +159,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         scratch = tempfile.mkdtemp(prefix="posetracker-shot-")
         settings = QSettings(str(Path(scratch) / "settings.ini"), QSettings.Format.IniFormat)
-    window = MainWindow(settings=settings)
+    services = None
+    if args.stand_in_cameras:
+        from .services import Services, stand_in_cameras
+
+        services = stand_in_cameras(Services(), args.stand_in_cameras)
+    window = MainWindow(services=services, settings=settings)
     window.show()
     if args.skeleton or args.refiners is not None:
         window.select_model(args.skeleton or window.state.skeleton,

@@ -113,7 +113,7 @@ class MultiCameraDialog(WorkerDialog):
         for col in range(1, 5):
             header.setSectionResizeMode(col, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(5, QHeaderView.ResizeMode.Stretch)
-        self.table.setColumnWidth(0, 160)
+        self.table.setColumnWidth(0, 220)
         self.add_videos = QPushButton("Add videos…")
         self.add_camera_button = QPushButton("Add camera")
         self.add_camera_button.setToolTip("A connected camera as one view: tracked live (camera:N)")
@@ -202,6 +202,8 @@ class MultiCameraDialog(WorkerDialog):
 
     def _append(self, paths: list[str]) -> None:
         have = set(self.views())
+        if any(is_camera(str(p)) and str(p) not in self._labels for p in paths):  # named as the Add camera menu
+            self._labels.update({f"camera:{c.index}": f"camera:{c.index} ({c.name})" for c in self._listed()})
         for path in (str(p) for p in paths):
             if path in have:
                 continue
@@ -234,6 +236,12 @@ class MultiCameraDialog(WorkerDialog):
             action.setEnabled(spec not in have)
         if not found:
             self.camera_menu.addAction("No camera found (is one connected?)").setEnabled(False)
+
+    def _listed(self) -> list[CameraInfo]:
+        try:
+            return list(self.cameras())
+        except Exception:  # noqa: BLE001 - a label only: the camera is shown as camera:N
+            return []
 
     def add_camera(self, index: int, name: str = "") -> None:
         """Add connected camera ``index`` (``camera:N``; ``name`` its label) as a view: Live goes on and stays."""
@@ -321,6 +329,8 @@ class MultiCameraDialog(WorkerDialog):
         if not busy and self.progress.maximum() == 0:  # a camera's busy bar: stopped
             self.progress.setRange(0, 1)
             self.progress.setValue(1 if self.result is not None else 0)
+            if self.result is not None:
+                self.progress.setFormat("tracked until stopped")
 
     def _show_status(self, text: str) -> None:
         self.status.setText(text)

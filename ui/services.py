@@ -3,13 +3,14 @@ sessions (model loading), cameras, files. Plus source classification and model d
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from posetracker.batch import run_batch
-from posetracker.capture import CameraInfo, FrameSource, WebcamSource, list_cameras, open_source
+from posetracker.capture import CameraInfo, CameraNotFoundError, FrameSource, WebcamSource, list_cameras, open_source
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 from posetracker.recording import is_recording_folder
 from posetracker.resources import sample_clip
@@ -130,6 +131,24 @@ class Services:
     # Tools > Batch process videos: (inputs, out_dir, settings, workers=, progress=, cancel=) -> BatchSummary, run
     # in a worker thread (posetracker.batch.run_batch: the same call as `posetracker batch`, on a local Ray)
     run_batch: Callable[..., object] = run_batch
+
+
+def stand_in_cameras(services: Services, sources: list[str]) -> Services:
+    """``services`` whose connected cameras are ``sources`` (``main.py --stand-in-cameras``: demos and screenshots
+    without hardware): ``camera:N`` opens ``sources[N]`` (a ``lavfi:GRAPH`` or a video, ``capture.open_source``) and
+    the Cameras lists show them, named after them."""
+
+    def open_stand_in(index: int) -> FrameSource:
+        if not 0 <= index < len(sources):
+            raise CameraNotFoundError(f"No camera found at camera index {index} (stand-ins: 0 to {len(sources) - 1})")
+        return open_source(sources[index])
+
+    def name(source: str) -> str:  # a video's file name (lavfi:movie=/a/cam01.mp4,...: cam01.mp4), else the graph
+        movie = re.search(r"movie=([^:,]+)", source) if source.startswith("lavfi:") else None
+        return f"stand-in: {Path(movie[1]).name if movie else source if source.startswith('lavfi:') else Path(source).name}"
+
+    listed = [CameraInfo(i, name(s)) for i, s in enumerate(sources)]
+    return replace(services, open_camera=open_stand_in, list_cameras=lambda: list(listed))
 
 
 def classify(spec: str) -> SourceKind:

@@ -10,7 +10,7 @@ import pytest
 from gui_helpers import fake_services, wait_until
 from test_gui_multicamera import write_toml
 
-from posetracker.capture import CameraInfo, FakeCamera, WebcamSource
+from posetracker.capture import CameraInfo, FakeCamera, WebcamSource, lavfi_available
 
 pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
               pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise", "does not support activat")]
@@ -157,3 +157,23 @@ def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_p
     dialog.table.selectRow(0)
     dialog.remove_selected()
     assert dialog.live.isEnabled() and not dialog.live_note.isVisible()  # no camera left: Live is free again
+
+
+@pytest.mark.skipif(not lavfi_available(), reason="this PyAV has no lavfi")
+def test_stand_in_cameras_are_the_apps_cameras():
+    """``main.py --stand-in-cameras SOURCE ...`` (demos, screenshots without hardware): camera:N opens SOURCE N."""
+    from posetracker.capture import CameraNotFoundError
+    from ui.app import parse_args
+    from ui.services import Services, stand_in_cameras
+
+    args = parse_args(["--stand-in-cameras", "lavfi:testsrc2=size=64x48:rate=10", "/clips/cam02.mp4",
+                       "--views", "camera:0", "camera:1", "--calibration", "c.toml"])
+    services = stand_in_cameras(Services(), args.stand_in_cameras)
+    assert services.list_cameras() == [CameraInfo(0, "stand-in: lavfi:testsrc2=size=64x48:rate=10"),
+                                       CameraInfo(1, "stand-in: cam02.mp4")]
+    with services.open_camera(0) as source:
+        assert source.size == (64, 48) and source.is_live
+    with pytest.raises(CameraNotFoundError, match="camera index 2"):
+        services.open_camera(2)
+    assert stand_in_cameras(Services(), ["lavfi:movie=/a/cam01.mp4:loop=3"]).list_cameras()[0].name == \
+        "stand-in: cam01.mp4"
