@@ -18,9 +18,9 @@ MOVED_PRIOR_WEIGHT = 0.75
 MOVED_FRACTION = 0.05
 
 
-def moved_prior_weight(xy: np.ndarray, read_xy: np.ndarray, weight: float, full: float = MOVED_PRIOR_WEIGHT,
+def moved_prior_weight(xy: np.ndarray, read_xy: np.ndarray, weight: np.ndarray, full: float = MOVED_PRIOR_WEIGHT,
                        fraction: float = MOVED_FRACTION) -> np.ndarray:
-    """(P, K) the pose prior's share of each joint's relative depth: ``weight`` where the refiners left the joint
+    """(P, K) the pose prior's share of each joint's relative depth: ``weight`` (K,) where the refiners left the joint
     where the network found it (``read_xy`` (P, K, 2) px; ``xy`` (P, K, 2) the final joints), rising linearly to
     ``full`` where they moved it ``fraction`` of the person's keypoint-box diagonal or more. The depth head's
     difference belongs to the joint the network found; the prior reads the final 2-D pose (issue #47,
@@ -69,7 +69,7 @@ class DepthEstimator:
         if self.trained:  # the head's depths are the network camera's; the source camera moves them
             depth = joint_depths(depth_reads, self.path)
             if self.prior is not None:  # numpy, ~0.4 ms for one person
-                weight = None if read_xy is None else moved_prior_weight(xy, read_xy, self.prior.weight)
+                weight = moved_prior_weight(xy, xy if read_xy is None else read_xy, self.prior.weight)
                 depth = self.prior.fuse(xy, confidence, depth, Camera(*image_size, fov_deg=NETWORK_FOV_DEG).focal,
                                         weight)
             depth = camera_depths(depth, self.spec.root, self.depth_scale)

@@ -7,7 +7,11 @@ midpoint. It is trained on 3-D poses seen by
 random virtual cameras (``posetracker.train.pose_prior``: motion capture and the
 3-D teacher's world poses), a source of depth independent of the depth head's
 image features, so where the two disagree about which side is nearer, the mix
-(:meth:`PosePrior.fuse`) is right more often than either alone.
+(:meth:`PosePrior.fuse`) is right more often than either alone. The prior also reads each pose mirrored
+(x -> -x, left <-> right; trained so half the time) and averages the two readings, mirrored back, so that it reads
+a pose and its mirror image alike; its share of the relative depth is ``UPPER_WEIGHT`` above the knees (head,
+arms, hips: where it reads better than the depth head) and ``weight`` for the knees and ankles
+(``studies/multiview-reference.md``, "The pose prior read mirrored").
 
 Units: with ``s`` the torso's RMS distance (px) of shoulders and hips from the hip
 midpoint, ``f`` the focal length (px) and ``Z`` the person's root depth (m),
@@ -30,6 +34,8 @@ from posetracker.weights_file import MODELS_DIR, read_weights
 
 FORMAT = "pose-prior-v1"
 TORSO = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
+LEGS = ("knee", "ankle")  # joint names ending so take ``weight``; the others ``UPPER_WEIGHT``
+UPPER_WEIGHT = 0.7
 
 
 class PosePriorError(RuntimeError):
@@ -94,9 +100,10 @@ class PosePrior:
     depth head's."""
 
     def __init__(self, state: dict[str, np.ndarray], spec: SkeletonSpec, weight: float = 0.5,
-                 min_confidence: float = 0.3):
-        if not 0.0 <= weight <= 1.0:
-            raise ValueError(f"pose prior weight must be in [0, 1], got {weight}")
+                 min_confidence: float = 0.3, upper_weight: float = UPPER_WEIGHT, mirrored: bool = True):
+        for w in (weight, upper_weight):
+            if not 0.0 <= w <= 1.0:
+                raise ValueError(f"pose prior weight must be in [0, 1], got {w}")
         n_in = (spec.num_joints - 1) * 3
         try:
             self.forward = numpy_forward(state)
@@ -105,31 +112,46 @@ class PosePrior:
             raise PosePriorError(f"the pose prior does not fit skeleton {spec.name}: {exc}") from None
         if not fits:
             raise PosePriorError(f"the pose prior does not fit skeleton {spec.name}")
-        self.spec = spec
-        self.weight, self.min_confidence = weight, min_confidence
+        self.spec, self.min_confidence, self.mirrored = spec, min_confidence, mirrored
+        legs = np.array([n.endswith(LEGS) for n in spec.joint_names])
+        self.weight = np.where(legs, weight, upper_weight)  # (K,) the prior's share of each joint's relative depth
+        self.mirror = np.asarray(spec.mirror_index)
         self.joints = [j for j in range(spec.num_joints) if j != spec.root]
         self.hips = [spec.index("left_hip"), spec.index("right_hip")]
 
     def relative_depth(self, xy: np.ndarray, ok: np.ndarray, root_depth: np.ndarray, focal: float) -> np.ndarray:
         """xy (P, K, 2) px, ok (P, K), root_depth (P,) m -> (P, K) m relative to the hip midpoint
         (root: 0); nan for people whose torso is not seen."""
+        n = len(xy)
+        if self.mirrored:  # and the mirror images (x -> -x, left <-> right), read in the same call
+            xy = np.concatenate([xy, xy[:, self.mirror] * np.array([-1.0, 1.0])])
+            ok = np.concatenate([ok, ok[:, self.mirror]])
         x, s, torso = prior_inputs(xy, ok, self.spec)
-        out = np.full(ok.shape, np.nan)
+        s, torso = s[:n], torso[:n]
+        out = np.full(ok[:n].shape, np.nan)
         if not torso.any():
             return out
-        y = self.forward(x[torso]).astype(np.float64)
         rows = np.flatnonzero(torso)
-        out[rows[:, None], self.joints] = y * (root_depth[torso] * s[torso] / focal)[:, None]
+        y = np.zeros((len(rows), self.spec.num_joints))
+        if self.mirrored:  # each joint's depth averaged with its mirror joint's in the mirror image
+            both = self.forward(np.concatenate([x[:n][torso], x[n:][torso]]))
+            y[:, self.joints] = both[:len(rows)]
+            ym = np.zeros_like(y)
+            ym[:, self.joints] = both[len(rows):]
+            y = 0.5 * (y + ym[:, self.mirror])
+        else:
+            y[:, self.joints] = self.forward(x[torso])
+        out[rows] = y * (root_depth[torso] * s[torso] / focal)[:, None]
         out[rows, self.spec.root] = 0.0
         return out
 
     def fuse(self, xy: np.ndarray, confidence: np.ndarray, depth: np.ndarray, focal: float,
              weight: np.ndarray | None = None) -> np.ndarray:
         """The depth head's depths (P, K) m -> the same with each joint's depth relative to the hip
-        midpoint mixed with the prior's (``weight`` on the prior; ``weight`` (P, K) per joint where given);
-        roots keep their depth, people whose torso is not seen are returned unchanged."""
+        midpoint mixed with the prior's (``self.weight`` (K,) on the prior; ``weight`` (P, K) per joint where
+        given); roots keep their depth, people whose torso is not seen are returned unchanged."""
         w = self.weight if weight is None else np.asarray(weight, np.float64)
-        if len(depth) == 0 or (weight is None and self.weight == 0.0):
+        if len(depth) == 0 or (weight is None and not self.weight.any()):
             return depth
         root = depth[:, self.spec.root]
         prior = self.relative_depth(xy, confidence >= self.min_confidence, root, focal)

@@ -28,6 +28,9 @@ for measuring only):
                           (studies/tools/level_prior.py): the calibration's (with --calibration)
     floor_down:DIR+level:PATH  the gravity from the floor DIR/camN.json's finishing step fitted (a second pass;
                           its normal_camera) instead, no calibration needed
+    prior_single          the pose prior reads each pose once, not also mirrored (PosePrior.mirrored, before 2026-12-07)
+    prior_mirror[:M]      the pose prior's mirrored reading as measured before it shipped; M: each joint's prior
+                          share also scaled by exp(-0.5 (d / M)^2), d (m) the two readings' difference
     legs_only+level:PATH  the level prior for the hips, knees and ankles only, the other joints the shipped prior
     A+B                   variants A and B together (OUT/A_B: every character other than letters, digits,
                           "." and "-" as "_")
@@ -78,6 +81,52 @@ def _upper(w: float) -> None:
         return out
 
     estimator.moved_prior_weight = moved
+
+
+def _prior_single() -> None:
+    from posetracker.depth import pose_prior
+
+    init = pose_prior.PosePrior.__init__
+    pose_prior.PosePrior.__init__ = lambda self, *a, **kw: init(self, *a, **{**kw, "mirrored": False})
+
+
+def _prior_mirror(sigma_m: float | None = None) -> None:
+    """The pose prior also reads the mirrored pose (x -> -x, left <-> right) and its depths, mirrored back, are
+    averaged with the first reading's; with ``sigma_m`` each joint's prior share is also scaled by
+    exp(-0.5 (d / sigma_m)^2), d the two readings' difference (m)."""
+    from posetracker.depth import pose_prior
+
+    def relative_depth(self, xy, ok, root_depth, focal):
+        x, s, torso = pose_prior.prior_inputs(xy, ok, self.spec)
+        out = np.full(ok.shape, np.nan)
+        self._disagree = np.zeros(ok.shape)
+        if not torso.any():
+            return out
+        m = np.asarray(self.spec.mirror_index)
+        y = np.zeros((int(torso.sum()), self.spec.num_joints))
+        y[:, self.joints] = self.forward(x[torso])
+        xm, _, _ = pose_prior.prior_inputs(xy[torso][:, m] * np.array([-1.0, 1.0]), ok[torso][:, m], self.spec)
+        ym = np.zeros_like(y)
+        ym[:, self.joints] = self.forward(xm)
+        ym = ym[:, m]
+        unit = (root_depth[torso] * s[torso] / focal)[:, None]
+        rows = np.flatnonzero(torso)
+        out[rows] = 0.5 * (y + ym) * unit
+        self._disagree[rows] = np.abs(y - ym) * unit
+        out[rows, self.spec.root] = 0.0
+        return out
+
+    pose_prior.PosePrior.relative_depth = relative_depth
+    if sigma_m is None:
+        return
+    fuse = pose_prior.PosePrior.fuse
+
+    def gated(self, xy, confidence, depth, focal, weight=None):
+        w = np.broadcast_to(self.weight if weight is None else np.asarray(weight, np.float64), depth.shape)
+        self.relative_depth(xy, confidence >= self.min_confidence, depth[:, self.spec.root], focal)
+        return fuse(self, xy, confidence, depth, focal, w * np.exp(-0.5 * (self._disagree / sigma_m) ** 2))
+
+    pose_prior.PosePrior.fuse = gated
 
 
 def _from_head(pairs) -> None:
@@ -210,7 +259,8 @@ def apply(variant: str) -> None:
                "no_rays": lambda: _rays(on_rays=False), "long_on_rays": lambda: _rays(long_too=True),
                "no_feet": _no_feet, "level": lambda: _level(arg),
                "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg),
-               "legs_only": lambda: CURRENT.update(legs_only=True)}
+               "legs_only": lambda: CURRENT.update(legs_only=True), "prior_mirror": lambda: _prior_mirror(float(arg) if arg else None),
+               "prior_single": _prior_single}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")
     actions[name]()

@@ -50,7 +50,7 @@ def oracle(views: VirtualViews, size: int) -> tuple[PosePrior, np.ndarray, np.nd
     (size, K, 3) m and the joints they show (size, K)."""
     xy, ok, z = views.sample(size)
     x, y = views.encode(xy, ok, z)
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC)
+    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC, mirrored=False)
 
     def forward(inputs: np.ndarray) -> np.ndarray:
         prior.input_error = float(np.abs(inputs - x.numpy()).max())
@@ -101,7 +101,7 @@ def test_a_level_camera_gives_what_the_prior_gives_without_a_turn():
 
     views = VirtualViews([walking_pose()[None]], SPEC, noise=0.0, seed=5)
     xy, ok, z = views.sample(4)
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1).numpy_state(), SPEC)
+    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1).numpy_state(), SPEC, mirrored=False)
     camera = Camera(640, 480, fov_deg=70.0)
     px = xy * camera.focal + np.array(camera.principal_point)
     depth = z.astype(np.float32)
@@ -110,7 +110,7 @@ def test_a_level_camera_gives_what_the_prior_gives_without_a_turn():
 
 
 def test_the_level_estimator_is_the_sessions_depth_stage_on_a_level_camera():
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1).numpy_state(), SPEC)
+    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=16, blocks=1).numpy_state(), SPEC, mirrored=False)
     views = VirtualViews([walking_pose()[None]], SPEC, noise=0.0, seed=6)
     xy, ok, z = views.sample(2)
     px = (xy * 1000.0 + np.array([540.0, 960.0])).astype(np.float32)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from posetracker.depth.pose_prior import (
-    PosePrior, PosePriorError, default_prior_path, load_pose_prior, numpy_forward, prior_inputs)
+    UPPER_WEIGHT, PosePrior, PosePriorError, default_prior_path, load_pose_prior, numpy_forward, prior_inputs)
 from posetracker.model.pose_prior import PosePriorNet
 from posetracker.skeletons import load_skeleton
 from posetracker.train.pose_prior import PriorConfig, VirtualViews, save_pose_prior, train_prior
@@ -50,7 +50,8 @@ def test_inputs_do_not_depend_on_where_or_how_big_the_person_is():
 def oracle_prior(x: torch.Tensor, y: torch.Tensor, weight: float = 0.5) -> PosePrior:
     """A PosePrior whose network gives the training target of each input (looked up), to check the
     units between training and the product."""
-    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC, weight=weight)
+    prior = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC, weight=weight,
+                      upper_weight=weight, mirrored=False)
     prior.forward = lambda inputs: y.numpy()[torch.cdist(torch.from_numpy(inputs), x).argmin(1).numpy()]
     return prior
 
@@ -109,12 +110,44 @@ def test_a_short_training_learns_which_wrist_is_nearer():
     assert (np.sign(pred[clear]) == np.sign(truth[clear])).mean() > 0.85
 
 
+def test_the_prior_reads_a_pose_and_its_mirror_image_alike():
+    """Mirrored, the 2-D pose (x -> -x, left <-> right) gives each joint the depth its mirror joint had: the prior
+    averages its reading of the pose and of its mirror image; a single reading of an untrained network does not."""
+    views = VirtualViews([standing_pose(0.3)[None]], SPEC, noise=0.0, seed=5)
+    xy, ok, z = views.sample(4)
+    m = np.asarray(SPEC.mirror_index)
+    state = PosePriorNet(SPEC.num_joints, hidden=16, blocks=1).numpy_state()
+    for mirrored, alike in ((True, True), (False, False)):
+        prior = PosePrior(state, SPEC, mirrored=mirrored)
+        rel = prior.relative_depth(xy, ok, z[:, SPEC.root], 1.0)
+        rel_m = prior.relative_depth(xy[:, m] * np.array([-1.0, 1.0]), ok[:, m], z[:, SPEC.root], 1.0)
+        assert np.allclose(rel_m[:, m], rel, atol=1e-9) == alike
+
+
+def test_the_prior_takes_more_of_the_depth_above_the_knees():
+    views = VirtualViews([standing_pose(0.2)[None]], SPEC, noise=0.0, seed=6)
+    xy, ok, z = views.sample(2)
+    x, y = views.encode(xy, ok, z)
+    prior = oracle_prior(x, y)
+    prior.weight = PosePrior(PosePriorNet(SPEC.num_joints, hidden=8, blocks=1).numpy_state(), SPEC).weight
+    head = z + np.random.default_rng(1).normal(0, 0.1, z.shape)
+    fused = prior.fuse(xy * 500.0, np.where(ok, 0.9, 0.0), head, 500.0)
+    hips = [SPEC.index("left_hip"), SPEC.index("right_hip")]
+    scale = head[:, SPEC.root] / z[:, SPEC.root]
+    for name, w in (("left_wrist", UPPER_WEIGHT), ("left_ankle", 0.5)):
+        j = SPEC.index(name)
+        hip_head = head[:, hips].mean(1)
+        expected = hip_head + (1 - w) * (head[:, j] - hip_head) + w * (z[:, j] - z[:, SPEC.root]) * scale
+        np.testing.assert_allclose(fused[:, j], expected, atol=1e-6)
+
+
 def test_weights_round_trip_and_errors(tmp_path):
     net = PosePriorNet(SPEC.num_joints, hidden=16, blocks=1)
     path = tmp_path / "prior.safetensors"
     save_pose_prior(net, SPEC, path, source="test")
     loaded = load_pose_prior(path, weight=0.25)
-    assert loaded.weight == 0.25
+    legs = [SPEC.index(n) for n in ("left_knee", "right_knee", "left_ankle", "right_ankle")]
+    assert (loaded.weight[legs] == 0.25).all() and np.delete(loaded.weight, legs).min() == UPPER_WEIGHT
     x = torch.randn(2, (SPEC.num_joints - 1) * 3)
     with torch.no_grad():
         np.testing.assert_allclose(loaded.forward(x.numpy()), net.eval()(x).numpy(), atol=1e-5)
