@@ -367,10 +367,13 @@ class MultiCameraDialog(WorkerDialog):
         self.status.setText("\n".join(lines))
         seconds = getattr(self.sender(), "seconds", 0.0)
         who = f"{people} {'person' if people == 1 else 'people'}"
-        done = "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done"
+        done = ("Stopped: a source failed, kept what was tracked" if "failure" in seq.metadata else
+                "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done")
         self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
                           f"shown in the window over {self._shown_over(result.views[0])}."
-                          + "".join(f" Warning: {w}" for w in result.warnings))
+                          + "".join(f" Warning: {w}" for w in result.warnings)
+                          + (f" Error: {seq.metadata['failure']}" if "failure" in seq.metadata else ""),
+                          error="failure" in seq.metadata)
         self.result_ready.emit(result)
 
     @staticmethod

@@ -53,6 +53,9 @@ def process_live_views(args: argparse.Namespace) -> int:
     if files is None:
         return 1
     print(f"{result.lines[-1]} -> {', '.join(map(str, files))}")
+    if "failure" in result.sequence.metadata:  # a source stopped part-way: written, then said (as for one source)
+        print(f"error: {result.sequence.metadata['incomplete']}", file=sys.stderr)
+        return 1
     return 130 if interrupted.hit else 0
 
 

@@ -31,11 +31,13 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     """Track ``sources`` (one per camera of ``cameras``, in order; the first the reference) live (module
     docstring). ``smoothing``: the live motion solve of the fused people; ``rigid_bones``, ``heights``,
     ``repair_swaps``: the finishing step's. ``cancel()`` True stops after the instant in hand (the instants so far
-    are finished and returned, ``metadata["incomplete"]`` says so); ``progress`` is called after each instant.
+    are finished and returned, ``metadata["incomplete"]`` says so); ``progress`` is called after each instant. A
+    source failing part-way (a camera unplugged) ends the run: the instants before it are finished and returned,
+    ``metadata["incomplete"]`` and ``metadata["failure"]`` say why.
     ``opener``: a source's text -> its FrameSource (default ``capture.open_source``; the app passes its own, which
     its tests point at fake cameras).
-    Raises ViewsError (a source or a session that cannot be opened: code 2; a source failing part-way, no instant
-    tracked: code 1)."""
+    Raises ViewsError (a source or a session that cannot be opened: code 2; no instant tracked, a source failing
+    before the first: code 1)."""
     from posetracker.capture import CaptureError, open_source
     from posetracker.multiview.fuse import calibrated_fov
     from posetracker.multiview.live import LiveViews, describe_live, live_sequence, run_live_views
@@ -69,16 +71,22 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
         if progress is not None:
             progress(stats, time.perf_counter() - t0)
 
+    failed: list[CaptureError] = []
+
+    def pairs():  # a source failing part-way (a camera unplugged) ends the pairing: the instants before it are kept
+        try:
+            yield from paired_frames(opened, paced, stats)
+        except CaptureError as exc:
+            failed.append(exc)
+
     try:
-        poses = run_live_views(views, paired_frames(opened, paced, stats), cancel=stop, on_pose=step)
-    except CaptureError as exc:
-        raise ViewsError(str(exc), code=1) from None
+        poses = run_live_views(views, pairs(), cancel=stop, on_pose=step)
     finally:
         for s in opened:
             s.close()
     seconds = time.perf_counter() - t0
     if not poses:
-        raise ViewsError("no instant was tracked", code=1)
+        raise ViewsError(str(failed[0]) if failed else "no instant was tracked", code=1)
     span = poses[-1].timestamp - poses[0].timestamp
     fps = (len(poses) - 1) / span if paced and span > 0 else float(opened[0].fps or 30.0)
     spread = sorted(stats.spread_ms)
@@ -88,7 +96,10 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     seq, warnings = live_sequence(poses, views, fps=fps, sources=[str(s) for s in sources],
                                   calibration_name=calibration_name, pairing=pairing, rigid_bones=rigid_bones,
                                   heights=heights, repair_swaps=repair_swaps)
-    if stopped[0]:
+    if failed:  # kept, with why it stopped (the CLI writes them and exits 1, as for one source)
+        seq.metadata["incomplete"] = f"{failed[0]} (the {len(seq)} instants before it are kept)"
+        seq.metadata["failure"] = str(failed[0])
+    elif stopped[0]:
         seq.metadata["incomplete"] = f"stopped after {len(seq)} instants"
     people = len(seq.track_ids())
     lines = [*scaled, *describe_live(seq.metadata["multiview"]["people"]),

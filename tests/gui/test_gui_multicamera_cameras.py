@@ -16,15 +16,17 @@ pytestmark = [pytest.mark.gui, pytest.mark.qt_log_level_fail("WARNING"),
               pytest.mark.qt_log_ignore("propagateSizeHints", "does not support raise", "does not support activat")]
 
 
-def camera_services(connected=(0, 1), listed=(0, 1), size=(160, 120)):
+def camera_services(connected=(0, 1), listed=(0, 1), size=(160, 120), unplug: dict[int, int] | None = None):
     """fake_services whose Cameras list has ``listed`` and whose cameras ``connected`` open (FakeCamera of ``size``,
-    real time); the others are not there (CameraNotFoundError, as WebcamSource raises). ``opened`` counts opens."""
+    real time; camera i unplugged after ``unplug[i]`` frames); the others are not there (CameraNotFoundError, as
+    WebcamSource raises). ``opened`` counts opens."""
     services = fake_services()
     services.opened = []
 
     def open_camera(index: int):
         services.opened.append(index)
-        fake = FakeCamera.factory(size=size, fps=30.0, realtime=True, fail_open=index not in connected)
+        fake = FakeCamera.factory(size=size, fps=30.0, realtime=True, fail_open=index not in connected,
+                                  unplug_after=(unplug or {}).get(index))
         return WebcamSource(index, opener=fake)
 
     services.open_camera = open_camera
@@ -177,3 +179,35 @@ def test_stand_in_cameras_are_the_apps_cameras():
         services.open_camera(2)
     assert stand_in_cameras(Services(), ["lavfi:movie=/a/cam01.mp4:loop=3"]).list_cameras()[0].name == \
         "stand-in: cam01.mp4"
+
+
+def test_a_camera_unplugged_mid_run_keeps_the_instants_before_it(qtbot, tmp_path, monkeypatch):
+    """camera:1 stops after 20 frames: the app shows the instants tracked before it, with the camera's error, and
+    the CLI writes them and exits 1 (as for one source); before, both dropped them."""
+    from gui_helpers import FakeSession
+
+    import posetracker.capture
+    import posetracker.cli.process_live_views as cli_views
+    from posetracker.cli import main as cli_main
+    from ui.main_window import MainWindow
+
+    services = camera_services(unplug={1: 20})
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
+    window.ask_open_views(calibration=calib)
+    dialog = window.views_dialog
+    choose_cameras(dialog, 0, 1)
+    assert dialog.start_run()
+    wait_until(qtbot, lambda: not dialog.running() and window.views_result is not None, 20)
+    seq = window.views_result.sequence
+    assert 1 <= len(seq) <= 20 and "Camera 1 stopped delivering frames" in seq.metadata["failure"]
+    assert dialog.message.text().startswith("Stopped: a source failed, kept what was tracked in")
+    assert "Error: Camera 1 stopped delivering frames" in dialog.message.text()
+
+    monkeypatch.setattr(posetracker.capture, "open_source", lambda spec: services.open_camera(int(spec[-1])))
+    monkeypatch.setattr(cli_views, "_session", lambda args, fov: FakeSession())
+    out = tmp_path / "cli.json"
+    assert cli_main(["process", "camera:0", "camera:1", "--mode", "live", "--calibration", calib, "--out",
+                     str(out)]) == 1
+    assert out.is_file()
