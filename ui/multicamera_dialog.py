@@ -67,17 +67,20 @@ class MultiCameraDialog(WorkerDialog):
     source and for the set-up, Live, Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process,
     the session maker of the model settings of the moment (fov_deg -> session); ``live_sessions()`` the same for
     Live. ``cameras()`` lists the connected cameras (``ui.services.Services.list_cameras``); ``opener`` opens a
-    source for the checks and the live run (None: ``capture.open_source``; the window passes its services')."""
+    source for the checks and the live run (None: ``capture.open_source``; the window passes its services');
+    ``free(cameras)`` is called with the cameras chosen before they are opened (the window closes one it shows)."""
 
     result_ready = Signal(object)  # ViewsResult
     cancelling = "Cancelling: the view being tracked stops…"
 
     def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None,
                  live_sessions: Callable[[], SessionMaker] | None = None,
-                 cameras: Callable[[], list[CameraInfo]] | None = None, opener: SourceOpener | None = None):
+                 cameras: Callable[[], list[CameraInfo]] | None = None, opener: SourceOpener | None = None,
+                 free: Callable[[list[str]], None] | None = None):
         super().__init__(parent)
-        self.cameras = cameras or (list)
+        self.cameras = cameras or list
         self.opener = opener
+        self.free = free
         self.sessions = sessions
         self.live_sessions = live_sessions or sessions  # Live: live sessions, 2-D not smoothed
         self.setWindowTitle("Open several cameras")
@@ -292,6 +295,8 @@ class MultiCameraDialog(WorkerDialog):
         self.live_note.setText(CAMERA_LIVE_NOTE if cameras else "")
         self.live_note.setVisible(cameras)
         if self.live.isChecked():
+            if cameras and self.free is not None:  # a camera is opened by one program at a time
+                self.free([v for v in self.views() if is_camera(v)])
             self.check = check_sources(self.views(), self.calibration_files(), self.opener)
         else:
             self.check = check_views(self.views(), self.calibration_files())

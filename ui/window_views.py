@@ -22,7 +22,7 @@ from posetracker.capture.blank import BlankSource
 from posetracker.multiview.fuse import seen_from
 from posetracker.multiview.live_check import is_camera, played_rate
 from posetracker.recording import ReplaySession
-from .services import ModelChoice, camera_index, with_camera
+from .services import ModelChoice, camera_index, classify, with_camera
 
 
 def view_replay(seq) -> ReplaySession:
@@ -50,7 +50,8 @@ class WindowViews:
 
         if self.views_dialog is None:
             self.views_dialog = MultiCameraDialog(self.views_sessions, self, partial(self.views_sessions, live=True),
-                                                  cameras=lambda: self.services.list_cameras(), opener=self.open_view)
+                                                  cameras=lambda: self.services.list_cameras(), opener=self.open_view,
+                                                  free=self.free_cameras)
             self.views_dialog.result_ready.connect(self.show_views_result)
         if views is not None or calibration is not None:
             self.views_dialog.set_inputs(views, calibration)
@@ -68,6 +69,17 @@ class WindowViews:
         if is_camera(spec):
             return self.services.open_camera(camera_index(spec))
         return self.services.open_file(spec)
+
+    def free_cameras(self, cameras: list[str]) -> None:
+        """The several-camera dialog is about to open ``cameras`` (``camera:N``): the one this window shows live, if
+        any, is closed here first (a camera is opened by one program at a time), and the banner says so."""
+        spec = self.state.source
+        if self.views_result is None and spec in cameras and classify(spec) == "camera":
+            self.controller.stop()
+            self._reset_source()
+            self.state.source = ""
+            self.banner.show_message(f"{spec} was closed here: File > Open several cameras tracks it.", key="source",
+                                     error=False)
 
     def views_sessions(self, live: bool = False):
         """fov_deg -> a whole-file session of the human model as ``posetracker process`` makes one for each view

@@ -211,3 +211,23 @@ def test_a_camera_unplugged_mid_run_keeps_the_instants_before_it(qtbot, tmp_path
     assert cli_main(["process", "camera:0", "camera:1", "--mode", "live", "--calibration", calib, "--out",
                      str(out)]) == 1
     assert out.is_file()
+
+
+def test_the_camera_the_window_shows_is_closed_there_before_the_dialog_opens_it(qtbot, tmp_path):
+    """A camera is opened by one program at a time (V4L2 refuses a second reader): camera:0 playing live in the
+    window is closed there, and the banner says so, before the dialog checks it."""
+    from ui.main_window import MainWindow
+
+    services = camera_services()
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    window.open_source("camera:0")
+    wait_until(qtbot, lambda: window.source_info is not None and window.controller.capture is not None, 10)
+    window.ask_open_views(calibration=str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
+    dialog = window.views_dialog
+    choose_cameras(dialog, 1)
+    assert window.state.source == "camera:0" and window.controller.capture is not None  # camera:1 is not it
+    choose_cameras(dialog, 0)
+    assert window.controller.capture is None and window.source_info is None and window.state.source == ""
+    assert any(m.startswith("camera:0 was closed here") for m in window.banner.messages())
+    assert dialog.check.ready
