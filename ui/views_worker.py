@@ -45,10 +45,7 @@ class ViewsWorker(StoppableWorker):
 
     @Slot()
     def run(self) -> None:
-        from posetracker.multiview.calibration import (
-            CalibrationError,
-            read_calibrations,
-        )
+        from posetracker.multiview.calibration import CalibrationError, read_calibrations
         from posetracker.multiview.live_check import cameras_for_sources
         from posetracker.multiview.process import (
             ViewsError,

@@ -15,12 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
-from posetracker.multiview.calibration import (
-    CalibrationError,
-    CameraCalibration,
-    camera_named,
-    read_calibrations,
-)
+from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, read_calibrations
 from posetracker.multiview.process import ViewInfo, ViewsCheck
 from posetracker.types import PoseSequence
 
