@@ -9,6 +9,7 @@ against BlazePose heavy (tables: :mod:`posetracker.train.depth_order`).
 from __future__ import annotations
 
 import argparse
+import sys
 
 
 def cmd_depth_order(args: argparse.Namespace) -> int:
@@ -25,6 +26,11 @@ def cmd_depth_order(args: argparse.Namespace) -> int:
 
     torch.set_num_threads(1)
     cfg = load_config(args.config)
+    clips = held_out_clips(cfg) if args.clips == "held-out" else list(cfg.val)
+    if not clips or not cfg.data_path.is_dir():
+        print(f"depth-order: no {args.clips} clips under {cfg.data_path} (the config's data root: run from the "
+              "repository root with ../shared beside it)", file=sys.stderr)
+        return 2
     teachers = make_teacher(replace(cfg, blazepose="full")), make_teacher(replace(cfg, blazepose="heavy"))
     config = SessionConfig(mode="offline", network=NetworkSettings(threads=1),
                            motion=MotionSettings(smoothing=args.smoothing),
@@ -34,9 +40,9 @@ def cmd_depth_order(args: argparse.Namespace) -> int:
     pairs = mirror_pairs(session.spec)
     ref, other = ("full", "heavy") if args.reference == "full" else ("heavy", "full")
     if args.clips == "held-out":
-        rows = held_out_rows(depths, held_out_clips(cfg), session.spec, pairs, args.gaps, ref, other)
+        rows = held_out_rows(depths, clips, session.spec, pairs, args.gaps, ref, other)
     else:
-        rows = val_rows(depths, cfg.val, session.spec, pairs, args.gaps, ref, other, per_pair=args.per_pair)
+        rows = val_rows(depths, clips, session.spec, pairs, args.gaps, ref, other, per_pair=args.per_pair)
     for row in rows:
         print(row, flush=True)
     return 0

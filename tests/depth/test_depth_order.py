@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -58,3 +60,14 @@ def test_the_command_keeps_the_tool_options():
         [0.1], True, "full", True, True, "held-out", "w.safetensors")
     with pytest.raises(SystemExit):
         build_parser().parse_args(["depth-order", "--clips", "all"])
+
+
+def test_the_command_says_when_it_finds_no_clips(tmp_path, capsys):
+    """Run from elsewhere than the repository root, the config's ../shared data root is not there: a message and
+    exit 2, not a traceback after the teachers load."""
+    from posetracker.cli import main
+
+    cfg = tmp_path / "quick.yaml"
+    cfg.write_text((Path(__file__).parents[2] / "configs/distill_quick.yaml").read_text().replace("../shared", str(tmp_path / "none")))
+    assert main(["depth-order", "--config", str(cfg), "--clips", "held-out"]) == 2
+    assert "no held-out clips under" in capsys.readouterr().err
