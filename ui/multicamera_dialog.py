@@ -73,6 +73,7 @@ class MultiCameraDialog(WorkerDialog):
         self.check: ViewsCheck = check_views([], [])
         self.result = None  # the last run's ViewsResult
         self._labels: dict[str, str] = {}  # camera:N -> what the table shows ("camera:0 (HD Webcam)")
+        self._opened: dict = {}  # camera:N -> its ViewInfo once it opened (not opened again by each check)
         self._build()
         self._set_running(False)
         self.refresh()
@@ -235,6 +236,7 @@ class MultiCameraDialog(WorkerDialog):
         """Add connected camera ``index`` (``camera:N``; ``name`` its label) as a view: Live goes on and stays."""
         spec = f"camera:{int(index)}"
         self._labels[spec] = f"{spec} ({name})" if name else spec
+        self._opened.pop(spec, None)  # added again: opened again
         self._append([spec])
         self.refresh()
 
@@ -282,7 +284,8 @@ class MultiCameraDialog(WorkerDialog):
         if self.live.isChecked():
             if cameras and self.free is not None:  # a camera is opened by one program at a time
                 self.free([v for v in self.views() if is_camera(v)])
-            self.check = check_sources(self.views(), self.calibration_files(), self.opener)
+            self.check = check_sources(self.views(), self.calibration_files(), self.opener, self._opened)
+            self._opened.update({i.path: i for i in self.check.views if is_camera(i.path) and i.size and not i.problem})
         else:
             self.check = check_views(self.views(), self.calibration_files())
         for row, info in enumerate(self.check.views):

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
@@ -45,12 +45,14 @@ def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[
     return list(cameras)
 
 
-def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Opener | None = None) -> ViewsCheck:
+def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Opener | None = None,
+                  known: Mapping[str, ViewInfo] | None = None) -> ViewsCheck:
     """The live set-up of ``sources`` (cameras ``camera:N``, video files, ``lavfi:GRAPH``) with the calibration
     files: each source opened by ``opener`` (default ``capture.open_source``; a camera reads its first frame) and
     closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
     its size is not its camera's (the run scales the camera, or warns of another aspect), a ``problem`` where it
-    cannot be opened; and the first thing that stops the set-up. Never raises."""
+    cannot be opened; and the first thing that stops the set-up. A source in ``known`` (an earlier check's
+    ViewInfo) is not opened again: its frames, rate and size are taken from it. Never raises."""
     from posetracker.capture import open_source
     from posetracker.multiview.live_run import fit_camera
 
@@ -72,11 +74,14 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     for source, cam in zip(sources, chosen):
         frames = fps = size = None
         trouble = note = ""
-        try:
-            with opener(source) as opened:
-                frames, fps, size = opened.frame_count, float(opened.fps), tuple(opened.size)
-        except Exception as exc:  # noqa: BLE001 - a camera's driver may raise anything: said, never raised
-            trouble = f"cannot be {'opened' if is_camera(source) else 'read'}: {exc}"
+        if known is not None and source in known:
+            frames, fps, size = known[source].frames, known[source].fps, known[source].size
+        else:
+            try:
+                with opener(source) as opened:
+                    frames, fps, size = opened.frame_count, float(opened.fps), tuple(opened.size)
+            except Exception as exc:  # noqa: BLE001 - a camera's driver may raise anything: said, never raised
+                trouble = f"cannot be {'opened' if is_camera(source) else 'read'}: {exc}"
         if cam is not None and size is not None:
             note = fit_camera(cam, size)[1]
         infos.append(ViewInfo(str(source), frames, fps, size, cam.name if cam else None, trouble, note))

@@ -67,6 +67,9 @@ def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot
     assert cells == [["camera:0 (Fake camera 0)", "cam01", "live", "30", "160x120", "ok"],
                      ["camera:1 (Fake camera 1)", "cam02", "live", "30", "160x120", "ok"]]
     assert set(services.opened) == {0, 1}  # each opened (its first frame read) by the check
+    opens = len(services.opened)
+    dialog.refresh()
+    assert len(services.opened) == opens  # once opened, a camera is not opened again by each check
     assert dialog.start.isEnabled() and dialog.message.text().startswith("Ready: 2 connected cameras")
     dialog._fill_camera_menu()
     assert not any(a.isEnabled() for a in dialog.camera_menu.actions())  # both taken already
@@ -144,12 +147,15 @@ def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_p
     assert dialog.message.text().startswith("camera:5: cannot be opened: No camera found at camera index 5")
     assert not dialog.start.isEnabled() and not dialog.start_run()
     assert dialog.views() == ["camera:0", "camera:5"] and dialog.calibration_files() == [calib]  # kept
+    tries = services.opened.count(5)
+    dialog.refresh()
+    assert services.opened.count(5) == tries + 1 and services.opened.count(0) == 1  # the failing one tried again
 
     def broken(index):
         raise RuntimeError("the driver fell over")
 
     services.open_camera = broken  # a driver raising anything: said in the row, never a traceback
-    dialog.refresh()
+    dialog.add_camera(0, "Fake camera 0")  # chosen again: opened again
     assert dialog.table.item(0, 5).text() == "cannot be opened: the driver fell over"
     services.list_cameras = list
     dialog._fill_camera_menu()

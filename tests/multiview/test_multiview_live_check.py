@@ -53,6 +53,8 @@ def test_cameras_take_the_calibrations_cameras_in_order_with_their_size_checked(
     assert [s.frame_count for s in opener.opened] == [None, None]  # each opened (one frame read) ...
     with pytest.raises(CaptureError):
         opener.opened[0].read()  # ... and closed again
+    again = check_sources(["camera:0", "camera:1"], [calib], opener, known={v.path: v for v in check.views})
+    assert again == check and len(opener.opened) == 2  # known: not opened again
     assert [c.name for c in cameras_for_sources(read_calibrations([calib]), ["camera:1", "camera:0"])] == \
         ["cam01", "cam02"]  # in order, whatever their numbers
 
