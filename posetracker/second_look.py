@@ -22,6 +22,7 @@ attributes (``config``, ``spec``, ``refiners``, ``sigmas``, ``crop_model``, ``cr
 
 from __future__ import annotations
 
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import replace
 from pathlib import Path
@@ -34,11 +35,13 @@ from posetracker.decoding import DecodedPeople
 from posetracker.decoding.duplicates import suppress_duplicates
 from posetracker.decoding.tiles import add_tile_people
 from posetracker.decoding.top_down import MAP_KEYS, read_crops, with_missing
+from posetracker.model import int8 as eight_bit
 from posetracker.model.heads_at_cells import CellHeads
 from posetracker.model.live_graph import torch_parts
 from posetracker.model.preprocess import to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.model.still_graph import StillGraph, still_graph
+from posetracker.model.still_int8 import int8_still_session
 from posetracker.stages import Pending
 
 
@@ -113,22 +116,34 @@ class CropModel:
     """A top-down mode's crop model (``top_down: {crop_weights}``): a PoseNet of its own trained on crops only,
     each crop read as a still (no temporal state) and decoded by ``decoder`` (the session's tree decoder).
 
-    ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch."""
+    ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch.
+    ``weights``: the file the network was read from (its 8-bit companion sits beside it, ``model.still_int8``)."""
 
-    def __init__(self, net, decoder, sigmas: np.ndarray):
-        self.net, self.decoder, self.sigmas = net.eval(), decoder, sigmas
+    def __init__(self, net, decoder, sigmas: np.ndarray, weights: Path | None = None):
+        self.net, self.decoder, self.sigmas, self.weights = net.eval(), decoder, sigmas, weights
         self.runtime = "torch"  # "onnxruntime" once accelerated (:meth:`accelerate`)
         self.still: StillGraph | None = None  # the crops' batch as one runtime call, sparse heads (:meth:`accelerate`)
+        self.int8 = False  # the still graph's body is 8-bit (:meth:`accelerate` with int8)
         self._cells: CellHeads | None = None
 
-    def accelerate(self, threads: int = 1) -> None:
+    def accelerate(self, threads: int = 1, int8: bool = False) -> None:
         """The network in ONNX Runtime (``model.runtime.accelerate``), and the crops' batch through its still
         graph (``model.still_graph``): backbone and heatmap heads in one call, the other heads at the cells the
-        decoder reads (``model.heads_at_cells``)."""
+        decoder reads (``model.heads_at_cells``). ``int8``: the still graph with the 8-bit body
+        (``model.still_int8``) where a companion made for these weights sits beside them; else float."""
         self.runtime = accelerate(self.net, threads)
-        if self.runtime == "onnxruntime":
+        if self.runtime != "onnxruntime":
+            return
+        if int8 and self.weights is not None and (companion := eight_bit.companion_path(self.weights)).is_file():
+            try:
+                session = int8_still_session(self.net, companion, threads)
+                if session is not None:
+                    self.still, self.int8 = StillGraph(session), True
+            except Exception as exc:  # the float still graph then, say why
+                warnings.warn(f"8-bit crop graph not used ({exc}); float", RuntimeWarning, stacklevel=2)
+        if self.still is None:
             self.still = still_graph(self.net, threads)
-            self._cells = CellHeads(torch_parts(self.net)[3]) if self.still is not None else None
+        self._cells = CellHeads(torch_parts(self.net)[3]) if self.still is not None else None
 
     def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
         x = to_tensor(crops)  # (N, 3, S, S)
@@ -150,7 +165,8 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
     name = spec.top_down.get("crop_weights")
     if not name:
         return None
-    return CropModel(load_posenet(Path(weights_dir or MODELS_DIR) / name, spec), decoder, sigmas)
+    path = Path(weights_dir or MODELS_DIR) / name
+    return CropModel(load_posenet(path, spec), decoder, sigmas, path)
 
 
 __all__ = ["SECOND_LOOKS", "AnimalCrops", "CropModel", "PrecisionCrops", "SecondLook", "Tiles", "load_crop_model"]

@@ -118,7 +118,8 @@ class TrackingSession(FramePeople):
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
         self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
         if self.crop_model is not None and self.config.network.runtime == "auto":  # the crops' batch in ONNX Runtime
-            self.crop_model.accelerate(self.config.network.threads)
+            self.crop_model.accelerate(self.config.network.threads,  # live: its 8-bit body where it ships
+                                       int8=self.config.network.int8 and self.config.mode == "live")
         own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (RefineSettings)
         self.crop_turns = self.config.refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS)
                                                             if self.config.mode == "live" else own_turns)

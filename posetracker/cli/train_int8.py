@@ -5,7 +5,13 @@ live graph's companion file (``models/posenet-human18.int8.safetensors``; ``pose
     posetracker train int8-qat --config configs/distill_quick.yaml --companion /tmp/calibrated.int8.safetensors \\
         --out models/posenet-human18.int8.safetensors
 
-Both are made for the shipped weights (``models/posenet-human18.safetensors``): calibration ranges on frames of
+A top-down crop model's companion (``models/posenet-fly13-crops.int8.safetensors``, its still graph's body in 8
+bits: ``posetracker.model.still_int8``) is one step, ranges on crops of training frames (``train/int8_crops.py``):
+
+    posetracker train int8-calibrate-crops --config configs/fly13-crops.yaml \
+        --out models/posenet-fly13-crops.int8.safetensors
+
+The first two are made for the shipped weights (``models/posenet-human18.safetensors``): calibration ranges on frames of
 the config's training clips (``posetracker.train.int8_calibration``), then the body fine-tuned for them
 (``posetracker.train.int8_qat``).
 """
@@ -48,6 +54,22 @@ def cmd_qat(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_calibrate_crops(args: argparse.Namespace) -> int:
+    import torch
+
+    from posetracker.train.int8_crops import make_crop_companion
+
+    torch.set_num_threads(1)
+    try:
+        make_crop_companion(args.config, args.weights, args.out, first=args.first, end=args.end, step=args.step,
+                            qat_steps=args.qat_steps, lr=args.lr, batch=args.batch, seed=args.seed, log=_log)
+    except ValueError as exc:  # held-out frames asked for, or no crop model
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    _log(f"wrote {args.out}")
+    return 0
+
+
 def add_int8_parsers(tsub) -> None:
     c = tsub.add_parser("int8-calibrate", help="the 8-bit live graph's companion, step 1: ranges calibrated on "
                         "the training clips (then int8-qat)")
@@ -73,3 +95,21 @@ def add_int8_parsers(tsub) -> None:
     q.add_argument("--threads", type=int, default=2, help="torch threads (default 2: nothing else runs meanwhile)")
     q.add_argument("--seed", type=int, default=0)
     q.set_defaults(func=cmd_qat)
+
+    k = tsub.add_parser("int8-calibrate-crops", help="a top-down crop model's 8-bit companion: ranges calibrated on "
+                        "the crops a live session reads on training frames (model/still_int8.py)")
+    k.add_argument("--config", default="configs/fly13-crops.yaml", help="the crop model's config: its labelled "
+                   "video's frames are read, none of them held out")
+    k.add_argument("--weights", default="models/posenet-fly13.safetensors", help="the centre model (the crop model "
+                   "sits beside it)")
+    k.add_argument("--out", required=True, help="companion to write (models/posenet-fly13-crops.int8.safetensors)")
+    k.add_argument("--first", type=int, default=0, help="first frame (default 0)")
+    k.add_argument("--end", type=int, default=800, help="frames before this one (default 800: fly13-crops' training "
+                   "frames)")
+    k.add_argument("--step", type=int, default=10, help="every STEP-th frame (default 10)")
+    k.add_argument("--qat-steps", type=int, default=0, help="then fine-tune the body for 8 bits on the same crops "
+                   "(as int8-qat; default 0: the float body)")
+    k.add_argument("--lr", type=float, default=5e-6)
+    k.add_argument("--batch", type=int, default=8)
+    k.add_argument("--seed", type=int, default=0)
+    k.set_defaults(func=cmd_calibrate_crops)

@@ -125,14 +125,19 @@ def companion_for(net: PoseNet) -> Path | None:
     from posetracker.model.weights import default_weights_path
 
     path = companion_path(default_weights_path(net.spec.name))
+    return path if companion_fits(net, path) else None
+
+
+def companion_fits(net: PoseNet, path: Path) -> bool:
+    """Whether ``path`` is a readable companion made for ``net``'s float body and FPN (the live graph's or a crop
+    model's still graph's, ``model/still_int8.py``)."""
     if not path.is_file():
-        return None
+        return False
     try:
         _, meta = read_companion(path)
     except Exception:  # unreadable: the float graph
-        return None
-    fits = meta.get("body") == part_hash(net, "body") and meta.get("fpn_from") == part_hash(net, "fpn")
-    return path if fits else None
+        return False
+    return meta.get("body") == part_hash(net, "body") and meta.get("fpn_from") == part_hash(net, "fpn")
 
 
 def companion_path(weights: str | Path) -> Path:

@@ -86,39 +86,16 @@ def plain_state(body: nn.Module) -> dict[str, torch.Tensor]:
     return {k.replace(".conv.conv.", ".conv."): v.detach().clone() for k, v in body.state_dict().items()}
 
 
-def train_int8_body(config: str | Path, companion: str | Path, out: str | Path, steps: int = 200, lr: float = 5e-6,
-                    batch: int = 8, frames_per_clip: int = 24, step: int = 4, seed: int = 0,
-                    log: Callable[[str], None] = print) -> dict:
-    """Fine-tune the shipped weights' body for the ranges of ``companion`` (made for those weights; its own tuned
-    body, if any, is not the start: the float body is) and write the companion with it at ``out``; returns the
-    note's ``qat`` entry (settings, simulated feature error before and after)."""
-    rng = random.Random(seed)
-    torch.manual_seed(seed)
-    net = load_posenet().eval()
-    tensors, meta = int8.read_companion(Path(companion))
-    if meta.get("body") != int8.part_hash(net, "body") or meta.get("fpn_from") != int8.part_hash(net, "fpn"):
-        raise ValueError(f"{companion} was not made for the shipped weights")
-    ranges = json.loads(meta["ranges"])
-    fpn, _ = int8.companion_parts(tensors)  # start from the float body, whatever the companion holds
-    student, teacher = int8.with_fpn(net, fpn), int8.with_fpn(net, fpn)
-    with tempfile.TemporaryDirectory() as tmp:
-        import onnx
-
-        graph = onnx.load(str(export_live_step(student, int8.CALIBRATED_LOOKAHEAD, Path(tmp) / "f.onnx"))).graph
-    conv_inputs = {n.name: n.input[0] for n in graph.node if n.op_type == "Conv" and n.name.startswith(int8.BODY)}
-    body = student.backbone.body
-    keep = tuple(json.loads(meta["keep_float"]))
-    log(f"{simulate(body, conv_inputs, ranges, keep)} of {len(conv_inputs)} body convolutions simulated in 8 bits "
-        f"(float: {', '.join(keep) or 'none'})")
-
-    cfg = load_config(config)
-    frames = [to_tensor(letterbox(f.image)[0]) for clip in cfg.train
-              for f in iter_frames(Path(cfg.data_path) / clip, FrameSelection(step, frames_per_clip))]
-    x = torch.stack(frames)  # (N, 3, 256, 256)
+def fine_tune_body(student: nn.Module, teacher: nn.Module, x: torch.Tensor, steps: int, lr: float, batch: int,
+                   rng: random.Random, log: Callable[[str], None] = print) -> tuple[float, float]:
+    """Train ``student``'s body (its convolutions simulated in 8 bits, :func:`simulate`; the rest frozen) so that
+    its backbone's features on ``x`` (N, 3, S, S) float 0..255 match ``teacher``'s (mean squared error over
+    their variance, Adam, batches of ``batch``); returns the mean error (before, after). Used for the live graph
+    (:func:`train_int8_body`) and a crop model's still graph (``train/int8_crops.py``)."""
     with torch.no_grad():
-        target = torch.cat([teacher.backbone(x[i:i + 16]) for i in range(0, len(x), 16)])  # (N, 24, 64, 64)
+        target = torch.cat([teacher.backbone(x[i:i + 16]) for i in range(0, len(x), 16)])  # (N, 24, S/4, S/4)
     scale = target.var()
-    log(f"{len(x)} frames of {len(cfg.train)} training clips")
+    body = student.backbone.body
 
     def loss_of(idx: list[int]) -> torch.Tensor:
         """The features' mean squared error against the float network's, over their variance."""
@@ -150,6 +127,40 @@ def train_int8_body(config: str | Path, companion: str | Path, out: str | Path, 
             log(f"step {k_step}: {loss.item():.5f}")
     after = mean_loss()
     log(f"simulated 8-bit feature error after: {after:.5f}")
+    return before, after
+
+
+def train_int8_body(config: str | Path, companion: str | Path, out: str | Path, steps: int = 200, lr: float = 5e-6,
+                    batch: int = 8, frames_per_clip: int = 24, step: int = 4, seed: int = 0,
+                    log: Callable[[str], None] = print) -> dict:
+    """Fine-tune the shipped weights' body for the ranges of ``companion`` (made for those weights; its own tuned
+    body, if any, is not the start: the float body is) and write the companion with it at ``out``; returns the
+    note's ``qat`` entry (settings, simulated feature error before and after)."""
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    net = load_posenet().eval()
+    tensors, meta = int8.read_companion(Path(companion))
+    if meta.get("body") != int8.part_hash(net, "body") or meta.get("fpn_from") != int8.part_hash(net, "fpn"):
+        raise ValueError(f"{companion} was not made for the shipped weights")
+    ranges = json.loads(meta["ranges"])
+    fpn, _ = int8.companion_parts(tensors)  # start from the float body, whatever the companion holds
+    student, teacher = int8.with_fpn(net, fpn), int8.with_fpn(net, fpn)
+    with tempfile.TemporaryDirectory() as tmp:
+        import onnx
+
+        graph = onnx.load(str(export_live_step(student, int8.CALIBRATED_LOOKAHEAD, Path(tmp) / "f.onnx"))).graph
+    conv_inputs = {n.name: n.input[0] for n in graph.node if n.op_type == "Conv" and n.name.startswith(int8.BODY)}
+    body = student.backbone.body
+    keep = tuple(json.loads(meta["keep_float"]))
+    log(f"{simulate(body, conv_inputs, ranges, keep)} of {len(conv_inputs)} body convolutions simulated in 8 bits "
+        f"(float: {', '.join(keep) or 'none'})")
+
+    cfg = load_config(config)
+    frames = [to_tensor(letterbox(f.image)[0]) for clip in cfg.train
+              for f in iter_frames(Path(cfg.data_path) / clip, FrameSelection(step, frames_per_clip))]
+    x = torch.stack(frames)  # (N, 3, 256, 256)
+    log(f"{len(x)} frames of {len(cfg.train)} training clips")
+    before, after = fine_tune_body(student, teacher, x, steps, lr, batch, rng, log)
 
     note = json.loads(meta.get("note") or "{}")
     note["qat"] = {"steps": steps, "lr": lr, "batch": batch, "frames": len(x), "step": step, "seed": seed,
