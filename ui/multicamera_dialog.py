@@ -27,6 +27,7 @@ from posetracker.capture import CameraInfo
 from posetracker.multiview.live_check import check_sources, is_camera
 from posetracker.multiview.process import ViewsCheck, check_views
 
+from .multicamera_views import CameraViews
 from .views_worker import SessionMaker, SourceOpener, ViewsWorker
 from .worker_dialog import ERROR_COLOR, WorkerDialog
 
@@ -47,7 +48,7 @@ class _ElideRight(QStyledItemDelegate):
         option.textElideMode = Qt.TextElideMode.ElideRight
 
 
-class MultiCameraDialog(WorkerDialog):
+class MultiCameraDialog(CameraViews, WorkerDialog):
     """Videos and connected cameras (add, remove, move up: the first is shown), calibration file, a check per
     source and for the set-up, Live, Process / Cancel / Close, a progress bar. ``sessions()`` gives, at Process,
     the session maker of the model settings of the moment (fov_deg -> session); ``live_sessions()`` the same for
@@ -74,6 +75,8 @@ class MultiCameraDialog(WorkerDialog):
         self.result = None  # the last run's ViewsResult
         self._labels: dict[str, str] = {}  # camera:N -> what the table shows ("camera:0 (HD Webcam)")
         self._opened: dict = {}  # camera:N -> its ViewInfo once it opened (not opened again by each check)
+        self.picked: dict[str, str] = {}  # Live: view -> its calibrated camera, as picked in the Camera column
+        self._picked_for: list[str] = []  # the calibration files the picks were made with
         self._build()
         self._set_running(False)
         self.refresh()
@@ -210,36 +213,6 @@ class MultiCameraDialog(WorkerDialog):
             self._append(paths)
             self.refresh()
 
-    def _fill_camera_menu(self) -> None:
-        """The Add camera menu: the connected cameras now (one not already a view), or why there is none."""
-        self.camera_menu.clear()
-        try:
-            found = list(self.cameras())
-        except Exception as exc:  # noqa: BLE001 - listing cameras must not break the dialog
-            self.camera_menu.addAction(f"The cameras could not be listed: {exc}").setEnabled(False)
-            return
-        have = set(self.views())
-        for cam in found:
-            spec = f"camera:{cam.index}"
-            action = self.camera_menu.addAction(f"{spec}  {cam.name}", lambda c=cam: self.add_camera(c.index, c.name))
-            action.setEnabled(spec not in have)
-        if not found:
-            self.camera_menu.addAction("No camera found (is one connected?)").setEnabled(False)
-
-    def _listed(self) -> list[CameraInfo]:
-        try:
-            return list(self.cameras())
-        except Exception:  # noqa: BLE001 - a label only: the camera is shown as camera:N
-            return []
-
-    def add_camera(self, index: int, name: str = "") -> None:
-        """Add connected camera ``index`` (``camera:N``; ``name`` its label) as a view: Live goes on and stays."""
-        spec = f"camera:{int(index)}"
-        self._labels[spec] = f"{spec} ({name})" if name else spec
-        self._opened.pop(spec, None)  # added again: opened again
-        self._append([spec])
-        self.refresh()
-
     def ask_calibration(self) -> None:
         paths, _ = QFileDialog.getOpenFileNames(self, "Calibration of the cameras (OpenCV: one file per camera)", "",
                                                 CALIBRATION_FILTER)
@@ -263,10 +236,6 @@ class MultiCameraDialog(WorkerDialog):
 
     # ------------------------------------------------------------------ checks
 
-    def cameras_chosen(self) -> bool:
-        """Whether a connected camera is one of the views (Live is then on and locked)."""
-        return any(map(is_camera, self.views()))
-
     def _live_toggled(self, _on: bool) -> None:
         if not self.running():
             self.refresh()  # Live matches the sources as the CLI's --mode live does
@@ -281,10 +250,14 @@ class MultiCameraDialog(WorkerDialog):
             self.live.blockSignals(False)
         self.live_note.setText(CAMERA_LIVE_NOTE if cameras else "")
         self.live_note.setVisible(cameras)
-        if self.live.isChecked():
+        live = self.live.isChecked()
+        if self.calibration_files() != self._picked_for:  # another calibration: its own cameras
+            self.picked, self._picked_for = {}, self.calibration_files()
+        if live:
             if cameras and self.free is not None:  # a camera is opened by one program at a time
                 self.free([v for v in self.views() if is_camera(v)])
-            self.check = check_sources(self.views(), self.calibration_files(), self.opener, self._opened)
+            self.check = check_sources(self.views(), self.calibration_files(), self.opener, self._opened,
+                                       self.camera_names())
             self._opened.update({i.path: i for i in self.check.views if is_camera(i.path) and i.size and not i.problem})
         else:
             self.check = check_views(self.views(), self.calibration_files())
@@ -300,6 +273,7 @@ class MultiCameraDialog(WorkerDialog):
                 if col == 5 and (info.problem or info.note):
                     item.setForeground(QBrush(QColor(ERROR_COLOR if info.problem else NOTE_COLOR)))
                 self.table.setItem(row, col, item)
+        self.show_camera_pickers(live)
         if self.check.problem:
             self.show_message(self.check.problem, error=True)
         else:
@@ -340,7 +314,7 @@ class MultiCameraDialog(WorkerDialog):
         self.status.setText("Loading the model…")
         live = self.live.isChecked()
         worker = ViewsWorker(self.views(), self.calibration_files(), (self.live_sessions if live else self.sessions)(),
-                             frames, live, self.opener)
+                             frames, live, self.opener, self.camera_names() if live else None)
         self.launch_frames(worker, frames[:1] if live else frames, "multicamera",
                            f"Tracking {len(frames)} views live… (Cancel stops them and keeps what was tracked)"
                            if live else f"Processing {len(frames)} views…")

@@ -145,7 +145,8 @@ def stand_in_cameras(services: Services, sources: list[str]) -> Services:
 
     def name(source: str) -> str:  # a video's file name (lavfi:movie=/a/cam01.mp4,...: cam01.mp4), else the graph
         movie = re.search(r"movie=([^:,]+)", source) if source.startswith("lavfi:") else None
-        return f"stand-in: {Path(movie[1]).name if movie else source if source.startswith('lavfi:') else Path(source).name}"
+        shown = Path(movie[1]).name if movie else source if source.startswith("lavfi:") else Path(source).name
+        return f"stand-in: {shown}"
 
     listed = [CameraInfo(i, name(s)) for i, s in enumerate(sources)]
     return replace(services, open_camera=open_stand_in, list_cameras=lambda: list(listed))

@@ -34,10 +34,11 @@ class ViewsWorker(StoppableWorker):
     failed = Signal(str)
 
     def __init__(self, views: list[str], calibration: list[str], make_session: SessionMaker,
-                 frames: list[int | None], live: bool = False, opener: SourceOpener | None = None):
+                 frames: list[int | None], live: bool = False, opener: SourceOpener | None = None,
+                 names: list[str] | None = None):
         super().__init__()
         self.views, self.calibration, self.make_session, self.live = views, calibration, make_session, live
-        self.opener = opener
+        self.opener, self.names = opener, names  # names: each view's calibrated camera (live; None: the CLI's rule)
         self.frames = [max(int(f or 0), 0) for f in frames]
         self._view = -1
         self._last = 0.0
@@ -59,7 +60,7 @@ class ViewsWorker(StoppableWorker):
             if self.live:  # cameras, or the videos played as cameras: each instant triangulated as it comes
                 from posetracker.multiview.live_run import run_live_sources
 
-                cameras = cameras_for_sources(calibrated, self.views)  # the CLI's rule for its sources
+                cameras = cameras_for_sources(calibrated, self.views, self.names)  # as the CLI's --cameras
                 self.cameras = [c.name for c in cameras]
                 cams = sum(map(is_camera, self.views))
                 self.status.emit(f"Tracking {cams} connected cameras live…" if cams == len(self.views) else

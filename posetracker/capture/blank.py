@@ -43,7 +43,8 @@ class BlankSource(FrameSource):
                 return None
             index = self._next
             self._next += 1
-            return Frame(index=index, timestamp=index / self._fps, image=self._image.copy())  # a copy: a viewer may draw on it
+            # a copy: a viewer may draw on it
+            return Frame(index=index, timestamp=index / self._fps, image=self._image.copy())
 
     def seek(self, index: int) -> None:
         with self._lock:

@@ -45,6 +45,9 @@ def _cmd_process(args: argparse.Namespace) -> int:
         from posetracker.cli.process_views import process_views
 
         return process_views(args)
+    if args.cameras:
+        print("error: --cameras names the calibrated camera of each of several live sources", file=sys.stderr)
+        return 2
     args.input = args.input[0]
     from posetracker.capture import CaptureError, open_source
     from posetracker.export import ExportError, exporter_for_path
@@ -179,6 +182,10 @@ def add_process_parser(sub) -> None:
                     help="live mode, several sources: play video files at their frame rate as cameras deliver "
                          "(frames paired by time, those the model cannot keep up with dropped); default: every "
                          "frame in lock step. Cameras are always paired by time")
+    pr.add_argument("--cameras", nargs="+", metavar="NAME",
+                    help="live mode, several sources: each source's camera in the calibration, in the sources' "
+                         "order (camera:0 camera:1 --cameras cam03 cam01); default: the camera a source's name "
+                         "names, else the calibration's cameras in order")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=fov_argument, default="auto",

@@ -7,7 +7,8 @@ frame), each instant's people matched across the views, triangulated and solved 
 (``posetracker.multiview.live``), then finished and written as ``process`` writes one view (the work:
 ``posetracker.multiview.live_run.run_live_sources``, which the app runs too). A source takes the
 calibration's camera named in its name (``cam01`` for ``cam01.mp4``) when every source names one, else the
-calibration's cameras in order (as many as the sources). Here: the options, the console lines and the file.
+calibration's cameras in order (as many as the sources); ``--cameras NAME ...`` names each source's camera.
+Here: the options, the console lines and the file.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ def process_live_views(args: argparse.Namespace) -> int:
 
     sources = list(args.input)
     try:
-        cameras = cameras_for_sources(read_calibrations(args.calibration), sources)
+        cameras = cameras_for_sources(read_calibrations(args.calibration), sources, args.cameras)
     except (CalibrationError, OSError, ValueError) as exc:
         print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
         return 2

@@ -27,10 +27,23 @@ def is_camera(source: str) -> bool:
     return str(source).startswith(CAMERA_PREFIX)
 
 
-def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[str]) -> list[CameraCalibration]:
-    """Each source's camera: the one its name names (a file's stem, ``cam01`` for ``cam01.mp4``; any other
-    source's whole text, ``lavfi:movie=cam01.mp4``) when every source names a different one, else the
-    calibration's cameras in order when there are as many; CalibrationError otherwise."""
+def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[str],
+                        names: Sequence[str] | None = None) -> list[CameraCalibration]:
+    """Each source's camera: the one ``names`` names for it (``process ... --cameras cam03 cam01``: one per
+    source, each a different camera of the calibration), else the one its name names (a file's stem, ``cam01``
+    for ``cam01.mp4``; any other source's whole text, ``lavfi:movie=cam01.mp4``) when every source names a
+    different one, else the calibration's cameras in order when there are as many; CalibrationError otherwise."""
+    if names:
+        if len(names) != len(sources):
+            raise CalibrationError(f"{len(names)} camera names for {len(sources)} sources: name one per source")
+        exact = {c.name.lower(): c for c in cameras}
+        missing = [n for n in names if n.lower() not in exact]
+        if missing:
+            raise CalibrationError(f"no camera {missing[0]!r} in the calibration; cameras: "
+                                   f"{', '.join(c.name for c in cameras)}")
+        if len({n.lower() for n in names}) != len(names):
+            raise CalibrationError(f"a camera is named for two sources ({', '.join(names)}): each source needs its own")
+        return [exact[n.lower()] for n in names]
     keys = [Path(s).stem if Path(s).is_file() else s for s in sources]
     try:
         chosen = [camera_named(list(cameras), k) for k in keys]
@@ -46,13 +59,14 @@ def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[
 
 
 def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Opener | None = None,
-                  known: Mapping[str, ViewInfo] | None = None) -> ViewsCheck:
+                  known: Mapping[str, ViewInfo] | None = None, names: Sequence[str] | None = None) -> ViewsCheck:
     """The live set-up of ``sources`` (cameras ``camera:N``, video files, ``lavfi:GRAPH``) with the calibration
     files: each source opened by ``opener`` (default ``capture.open_source``; a camera reads its first frame) and
     closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
     its size is not its camera's (the run scales the camera, or warns of another aspect), a ``problem`` where it
     cannot be opened; and the first thing that stops the set-up. A source in ``known`` (an earlier check's
-    ViewInfo) is not opened again: its frames, rate and size are taken from it. Never raises."""
+    ViewInfo) is not opened again: its frames, rate and size are taken from it. ``names``: each source's camera
+    (``--cameras``). Never raises."""
     from posetracker.capture import open_source
     from posetracker.multiview.live_run import fit_camera
 
@@ -67,7 +81,7 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     chosen: list[CameraCalibration | None] = [None] * len(sources)
     if cameras and len(sources) >= 2:
         try:
-            chosen = list(cameras_for_sources(cameras, sources))
+            chosen = list(cameras_for_sources(cameras, sources, names))
         except CalibrationError as exc:
             problem = problem or f"{str(exc)[:1].upper()}{str(exc)[1:]}."
     infos = []

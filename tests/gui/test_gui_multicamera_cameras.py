@@ -130,7 +130,8 @@ def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot,
     assert dialog.progress.maximum() == 1 and not dialog.live.isEnabled()  # still cameras: Live stays locked
     assert window.state.source == "camera:1" and window.model_panel.mode.currentData() == "live"
     wait_until(qtbot, lambda: window.source_info is not None, 10)
-    assert tuple(window.source_info.size) == (320, 240) and any("over grey frames" in m for m in window.banner.messages())
+    assert tuple(window.source_info.size) == (320, 240)
+    assert any("over grey frames" in m for m in window.banner.messages())
 
 
 def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_path):
@@ -237,3 +238,48 @@ def test_the_camera_the_window_shows_is_closed_there_before_the_dialog_opens_it(
     assert window.controller.capture is None and window.source_info is None and window.state.source == ""
     assert any(m.startswith("camera:0 was closed here") for m in window.banner.messages())
     assert dialog.check.ready
+
+
+def test_each_cameras_calibrated_camera_picked_as_the_clis_cameras_option(qtbot, tmp_path, monkeypatch):
+    """Two cameras and a calibration of four: the CLI's rule (in order) cannot match them; picking cam03 and cam01
+    in the Camera column can, and the run reaches run_live_sources with the cameras ``--cameras cam03 cam01``
+    gives the CLI."""
+    import posetracker.cli.process_live_views as cli_views
+    import posetracker.multiview.live_run as live_run
+    from posetracker.cli import main as cli_main
+    from posetracker.multiview.process import ViewsError
+    from ui.main_window import MainWindow
+
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02", "cam03", "cam04"]))
+    window = MainWindow(services=camera_services())
+    qtbot.addWidget(window)
+    window.ask_open_views(calibration=calib)
+    dialog = window.views_dialog
+    choose_cameras(dialog, 0, 1)
+    assert dialog.check.problem.startswith("The calibration has 4 cameras (cam01, cam02, cam03, cam04) for 2 sources")
+    pickers = [dialog.table.cellWidget(r, 1) for r in range(2)]
+    assert [p.currentText() for p in pickers] == ["—", "—"] and pickers[0].count() == 5
+    dialog._pick_camera("camera:0", "cam03")
+    wait_until(qtbot, lambda: dialog.check.ready, 5)  # camera:1 takes the first camera left
+    assert [dialog.table.cellWidget(r, 1).currentText() for r in range(2)] == ["cam03", "cam01"]
+    dialog._pick_camera("camera:1", "cam03")  # taken: the two swap
+    wait_until(qtbot, lambda: dialog.table.cellWidget(0, 1).currentText() == "cam01", 5)
+    dialog._pick_camera("camera:1", "cam03")
+    dialog._pick_camera("camera:0", "cam03")
+    wait_until(qtbot, lambda: [dialog.table.item(r, 1).text() for r in range(2)] == ["cam03", "cam01"], 5)
+
+    calls = []
+
+    def record(sources, cameras, make_session, **kwargs):
+        calls.append((list(sources), [(c.name, c.K.tolist(), c.image_size) for c in cameras]))
+        raise ViewsError("recorded, not run")
+
+    monkeypatch.setattr(live_run, "run_live_sources", record)
+    assert dialog.start_run()
+    wait_until(qtbot, lambda: not dialog.running(), 10)
+    monkeypatch.setattr(cli_views, "_session", lambda args, fov: cli_views.view_config(args, fov))
+    assert cli_main(["process", "camera:0", "camera:1", "--mode", "live", "--calibration", calib, "--cameras",
+                     "cam03", "cam01", "--out", str(tmp_path / "cli.json")]) == 2
+    assert calls[0] == calls[1] and [c[0] for c in calls[0][1]] == ["cam03", "cam01"]
+    dialog.set_inputs(calibration=str(write_toml(tmp_path / "other.toml", ["cam01", "cam02"])))
+    assert dialog.picked == {} and [dialog.table.item(r, 1).text() for r in range(2)] == ["cam01", "cam02"]

@@ -101,3 +101,23 @@ def test_blank_frames_stand_in_for_a_camera_and_the_rate_they_play_at():
     assert played_rate(PoseSequence(poses, 12.0, load_skeleton("human18"))) == pytest.approx(30.0)
     assert played_rate(PoseSequence(poses[:1], 12.0, load_skeleton("human18"))) == 12.0
     assert np.all(frames[0].image == frames[0].image[0, 0])
+
+
+def test_cameras_named_for_the_sources_as_process_cameras_takes_them(tmp_path, capsys):
+    from posetracker.cli import main as cli_main
+
+    cams = read_calibrations([write_toml(tmp_path / "four.toml", ["cam01", "cam02", "cam03", "cam04"])])
+    sources = ["camera:0", "camera:1"]
+    assert [c.name for c in cameras_for_sources(cams, sources, ["CAM03", "cam01"])] == ["cam03", "cam01"]
+    for names, says in ((["cam03"], "1 camera names for 2 sources"), (["cam03", "cam09"], "no camera 'cam09'"),
+                        (["cam03", "cam03"], "a camera is named for two sources")):
+        with pytest.raises(CalibrationError, match=says):
+            cameras_for_sources(cams, sources, names)
+    opener = fake_opener({"camera:0": (160, 120), "camera:1": (160, 120)})
+    check = check_sources(sources, [str(tmp_path / "four.toml")], opener, names=["cam04", "cam02"])
+    assert check.ready and [v.camera for v in check.views] == ["cam04", "cam02"]
+    assert cli_main(["process", "a.mp4", "--cameras", "cam01"]) == 2
+    assert "--cameras names the calibrated camera of each of several live sources" in capsys.readouterr().err
+    assert cli_main(["process", "a.mp4", "b.mp4", "--calibration", str(tmp_path / "four.toml"), "--cameras",
+                     "cam01", "cam02"]) == 2
+    assert "--cameras is for --mode live" in capsys.readouterr().err
