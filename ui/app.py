@@ -2,7 +2,7 @@
 
     python main.py [--source PATH|camera:N] [--mode live|offline] [--calibration FILE]
                    [--views CAM1.mp4 CAM2.mp4 ... --calibration FILE [--views-live]]
-                   [--stand-in-cameras SOURCE ...]
+                   [--cameras NAME ...] [--stand-in-cameras SOURCE ...]
                    [--calibrate-board CLIP1.mp4 ... --board charuco:7x5:40:30]
                    [--screenshot OUT.png --quit-after SECONDS]
 
@@ -58,6 +58,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--board", type=board_spec, default="charuco:7x5:40:30",
                         metavar="KIND:CxR:SQUARE_MM[:MARKER_MM]",
                         help="the board of --calibrate-board (default charuco:7x5:40:30)")
+    parser.add_argument("--cameras", nargs="+", metavar="NAME",
+                        help="with --views, live: each view's camera in the calibration, in order (as process "
+                             "--cameras; the dialog's Camera column)")
     parser.add_argument("--stand-in-cameras", nargs="+", metavar="SOURCE",
                         help="demos and screenshots without a camera: the connected cameras are these sources "
                              "(camera:0 the first; lavfi:testsrc2=size=640x480:rate=30, or videos), in the Cameras "
@@ -82,6 +85,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error(f"--height: {exc}")
     if args.views and (args.calibration is None or args.source):
         parser.error("--views needs --calibration (and no --source)")
+    if args.cameras and (not args.views or len(args.cameras) != len(args.views)):
+        parser.error("--cameras names one camera of the calibration per --views source")
     if args.screenshot is not None and args.quit_after is None:
         parser.error("--screenshot needs --quit-after SECONDS")
     return args
@@ -173,7 +178,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.plots.select_person(args.person)
         window.on_person_changed(args.person)
     if args.views:
-        window.ask_open_views(args.views, args.calibration, start=True, live=args.views_live)
+        window.ask_open_views(args.views, args.calibration, start=True, live=args.views_live, cameras=args.cameras)
     else:
         source = args.source or str(SAMPLE_CLIP)
         if args.calibration:  # before opening: its tracking starts with the calibrated camera

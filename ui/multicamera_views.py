@@ -53,6 +53,11 @@ class CameraViews:
         """Whether a connected camera is one of the views (Live is then on and locked)."""
         return any(map(is_camera, self.views()))
 
+    def pick_cameras(self, names: list[str]) -> None:
+        """Each view's calibrated camera, in order (``main.py --cameras``), then the set-up checked again."""
+        self.picked = dict(zip(self.views(), names))
+        self.refresh()
+
     def camera_names(self) -> list[str] | None:
         """Each view's calibrated camera as picked (``--cameras``), None until one is picked (the CLI's rule). A
         view added after a pick takes the first camera no other view has."""

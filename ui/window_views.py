@@ -43,9 +43,10 @@ class WindowViews:
     _view_shown = 0  # the camera whose video plays (an index into views_result.views)
 
     def ask_open_views(self, views: list[str] | None = None, calibration: str | list[str] | None = None,
-                       start: bool = False, live: bool | None = None) -> None:
+                       start: bool = False, live: bool | None = None, cameras: list[str] | None = None) -> None:
         """The (non-modal) several-camera dialog, one instance; ``views`` / ``calibration`` fill it (``main.py
-        --views``), ``live`` ticks or clears its Live (None: as it is), ``start`` processes them at once."""
+        --views``), ``live`` ticks or clears its Live (None: as it is), ``cameras`` picks each view's calibrated
+        camera (``--cameras``), ``start`` processes them at once."""
         from .multicamera_dialog import MultiCameraDialog
 
         if self.views_dialog is None:
@@ -55,6 +56,8 @@ class WindowViews:
             self.views_dialog.result_ready.connect(self.show_views_result)
         if views is not None or calibration is not None:
             self.views_dialog.set_inputs(views, calibration)
+        if cameras:
+            self.views_dialog.pick_cameras(cameras)
         if live is not None:
             self.views_dialog.live.setChecked(live)
         self.views_dialog.show()

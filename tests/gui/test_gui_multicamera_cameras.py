@@ -186,6 +186,20 @@ def test_stand_in_cameras_are_the_apps_cameras():
         services.open_camera(2)
     assert stand_in_cameras(Services(), ["lavfi:movie=/a/cam01.mp4:loop=3"]).list_cameras()[0].name == \
         "stand-in: cam01.mp4"
+    with pytest.raises(SystemExit):  # --cameras: one per --views source
+        parse_args(["--views", "camera:0", "camera:1", "--calibration", "c.toml", "--cameras", "cam01"])
+
+
+def test_main_py_cameras_picks_each_views_calibrated_camera(qtbot, tmp_path):
+    from ui.main_window import MainWindow
+
+    window = MainWindow(services=camera_services())
+    qtbot.addWidget(window)
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02", "cam03", "cam04"]))
+    window.ask_open_views(["camera:0", "camera:1"], calib, cameras=["cam04", "cam02"])
+    dialog = window.views_dialog
+    assert dialog.check.ready and [v.camera for v in dialog.check.views] == ["cam04", "cam02"]
+    assert dialog.table.item(0, 0).text() == "camera:0 (Fake camera 0)"
 
 
 def test_a_camera_unplugged_mid_run_keeps_the_instants_before_it(qtbot, tmp_path, monkeypatch):
