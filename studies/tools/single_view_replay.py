@@ -28,6 +28,8 @@ for measuring only):
                           (studies/tools/level_prior.py): the calibration's (with --calibration)
     floor_down:DIR+level:PATH  the gravity from the floor DIR/camN.json's finishing step fitted (a second pass;
                           its normal_camera) instead, no calibration needed
+    prior_deroll:AXIS[,F] the pose prior reads each pose turned upright in the image (AXIS torso or body), F degrees of
+                          lean left as read
     prior_single          the pose prior reads each pose once, not also mirrored (PosePrior.mirrored, before 2026-12-07)
     prior_mirror[:M]      the pose prior's mirrored reading as measured before it shipped; M: each joint's prior
                           share also scaled by exp(-0.5 (d / M)^2), d (m) the two readings' difference
@@ -81,6 +83,35 @@ def _upper(w: float) -> None:
         return out
 
     estimator.moved_prior_weight = moved
+
+
+def _prior_deroll(axis: str, free_deg: float = 0.0) -> None:
+    """The pose prior reads each 2-D pose turned in the image plane about its hip midpoint so that its body axis
+    (``torso``: hip midpoint -> shoulder midpoint; ``body``: ankle midpoint -> shoulder midpoint) is vertical, leaving
+    ``free_deg`` of lean unturned (a rotation about the camera's axis leaves depths as they are)."""
+    from posetracker.depth import pose_prior
+
+    inputs = pose_prior.prior_inputs
+    names = _names()
+    ls, rs, lh, rh = (names.index(n) for n in pose_prior.TORSO)
+    la, ra = names.index("left_ankle"), names.index("right_ankle")
+
+    def turned(xy, ok, spec):
+        xy = np.asarray(xy, np.float64)
+        hip = 0.5 * (xy[..., lh, :] + xy[..., rh, :])
+        low = hip if axis == "torso" else 0.5 * (xy[..., la, :] + xy[..., ra, :])
+        up = 0.5 * (xy[..., ls, :] + xy[..., rs, :]) - low
+        a = np.arctan2(up[..., 0], -up[..., 1])  # lean from the image's up, clockwise positive
+        if axis == "body":
+            a = np.where(ok[..., la] & ok[..., ra], a, 0.0)
+        free = np.radians(free_deg)
+        a = np.sign(a) * np.maximum(np.abs(a) - free, 0.0)
+        c, s = np.cos(a)[..., None], np.sin(a)[..., None]
+        d = xy - hip[..., None, :]
+        rot = np.stack([c * d[..., 0] + s * d[..., 1], -s * d[..., 0] + c * d[..., 1]], -1)
+        return inputs(np.nan_to_num(rot) + hip[..., None, :], ok, spec)
+
+    pose_prior.prior_inputs = turned
 
 
 def _prior_single() -> None:
@@ -260,7 +291,8 @@ def apply(variant: str) -> None:
                "no_feet": _no_feet, "level": lambda: _level(arg),
                "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg),
                "legs_only": lambda: CURRENT.update(legs_only=True), "prior_mirror": lambda: _prior_mirror(float(arg) if arg else None),
-               "prior_single": _prior_single}
+               "prior_single": _prior_single,
+               "prior_deroll": lambda: _prior_deroll(*(arg.split(",")[0], float(arg.split(",")[1]) if "," in arg else 0.0))}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")
     actions[name]()
