@@ -88,7 +88,8 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
                        "are tracked, matched and triangulated into one result in the calibration's metres, as "
                        "<tt>posetracker process cam1.mp4 cam2.mp4 … --calibration FILE</tt> does. Each video's "
                        "file name names its camera (cam01.mp4: camera cam01); connected cameras (Live) take the "
-                       "calibration's cameras in order, as <tt>process camera:0 camera:1 --mode live</tt> does. "
+                       "calibration's cameras in order, as <tt>process camera:0 camera:1 --mode live</tt> does, or "
+                       "those picked in the Camera column (<tt>--cameras NAME …</tt>). "
                        "The first source is shown in the window with the people reprojected into it.")
         intro.setWordWrap(True)
         self.table = QTableWidget(0, len(COLUMNS))
@@ -293,6 +294,7 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
         for w in (self.add_videos, self.add_camera_button, self.remove, self.move_up, self.calibration, self.browse):
             w.setEnabled(not busy)
         self.live.setEnabled(not busy and not self.cameras_chosen())
+        self.lock_camera_pickers(busy)
         if not busy and self.progress.maximum() == 0:  # a camera's busy bar: stopped
             self.progress.setRange(0, 1)
             self.progress.setValue(1 if self.result is not None else 0)

@@ -80,11 +80,20 @@ class CameraViews:
             box.setCurrentText(info.camera or "—")
             box.setToolTip("This view's camera in the calibration (process … --cameras NAME …)")
             box.activated.connect(lambda _i, b=box, v=info.path: self._pick_camera(v, b.currentText()))
+            box.setEnabled(not self.running())
             self.table.setCellWidget(row, 1, box)
+
+    def lock_camera_pickers(self, busy: bool) -> None:
+        """No picking while a run holds the cameras."""
+        for row in range(self.table.rowCount()):
+            if (box := self.table.cellWidget(row, 1)) is not None:
+                box.setEnabled(not busy)
 
     def _pick_camera(self, view: str, name: str) -> None:
         """``view`` takes calibrated camera ``name``; a view that had it takes ``view``'s former one (a swap), or the
         next camera no view has."""
+        if self.running():
+            return
         current = {i.path: i.camera for i in self.check.views if i.camera}
         current.update(self.picked)
         before = current.get(view)

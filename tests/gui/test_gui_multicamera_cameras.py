@@ -118,6 +118,9 @@ def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot,
     services.opened.clear()
     assert dialog.start_run()
     assert dialog.progress.maximum() == 0  # a camera has no end: a busy bar
+    assert not dialog.table.cellWidget(0, 1).isEnabled()  # no picking while the run holds the cameras
+    dialog._pick_camera("camera:1", "cam02")
+    assert dialog.picked == {}
     wait_until(qtbot, lambda: dialog.status.text().startswith("Live:"), 20)
     assert sorted(services.opened[-2:]) == [0, 1]  # the run opened the services' cameras
     dialog.cancel_run()
