@@ -338,7 +338,8 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
         who = f"{people} {'person' if people == 1 else 'people'}"
         done = ("Stopped: a source failed, kept what was tracked" if "failure" in seq.metadata else
                 "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done")
-        self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} frames, {who} in 3-D, in the calibration's metres; "
+        unit = "instants" if seq.metadata.get("mode") == "live" else "frames"  # live: one per pairing of the views
+        self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} {unit}, {who} in 3-D, in the calibration's metres; "
                           f"shown in the window over {self._shown_over(result.views[0])}."
                           + "".join(f" Warning: {w}" for w in result.warnings)
                           + (f" Error: {seq.metadata['failure']}" if "failure" in seq.metadata else ""),
