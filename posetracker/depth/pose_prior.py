@@ -9,8 +9,9 @@ random virtual cameras (``posetracker.train.pose_prior``: motion capture and the
 image features, so where the two disagree about which side is nearer, the mix
 (:meth:`PosePrior.fuse`) is right more often than either alone. The prior also reads each pose mirrored
 (x -> -x, left <-> right; trained so half the time) and averages the two readings, mirrored back, so that it reads
-a pose and its mirror image alike; its share of the relative depth is ``UPPER_WEIGHT`` above the knees (head,
-arms, hips: where it reads better than the depth head) and ``weight`` for the knees and ankles
+a pose and its mirror image alike; its share of the relative depth is ``UPPER_WEIGHT`` for the head, shoulders
+and arms (where it reads better than the depth head) and ``weight`` for the hips, knees and ankles (more on the
+hips slid stance feet)
 (``studies/multiview-reference.md``, "The pose prior read mirrored").
 
 Units: with ``s`` the torso's RMS distance (px) of shoulders and hips from the hip
@@ -34,7 +35,7 @@ from posetracker.weights_file import MODELS_DIR, read_weights
 
 FORMAT = "pose-prior-v1"
 TORSO = ("left_shoulder", "right_shoulder", "left_hip", "right_hip")
-LEGS = ("knee", "ankle")  # joint names ending so take ``weight``; the others ``UPPER_WEIGHT``
+LEGS = ("hip", "knee", "ankle")  # joint names ending so take ``weight``; the others ``UPPER_WEIGHT``
 UPPER_WEIGHT = 0.7
 
 

@@ -30,6 +30,7 @@ for measuring only):
                           its normal_camera) instead, no calibration needed
     prior_deroll:AXIS[,F] the pose prior reads each pose turned upright in the image (AXIS torso or body), F degrees of
                           lean left as read
+    prior_legs:E1,E2,...  the joints whose names end so take the prior's leg share (shipped: knee,ankle)
     prior_single          the pose prior reads each pose once, not also mirrored (PosePrior.mirrored, before 2026-12-07)
     prior_mirror[:M]      the pose prior's mirrored reading as measured before it shipped; M: each joint's prior
                           share also scaled by exp(-0.5 (d / M)^2), d (m) the two readings' difference
@@ -112,6 +113,13 @@ def _prior_deroll(axis: str, free_deg: float = 0.0) -> None:
         return inputs(np.nan_to_num(rot) + hip[..., None, :], ok, spec)
 
     pose_prior.prior_inputs = turned
+
+
+def _prior_legs(endings: str) -> None:
+    """The joints whose names end with one of ``endings`` (comma-separated) take the prior's leg share."""
+    from posetracker.depth import pose_prior
+
+    pose_prior.LEGS = tuple(endings.split(","))
 
 
 def _prior_single() -> None:
@@ -291,7 +299,7 @@ def apply(variant: str) -> None:
                "no_feet": _no_feet, "level": lambda: _level(arg),
                "prior_weights": lambda: _weights(arg), "floor_down": lambda: CURRENT.update(down_from=arg),
                "legs_only": lambda: CURRENT.update(legs_only=True), "prior_mirror": lambda: _prior_mirror(float(arg) if arg else None),
-               "prior_single": _prior_single,
+               "prior_single": _prior_single, "prior_legs": lambda: _prior_legs(arg),
                "prior_deroll": lambda: _prior_deroll(*(arg.split(",")[0], float(arg.split(",")[1]) if "," in arg else 0.0))}
     if name not in actions:
         raise SystemExit(f"unknown variant {variant!r}")

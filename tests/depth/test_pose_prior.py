@@ -124,7 +124,7 @@ def test_the_prior_reads_a_pose_and_its_mirror_image_alike():
         assert np.allclose(rel_m[:, m], rel, atol=1e-9) == alike
 
 
-def test_the_prior_takes_more_of_the_depth_above_the_knees():
+def test_the_prior_takes_more_of_the_head_s_and_arms_depth():
     views = VirtualViews([standing_pose(0.2)[None]], SPEC, noise=0.0, seed=6)
     xy, ok, z = views.sample(2)
     x, y = views.encode(xy, ok, z)
@@ -134,7 +134,7 @@ def test_the_prior_takes_more_of_the_depth_above_the_knees():
     fused = prior.fuse(xy * 500.0, np.where(ok, 0.9, 0.0), head, 500.0)
     hips = [SPEC.index("left_hip"), SPEC.index("right_hip")]
     scale = head[:, SPEC.root] / z[:, SPEC.root]
-    for name, w in (("left_wrist", UPPER_WEIGHT), ("left_ankle", 0.5)):
+    for name, w in (("left_wrist", UPPER_WEIGHT), ("left_ankle", 0.5), ("left_hip", 0.5)):
         j = SPEC.index(name)
         hip_head = head[:, hips].mean(1)
         expected = hip_head + (1 - w) * (head[:, j] - hip_head) + w * (z[:, j] - z[:, SPEC.root]) * scale
@@ -146,7 +146,7 @@ def test_weights_round_trip_and_errors(tmp_path):
     path = tmp_path / "prior.safetensors"
     save_pose_prior(net, SPEC, path, source="test")
     loaded = load_pose_prior(path, weight=0.25)
-    legs = [SPEC.index(n) for n in ("left_knee", "right_knee", "left_ankle", "right_ankle")]
+    legs = [SPEC.index(n) for n in ("left_hip", "right_hip", "left_knee", "right_knee", "left_ankle", "right_ankle")]
     assert (loaded.weight[legs] == 0.25).all() and np.delete(loaded.weight, legs).min() == UPPER_WEIGHT
     x = torch.randn(2, (SPEC.num_joints - 1) * 3)
     with torch.no_grad():
