@@ -15,8 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
-from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, read_calibrations
-from posetracker.multiview.process import ViewInfo, ViewsCheck
+from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named
+from posetracker.multiview.process import ViewInfo, ViewsCheck, read_or_say
 from posetracker.types import PoseSequence
 
 Opener = Callable[[str], FrameSource]  # a source's text -> the opened source (posetracker.capture.open_source)
@@ -71,13 +71,7 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     from posetracker.multiview.live_run import fit_camera
 
     opener = opener or open_source
-    cameras: list[CameraCalibration] = []
-    problem = ""
-    if calibration:
-        try:
-            cameras = read_calibrations(list(calibration))
-        except (CalibrationError, OSError, ValueError) as exc:
-            problem = f"The calibration cannot be read: {exc}"
+    cameras, problem = read_or_say(calibration)
     chosen: list[CameraCalibration | None] = [None] * len(sources)
     if cameras and len(sources) >= 2:
         try:

@@ -99,19 +99,23 @@ def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str]
     return chosen
 
 
+def read_or_say(calibration: Sequence[str]) -> tuple[list[CameraCalibration], str]:
+    """The cameras of the calibration files (none given: none) and, where they cannot be read, why in words."""
+    if not calibration:
+        return [], ""
+    try:
+        return read_calibrations(list(calibration)), ""
+    except (CalibrationError, OSError, ValueError) as exc:
+        return [], f"The calibration cannot be read: {exc}"
+
+
 def check_views(views: Sequence[str], calibration: Sequence[str]) -> ViewsCheck:
     """What the app's set-up shows before a run: each video opened (frames, rate, size) and matched to its
     camera, and the first thing that stops the set-up in words (fewer than two videos, no calibration, one that
     cannot be read or has fewer cameras than videos, a video with no camera or not readable). Never raises."""
     from posetracker.capture import CaptureError, open_source
 
-    cameras: list[CameraCalibration] = []
-    problem = ""
-    if calibration:
-        try:
-            cameras = read_calibrations(list(calibration))
-        except (CalibrationError, OSError, ValueError) as exc:
-            problem = f"The calibration cannot be read: {exc}"
+    cameras, problem = read_or_say(calibration)
     infos = []
     for view in views:
         frames = fps = size = None
