@@ -11,8 +11,9 @@
           -> [refiners, frame stage: the precision stage on crops of the source frame]
           -> DepthEstimator.estimate (step 9, ``posetracker.depth``): joint depths (P, K), world (P, K, 3)
           -> PoseTracker (ids) -> DepthEstimator.blend_tracks (far people)
-          -> offline: the motion solve over each whole track (``motion.solve``); live: each reading weighed
-             against the track's motion (``motion.live_solve``), then One Euro smoothing
+          -> offline: the motion solve over each whole track (``motion.solve``); live: people seen from behind
+             labelled by their facing (``motion.live_sides``), each reading weighed against the track's motion
+             (``motion.live_solve``), then One Euro smoothing
           -> offline: the legs exchanged back where the feet's left / right labels swap, solved again (``motion.sides``)
           -> bone lengths -> PoseFrame (keypoints (P, K, 3): x, y px and depth m)
 
@@ -60,6 +61,7 @@ from posetracker.model.low_light import brighten_if_dark
 from posetracker.model.preprocess import INPUT_SIZE, Letterbox, letterbox, to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.motion.live_solve import LiveSolve
+from posetracker.motion.live_sides import LiveSides
 from posetracker.offline_run import run_offline
 from posetracker.pipeline_live import Inferred, Pending, Prepared, Progress, StageTimes, poses as live_stages
 from posetracker.pipeline_live import limit_blas_threads
@@ -186,6 +188,7 @@ class TrackingSession(FramePeople):
         self.tracker = PoseTracker(self.spec, fix_swaps=self.config.motion.fix_swaps, **oks)
         self.tracker.reset(first_id)
         self.smoother = LiveSolve(PoseSmoother(self.spec, mode)) if mode == "live" else PoseSmoother(self.spec, mode)
+        self.sides = LiveSides(self.spec)  # live: people seen from behind, left and right by their facing
         self.bones = BoneLengthSolver(self.spec, rigidify=self.config.motion.rigid_bones, window=LIVE_BONE_WINDOW)
         self.depth.reset()
         self.refiners.reset()
@@ -269,6 +272,8 @@ class TrackingSession(FramePeople):
         t0 = time.perf_counter()
         if self.config.people.track:
             pose = self._shown(self._track(pose))
+            if self.config.motion.fix_facing:
+                pose = self.sides.update(pose)
             if self.config.motion.smoothing:
                 pose = self.smoother.update(pose)
             pose = self.bones.update(pose)

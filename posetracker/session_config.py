@@ -126,7 +126,7 @@ class MotionSettings:
     smoothing: bool = True  # the motion solve (offline: each track over the whole clip; live: the running smoother)
     rigid_bones: bool = True  # world: one length per bone and track (offline: over the recording; live: running median)
     fix_swaps: bool = True  # tracker: swap back left/right pairs read crossed against the track (tracking.mirror)
-    fix_facing: bool = True  # offline: exchange the whole body's left/right where the labels slid over (tracking.facing)
+    fix_facing: bool = True  # left/right of people seen from behind by their facing (motion.sides; live: motion.live_sides)
     # offline: side views, exchange knees and ankles read on the other leg (tracking.near_leg), and the whole legs
     # from where the feet's left / right labels swap (motion.sides; a live result gets the latter when finished)
     fix_legs: bool = True

@@ -206,8 +206,9 @@ def add_process_parser(sub) -> None:
     pr.add_argument("--raw-bones", action="store_true",
                     help="metric 3-D as estimated, bone lengths varying (default: one length per bone and person)")
     pr.add_argument("--no-facing-repair", action="store_true",
-                    help="offline: keep left and right as the network read them where a person seen from behind "
-                         "seems read as facing the camera (default: exchanged back; listed as facing_repairs)")
+                    help="keep left and right as the network read them where a person seen from behind "
+                         "seems read as facing the camera (default: exchanged back; offline listed as "
+                         "facing_repairs; live, frame by frame, where the labels jump while the face is not seen)")
     pr.add_argument("--no-leg-repair", action="store_true",
                     help="keep the legs as read: offline, knees and ankles that, seen from the side, sit on the "
                          "other leg by depth (listed as leg_repairs), and (offline and live) the legs from where the "

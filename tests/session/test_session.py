@@ -165,3 +165,20 @@ def test_a_model_away_from_its_refiners_says_it_runs_without_them(tmp_path):
     assert not live.refiners  # live's fast stage (two CPUs) is not there either, and it says so where it has one
     assert any("without its default refiner(s) crop-fast" in n for n in live.notices) == bool(
         default_refiners("human18", "live"))
+
+
+def test_live_frames_pass_the_facing_stage_unless_turned_off(tiny_net):
+    """Live, every tracked frame goes through the facing of people seen from behind (motion.live_sides) on its way
+    to the smoothing, so the CLI, the app and batch runs all get it; fix_facing=False (--no-facing-repair) leaves
+    it out."""
+    from posetracker.session import MotionSettings
+
+    for fix in (True, False):
+        session = TrackingSession(tiny_net, SessionConfig(mode="live", network=NetworkSettings(lookahead=1),
+                                                          motion=MotionSettings(fix_facing=fix)))
+        passed = []
+        real = session.sides.update
+        session.sides.update = lambda pose, real=real: passed.append(pose.index) or real(pose)
+        outs = [session.step(f) for f in _frames(5)] + session.flush()
+        assert [o.index for o in outs if o is not None] == list(range(5))
+        assert passed == (list(range(5)) if fix else [])
