@@ -15,12 +15,12 @@ per track, one frame at a time (:class:`LiveSides`; the session's look-ahead is 
    again: ``ENTER`` frames in a row within half of it (hysteresis: a frame or two of either changes nothing);
 3. slid: seen from behind while the labels, having put the trunk facing away, jump to put it facing the camera
    (the depth head's 3-D shoulders and hips as labelled within ``FACING_DEG`` of the camera, ``tracking.facing.
-   trunk_yaw``) within ``SLIDE_FRAMES`` frames and without a readable side view between (a slide is a jump between
-   two frames, or across 1-2 where the trunk collapses to a point; a real turn passes through a side view or
-   takes longer: the man of the four-view trial, read facing away, then 5 frames not read, then facing cam02,
-   turned with his face blurred and looking away); it stays slid while the trunk is read facing the camera or not read, and ends where the labels put it
-   facing away again or the track is no longer seen from behind. The face alone mirrors no one: that man faces
-   cam01 with his face's confidence falling 0.69 -> 0.56, and is never read facing away there;
+   trunk_yaw``) within ``SLIDE_FRAMES`` frames and with no readable side view between (a slide is a jump between
+   two frames, or across 1-2 where the trunk collapses to a point; a real turn passes through a side view or takes
+   longer: the man of the four-view trial, read facing away, 5 frames not read, then facing cam02, his labels
+   right). It stays slid while the trunk is read facing the camera or not read, and ends where the labels put it
+   facing away again or the track is no longer seen from behind. The face alone mirrors no one: the same man
+   faces cam01 with his face blurred and turned away (its confidence 0.69 -> 0.56) and is never read facing away;
 4. in a slid frame the head and shoulders are exchanged and each pair down the chain (hips, elbows, wrists,
    knees, ankles) with them unless, as read, it hangs from its decided parent pair better
    (``motion.sides.facing_orders`` on the one frame: its attachment costs; the offline form also weighs the steps
