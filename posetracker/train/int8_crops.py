@@ -84,7 +84,8 @@ def still_fidelity(float_path: Path, q_path: Path, batches: list[np.ndarray]) ->
 
 
 def tuned_body(net, float_path: Path, ranges: dict[str, list[float]], batches: list[np.ndarray], steps: int,
-               lr: float, batch: int, seed: int, log: Callable[[str], None]) -> tuple[dict, dict]:
+               lr: float, batch: int, seed: int, log: Callable[[str], None],
+               keep_float: tuple[str, ...] = int8.KEEP_FLOAT) -> tuple[dict, dict]:
     """``net``'s body fine-tuned for 8 bits on the crops of ``batches`` (``int8_qat.fine_tune_body``: the
     convolutions the graph at ``float_path`` quantises simulated with ``ranges``, features distilled towards
     the float body's) -> (its state dict, the note's ``qat`` entry)."""
@@ -99,7 +100,7 @@ def tuned_body(net, float_path: Path, ranges: dict[str, list[float]], batches: l
     conv_inputs = {n.name: n.input[0] for n in graph.node if n.op_type == "Conv" and n.name.startswith(int8.BODY)}
     fpn = torch_parts(net)[0].fpn.state_dict()
     student, teacher = int8.with_fpn(net, fpn), int8.with_fpn(net, fpn)
-    n = simulate(student.backbone.body, conv_inputs, ranges, int8.KEEP_FLOAT)
+    n = simulate(student.backbone.body, conv_inputs, ranges, keep_float)
     log(f"{n} of {len(conv_inputs)} body convolutions simulated in 8 bits")
     x = torch.from_numpy(np.concatenate(batches))  # (N, 3, S, S)
     before, after = fine_tune_body(student, teacher, x, steps, lr, batch, random.Random(seed), log)
@@ -109,9 +110,9 @@ def tuned_body(net, float_path: Path, ranges: dict[str, list[float]], batches: l
 
 def make_crop_companion(config: str | Path, weights: str | Path, out: str | Path, first: int = 0, end: int = 800,
                         step: int = 10, qat_steps: int = 0, lr: float = 5e-6, batch: int = 8, seed: int = 0,
-                        log: Callable[[str], None] = print) -> dict:
+                        keep_float: tuple[str, ...] = int8.KEEP_FLOAT, log: Callable[[str], None] = print) -> dict:
     """Calibrate the crop model of ``config``'s skeleton (beside ``weights``, the centre model) on crops of its
-    training frames, with ``qat_steps`` its body fine-tuned for 8 bits on the same crops (:func:`tuned_body`),
+    training frames (the body's nodes named by ``keep_float`` left in float), with ``qat_steps`` its body fine-tuned for 8 bits on the same crops (:func:`tuned_body`),
     and write the companion at ``out``; returns its note."""
     log("recording crops")
     batches, frames = crop_batches(config, weights, first, end, step)
@@ -123,19 +124,20 @@ def make_crop_companion(config: str | Path, weights: str | Path, out: str | Path
     log(f"{len(frames)} frames (from {frames[0]} to {frames[-1]}), {sum(len(b) for b in batches)} crops: calibrating")
     with tempfile.TemporaryDirectory(prefix="int8-crops-") as tmp:
         float_path = Path(tmp) / "float.onnx"
-        ranges = calibrate_still(net, batches, PERCENTILE, float_path)
-        body, qat = tuned_body(net, float_path, ranges, batches, qat_steps, lr, batch, seed, log) if qat_steps \
+        ranges = calibrate_still(net, batches, PERCENTILE, float_path, keep_float)
+        body, qat = tuned_body(net, float_path, ranges, batches, qat_steps, lr, batch, seed, log, keep_float) \
+            if qat_steps \
             else (None, None)
         companion = Path(tmp) / "c.int8.safetensors"
         from posetracker.model.live_graph import torch_parts
 
         fpn = torch_parts(net)[0].fpn
-        int8.write_companion(companion, fpn, net, ranges, int8.KEEP_FLOAT, "", PREFIXES, body=body)
+        int8.write_companion(companion, fpn, net, ranges, keep_float, "", PREFIXES, body=body)
         q_path = quantised_still_path(net, companion)
         assert q_path is not None
         fid = still_fidelity(float_path, q_path, batches)
     note = {"frames": [frames[0], frames[-1], step], "crops": sum(len(b) for b in batches), "percentile": PERCENTILE,
             "fidelity_train": fid, **({"qat": qat} if qat else {})}
     log(f"{len(ranges)} ranges; fidelity on the calibration crops: {json.dumps(fid)}")
-    int8.write_companion(Path(out), fpn, net, ranges, int8.KEEP_FLOAT, json.dumps(note), PREFIXES, body=body)
+    int8.write_companion(Path(out), fpn, net, ranges, keep_float, json.dumps(note), PREFIXES, body=body)
     return note
