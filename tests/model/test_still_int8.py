@@ -90,3 +90,21 @@ def test_a_companion_of_other_weights_gives_no_8_bit_graph(tmp_path, monkeypatch
     assert int8.companion_fits(net, path) and not int8.companion_fits(other, path)
     assert quantised_still_path(other, path) is None
     assert json.loads(int8.read_companion(path)[1]["quantise"]) == list(PREFIXES)
+
+
+@pytest.mark.slow
+def test_fly13_live_reads_its_crops_with_the_shipped_8_bit_body():
+    """models/posenet-fly13-crops.int8.safetensors fits the shipped crop model: live sessions read the crops with
+    it; offline and int8=False read them in float. Its ranges come from training frames only (before 800)."""
+    from posetracker.session import NetworkSettings, SessionConfig, TrackingSession
+
+    path = MODELS_DIR / "posenet-fly13-crops.int8.safetensors"
+    live = TrackingSession.open("fly13", None, SessionConfig(mode="live"))
+    assert live.crop_model.int8 and int8.companion_fits(live.crop_model.net, path)
+    meta = int8.read_companion(path)[1]
+    first, last, _ = json.loads(meta["note"])["frames"]
+    assert 0 <= first <= last < 800
+    assert "/body/blocks.2/" in json.loads(meta["keep_float"])
+    assert not TrackingSession.open("fly13", None, SessionConfig(mode="offline")).crop_model.int8
+    float_live = SessionConfig(mode="live", network=NetworkSettings(int8=False))
+    assert not TrackingSession.open("fly13", None, float_live).crop_model.int8
