@@ -68,7 +68,7 @@ from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import (  # noqa: F401 (re-exported)
-    LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
+    LIVE_CROP_ROUNDS, LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
     SessionConfig,
 )
 from posetracker.skeletons import SkeletonSpec
@@ -125,6 +125,8 @@ class TrackingSession(FramePeople):
         own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (RefineSettings)
         self.crop_turns = self.config.refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS)
                                                             if self.config.mode == "live" else own_turns)
+        self.crop_rounds = self.config.refine.crop_rounds or (LIVE_CROP_ROUNDS if self.config.mode == "live"
+                                                              else int(self.spec.top_down.get("rounds", 1)))
         tiles = self.config.refine.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)

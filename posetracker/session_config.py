@@ -31,6 +31,7 @@ TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 
 LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (RefineSettings.crop_turns)
+LIVE_CROP_ROUNDS = 1  # live: each animal's crop read once (RefineSettings.crop_rounds)
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,18 @@ class RefineSettings:
     # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
     # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, studies/fly13.md)
     crop_turns: int | None = None
+    # top-down modes: how many times each animal is read, each round from a crop centred on the last round's
+    # reading of its root (read_crops); None: the skeleton's top_down rounds offline, LIVE_CROP_ROUNDS live (fly13:
+    # 3 offline: the held-out walking flies 11.56 -> 8.56 px at 2.2x the CPU a frame, studies/fly13.md)
+    crop_rounds: int | None = None
     # the precision stage's weights file (``crop``); None: refiner-crop-<skeleton>.safetensors beside the model
     crop_weights: str | None = None
 
     def __post_init__(self) -> None:
         if self.crop_turns is not None and self.crop_turns not in (1, 2, 4, 8):
             raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
+        if self.crop_rounds is not None and self.crop_rounds not in (1, 2, 3):
+            raise ValueError(f"crop_rounds must be 1, 2 or 3, got {self.crop_rounds}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

@@ -24,7 +24,9 @@ YAML layout (see human18.yaml)::
                                   # weights) a model of its own reads the crops, the mode's weights
                                   # then only find the centres (SLEAP's centroid + centred instance);
                                   # turns: 8 reads each crop turned by each eighth of a turn and
-                                  # joins the readings that agree (head and tail read consistently)
+                                  # joins the readings that agree (head and tail read consistently);
+                                  # rounds: 2 reads each animal again from a crop centred on its first
+                                  # reading's centre (offline; live reads once)
     orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
     score_calibration: [3.05, 4.14]  # optional [slope > 0, offset]: output person scores as probabilities
                                   # (posetracker.decoding.person_scores; fitted by posetracker train score-calibration)
@@ -300,21 +302,27 @@ def _orientation(raw, index: dict[str, int], source: str) -> tuple[int, int] | N
 
 def _top_down_options(raw, source: str) -> dict[str, Any]:
     """The optional ``top_down`` mapping: ``crop_px`` (> 0), the crop side in source pixels, and optionally
-    ``crop_weights``, the file name of the crop model beside the mode's weights, and ``turns`` (1, 2, 4 or 8),
-    how many turned copies of each crop are read and joined (:func:`posetracker.decoding.top_down.read_crops`)."""
+    ``crop_weights``, the file name of the crop model beside the mode's weights, ``turns`` (1, 2, 4 or 8),
+    how many turned copies of each crop are read and joined, and ``rounds`` (1, 2 or 3), how many times each
+    animal is read, each round from a crop centred on the last round's reading
+    (:func:`posetracker.decoding.top_down.read_crops`)."""
     if raw is None:
         return {}
-    expected = "{crop_px: <pixels > 0>, crop_weights: <file name, optional>, turns: <1, 2, 4 or 8, optional>}"
-    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights", "turns"}
+    expected = ("{crop_px: <pixels > 0>, crop_weights: <file name, optional>, turns: <1, 2, 4 or 8, optional>, "
+                "rounds: <1, 2 or 3, optional>}")
+    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights", "turns", "rounds"}
             or float(raw["crop_px"]) <= 0
             or ("crop_weights" in raw and (not isinstance(raw["crop_weights"], str) or not raw["crop_weights"]))
-            or ("turns" in raw and raw["turns"] not in (1, 2, 4, 8))):
+            or ("turns" in raw and raw["turns"] not in (1, 2, 4, 8))
+            or ("rounds" in raw and raw["rounds"] not in (1, 2, 3))):
         raise _fail(source, f"top_down: expected {expected}, got {raw!r}")
     out: dict[str, Any] = {"crop_px": float(raw["crop_px"])}
     if "crop_weights" in raw:
         out["crop_weights"] = raw["crop_weights"]
     if raw.get("turns", 1) != 1:
         out["turns"] = int(raw["turns"])
+    if raw.get("rounds", 1) != 1:
+        out["rounds"] = int(raw["rounds"])
     return out
 
 

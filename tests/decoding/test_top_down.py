@@ -20,7 +20,8 @@ def test_top_down_is_read_from_the_yaml_and_bad_options_are_refused():
     assert load_skeleton("human18").top_down == {}
     base = {"name": "x", "joints": [{"name": "a", "parent": None}, {"name": "b", "parent": "a"}]}
     assert spec_from_dict({**base, "top_down": {"crop_px": 192}}).top_down == {"crop_px": 192.0}
-    for bad in ({"crop_px": 0}, {"crop": 10}, 5):
+    assert spec_from_dict({**base, "top_down": {"crop_px": 192, "rounds": 2}}).top_down == {"crop_px": 192.0, "rounds": 2}
+    for bad in ({"crop_px": 0}, {"crop": 10}, 5, {"crop_px": 192, "rounds": 4}):
         with pytest.raises(SkeletonError, match="top_down"):
             spec_from_dict({**base, "top_down": bad})
 
@@ -118,6 +119,31 @@ def test_identity_switches_count_a_labelled_track_moving_to_another_id():
                            track_ids=np.array(ids[t]), image_size=(200, 200)) for t in range(4)}
     r = identity_switches(frames, items, np.arange(k))
     assert r["switches"] == 2 and r["switch_frames"] == [2, 2] and r["matched"] == r["track_frames"] == 8
+
+
+def test_a_second_round_reads_each_animal_from_a_crop_centred_on_its_first_reading():
+    """A reader that overshoots what lies off the crop's centre (by half the offset, as a crop model trained on
+    centred animals does): from a whole-frame centre 24 px off, one round leaves the animal 12 px off, a second
+    round (its crop centred on the first reading) 6 px."""
+    k = FLY.num_joints
+    rgb = np.zeros((400, 400, 3), np.uint8)
+    rgb[196:205, 246:255] = 255  # the animal: a bright square at (250, 200)
+
+    def overshooting(crops):
+        out = []
+        for crop in crops:  # (size, size, 3): the blob's centre, pushed away from the crop's centre by half
+            ys, xs = np.nonzero(crop[..., 0] > 128)
+            at = np.array([xs.mean(), ys.mean()], np.float32)
+            at = at + 0.5 * (at - crop.shape[0] / 2.0)
+            kp = np.repeat(at[None, None], k, axis=1)
+            out.append(DecodedPeople(kp, np.ones((1, k), np.float32), np.ones(1, np.float32), np.zeros((1, k)), kp))
+        return out
+
+    start = np.full((1, k, 2), (274.0, 200.0), np.float32)
+    people = DecodedPeople(start, np.ones((1, k), np.float32), np.ones(1, np.float32), np.zeros((1, k)), start.copy())
+    errors = [float(np.abs(read_crops(people, rgb, FLY.root, 160.0, overshooting, rounds=r).keypoints[0, FLY.root, 0]
+                           - 250.0)) for r in (1, 2)]
+    assert errors[0] == pytest.approx(12.0, abs=1.0) and errors[1] == pytest.approx(6.0, abs=1.0)
 
 
 def test_a_known_count_keeps_the_readings_surest_of_their_joints():
