@@ -36,6 +36,16 @@ def camera_services(connected=(0, 1), listed=(0, 1), size=(160, 120), unplug: di
     return services
 
 
+def views_dialog(qtbot, services, calibration: str):
+    """The main window on ``services`` with File > Open several cameras open on ``calibration`` -> (window, dialog)."""
+    from ui.main_window import MainWindow
+
+    window = MainWindow(services=services)
+    qtbot.addWidget(window)
+    window.ask_open_views(calibration=calibration)
+    return window, window.views_dialog
+
+
 def choose_cameras(dialog, *indices):
     """Pick ``indices`` from the Add camera menu, as the user does."""
     dialog._fill_camera_menu()
@@ -51,15 +61,11 @@ def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot
     from posetracker.multiview.fuse import calibrated_fov
     from posetracker.multiview.process import ViewsError
     from posetracker.session import SessionConfig
-    from ui.main_window import MainWindow
     from ui.services import session_config
 
     calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
     services = camera_services()
-    window = MainWindow(services=services)
-    qtbot.addWidget(window)
-    window.ask_open_views(calibration=calib)
-    dialog = window.views_dialog
+    window, dialog = views_dialog(qtbot, services, calib)
     assert dialog.live.isEnabled() and not dialog.live.isChecked() and not dialog.live_note.isVisible()
     choose_cameras(dialog, 0, 1)
     assert dialog.views() == ["camera:0", "camera:1"]
@@ -107,13 +113,9 @@ def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot
 def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot, tmp_path):
     """The fake cameras run through run_live_sources (the window's services open them); Cancel keeps the instants
     tracked and the window shows them over grey frames of camera:0's size (its frames are not kept)."""
-    from ui.main_window import MainWindow
 
     services = camera_services(size=(320, 240))  # calibrated at 160x120: the same cameras scaled
-    window = MainWindow(services=services)
-    qtbot.addWidget(window)
-    window.ask_open_views(calibration=str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
-    dialog = window.views_dialog
+    window, dialog = views_dialog(qtbot, services, str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
     choose_cameras(dialog, 1, 0)
     assert [dialog.table.item(r, 1).text() for r in range(2)] == ["cam01", "cam02"]  # in order, as the CLI
     assert "the same camera scaled" in dialog.table.item(0, 5).text()
@@ -140,14 +142,10 @@ def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot,
 
 
 def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_path):
-    from ui.main_window import MainWindow
 
-    services = camera_services(connected=(0,), listed=(0, 5))
-    window = MainWindow(services=services)
-    qtbot.addWidget(window)
     calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
-    window.ask_open_views(calibration=calib)
-    dialog = window.views_dialog
+    services = camera_services(connected=(0,), listed=(0, 5))
+    window, dialog = views_dialog(qtbot, services, calib)
     choose_cameras(dialog, 0, 5)
     assert dialog.table.item(1, 5).text().startswith("cannot be opened: No camera found at camera index 5")
     assert dialog.message.text().startswith("camera:5: cannot be opened: No camera found at camera index 5")
@@ -215,14 +213,10 @@ def test_a_camera_unplugged_mid_run_keeps_the_instants_before_it(qtbot, tmp_path
     import posetracker.capture
     import posetracker.cli.process_live_views as cli_views
     from posetracker.cli import main as cli_main
-    from ui.main_window import MainWindow
 
-    services = camera_services(unplug={1: 20})
-    window = MainWindow(services=services)
-    qtbot.addWidget(window)
     calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
-    window.ask_open_views(calibration=calib)
-    dialog = window.views_dialog
+    services = camera_services(unplug={1: 20})
+    window, dialog = views_dialog(qtbot, services, calib)
     choose_cameras(dialog, 0, 1)
     assert dialog.start_run()
     wait_until(qtbot, lambda: not dialog.running() and window.views_result is not None, 20)
