@@ -60,22 +60,18 @@ def cmd_calibrate_crops(args: argparse.Namespace) -> int:
 
     from posetracker.train.int8_crops import make_crop_companion
 
+    from posetracker.model.int8 import KEEP_FLOAT
+
     torch.set_num_threads(1)
     try:
         make_crop_companion(args.config, args.weights, args.out, first=args.first, end=args.end, step=args.step,
                             qat_steps=args.qat_steps, lr=args.lr, batch=args.batch, seed=args.seed,
-                            keep_float=tuple(args.keep_float), log=_log)
+                            keep_float=tuple(args.keep_float or KEEP_FLOAT), log=_log)
     except ValueError as exc:  # held-out frames asked for, or no crop model
         print(f"error: {exc}", file=sys.stderr)
         return 2
     _log(f"wrote {args.out}")
     return 0
-
-
-def int8_keep_float() -> tuple[str, ...]:
-    from posetracker.model.int8 import KEEP_FLOAT
-
-    return KEEP_FLOAT
 
 
 def add_int8_parsers(tsub) -> None:
@@ -115,7 +111,7 @@ def add_int8_parsers(tsub) -> None:
     k.add_argument("--end", type=int, default=800, help="frames before this one (default 800: fly13-crops' training "
                    "frames)")
     k.add_argument("--step", type=int, default=10, help="every STEP-th frame (default 10)")
-    k.add_argument("--keep-float", nargs="+", default=list(int8_keep_float()), metavar="FRAGMENT",
+    k.add_argument("--keep-float", nargs="+", metavar="FRAGMENT",  # default: model.int8.KEEP_FLOAT (torch: not at parsing)
                    help="body nodes whose names hold one of these stay float (default: the stem and block 0, as the "
                    "live graph; the shipped fly13 companion: /body/stem/ /body/blocks.0/ /body/blocks.1/ /body/blocks.2/)")
     k.add_argument("--qat-steps", type=int, default=0, help="then fine-tune the body for 8 bits on the same crops "
