@@ -216,7 +216,8 @@ def match_to_reference(pred_xy: np.ndarray, pred_ok: np.ndarray, ref_xy: np.ndar
 
 def _gather(arr: np.ndarray, match: np.ndarray) -> np.ndarray:
     """arr (T, Np, ...) -> (T, Nr, ...) by match (T, Nr); nan / False where unmatched."""
-    pad = np.concatenate([arr, np.full_like(arr[:, :1], np.nan if arr.dtype.kind == "f" else 0)], 1)
+    blank = np.full((arr.shape[0], 1, *arr.shape[2:]), np.nan if arr.dtype.kind == "f" else 0, arr.dtype)
+    pad = np.concatenate([arr, blank], 1)  # the unmatched column, also where the model tracked no one (Np = 0)
     return np.take_along_axis(pad, np.where(match < 0, arr.shape[1], match).reshape(*match.shape, *[1] * (arr.ndim - 2)), 1)
 
 

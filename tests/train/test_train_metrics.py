@@ -133,6 +133,18 @@ def test_match_to_reference_follows_people():
     assert (m == [1, 0]).all()
 
 
+def test_a_clip_where_the_model_tracks_no_one_gathers_as_unmatched():
+    """No model track at all (a clip whose people are never read, as in one of depth-order's held-out clips): every
+    label track is unmatched, nan / False, instead of an IndexError."""
+    k = SPEC.num_joints
+    none = np.zeros((4, 0, k, 2))
+    match = metrics.match_to_reference(none, np.zeros(none.shape[:3], bool), _track(4), np.ones((4, 1, k), bool))
+    assert (match == -1).all()
+    got = metrics._gather(none, match)
+    assert got.shape == (4, 1, k, 2) and np.isnan(got).all()
+    assert not metrics._gather(np.zeros((4, 0, k), bool), match).any()
+
+
 def test_root_depth_error_is_the_median_over_matched_frames():
     from posetracker.train.metrics import root_depth_error
 
