@@ -1,5 +1,8 @@
 """Clip augmentations that keep labels exact: flip, similarity-transform paths, colour, blur, occluders.
 
+:class:`Photometric` (colour, grey, inversion, gamma, blur) also serves the detector's still samples
+(:mod:`.still_augment`).
+
 Every augmentation acts on the *source* frame (before the letterbox), so the
 same per-frame 2x3 affine maps the teacher's source-pixel labels. A clip is
 augmented as a whole, with parameters that vary smoothly over time (a moving
@@ -106,6 +109,9 @@ class Photometric:
     saturation: float
     blur_sigma: float  # px of the source frame, 0 = none
     patches: np.ndarray  # (M, 7): cx0, cy0, cx1, cy1 (fractions), w, h (fractions), grey level
+    grey: bool = False  # one grey level for all three channels (an infrared / monochrome camera)
+    invert: bool = False  # 255 - x: dark on light becomes light on dark (a white mouse on dark bedding)
+    gamma: float = 1.0  # x' = 255 (x / 255) ** gamma
 
     @staticmethod
     def random(rng: np.random.Generator, max_patches: int = 2) -> Photometric:
@@ -125,6 +131,12 @@ class Photometric:
         x = grey + (x - grey) * self.saturation
         x = (x - 128.0) * self.contrast + 128.0 + self.bias
         x = x * self.gain[None, None, :].astype(np.float32)
+        if self.grey:
+            x = np.repeat(x.mean(axis=2, keepdims=True), 3, axis=2)
+        if self.gamma != 1.0:
+            x = 255.0 * (np.clip(x, 0, 255) / 255.0) ** self.gamma
+        if self.invert:
+            x = 255.0 - np.clip(x, 0, 255)
         out = np.clip(x, 0, 255).astype(np.uint8)
         if self.blur_sigma > 0:
             out = cv2.GaussianBlur(out, (0, 0), self.blur_sigma)

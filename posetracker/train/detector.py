@@ -130,6 +130,9 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
         aug = dict(raw["augment"])
         if "scale" in aug:
             aug["scale"] = tuple(aug["scale"])
+        if aug.get("backgrounds"):  # image folders relative to data_root
+            root = DetectorConfig(skeleton="", data="", **{k: raw[k] for k in ("data_root",) if k in raw})
+            aug["backgrounds"] = tuple(str(root.path(root.data_root) / b) for b in aug["backgrounds"])
         raw["augment"] = AugmentConfig(**aug)
     if raw.get("samples", "auto") not in SAMPLE_KINDS:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")

@@ -66,20 +66,7 @@ from posetracker.model.network import PoseNet
 from posetracker.model.preprocess import INPUT_SIZE, letterbox
 from posetracker.skeletons import SkeletonSpec
 from posetracker.train.cache import combine_key, entry_path, file_hash, load_npz, save_npz
-
-
-@dataclass(frozen=True)
-class AugmentConfig:
-    variants: int = 8  # augmented copies per training item
-    rotate_deg: float = 180.0  # rotation drawn uniformly in +-rotate_deg (top-down animals: any angle)
-    scale: tuple[float, float] = (0.75, 1.25)
-    flip: bool = True
-    colour: float = 0.2  # brightness / contrast jitter (fraction)
-    defocus: float = 0.0  # chance that one labelled instance of a sample is drawn out of focus (:func:`defocus`)
-
-    def key(self) -> list:
-        return [self.variants, self.rotate_deg, list(self.scale), self.flip, self.colour,
-                *([self.defocus] if self.defocus else [])]
+from posetracker.train.still_augment import AugmentConfig, augment_input  # AugmentConfig: imported from here too
 
 
 TAPS = ("c2", "c3", "c4", "c5")
@@ -195,10 +182,11 @@ def defocus(img: np.ndarray, pts: np.ndarray, rng: np.random.Generator) -> np.nd
 
 def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, spec: SkeletonSpec,
                 rng: np.random.Generator | None, colour: float, letterboxed: bool = False,
-                defocus_chance: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+                defocus_chance: float = 0.0, aug: AugmentConfig | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Image (H, W, 3) and points (P, K, 2) source px -> input (256, 256, 3) and points (P, K, 2) input px,
-    by the affine ``m`` (``letterboxed``: the product's own letterbox, which ``m`` then equals); colour jitter
-    and, with chance ``defocus_chance``, one instance out of focus (:func:`defocus`) when ``rng`` is given."""
+    by the affine ``m`` (``letterboxed``: the product's own letterbox, which ``m`` then equals); with chance
+    ``defocus_chance`` one instance out of focus (:func:`defocus`), then colour jitter and ``aug``'s
+    background and photometric steps (:func:`posetracker.train.still_augment.augment_input`) when ``rng`` is given."""
     out = pts @ m[:, :2].T + m[:, 2]
     if letterboxed:
         img, _ = letterbox(rgb, INPUT_SIZE)
@@ -206,9 +194,8 @@ def warp_sample(rgb: np.ndarray, pts: np.ndarray, m: np.ndarray, flipped: bool, 
         img = cv2.warpAffine(rgb, m, (INPUT_SIZE, INPUT_SIZE), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
         if rng is not None and defocus_chance > 0 and rng.random() < defocus_chance:
             img = defocus(img, out, rng)
-        if rng is not None and colour > 0:
-            a, b = 1 + rng.uniform(-colour, colour), 255 * rng.uniform(-colour, colour) / 2
-            img = np.clip(img.astype(np.float32) * a + b, 0, 255).astype(np.uint8)
+        if rng is not None:
+            img = augment_input(img, out, rng, colour, aug)
     if flipped:
         out = out[:, list(spec.mirror_index)]
     return img, out
@@ -278,7 +265,7 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
         for m, flipped, carried, boxed in sample_warps(rgb, pts[:most], spec, aug, rng, samples):
             img, p = warp_sample(rgb, carried, m, flipped, spec, None if aug is None else rng,
                                  0.0 if aug is None else aug.colour, letterboxed=boxed,
-                                 defocus_chance=0.0 if aug is None else aug.defocus)
+                                 defocus_chance=0.0 if aug is None else aug.defocus, aug=aug)
             padded = np.full((width, spec.num_joints, 2), np.nan, np.float32)
             padded[: len(p)] = p
             images.append(img)
