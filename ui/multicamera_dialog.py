@@ -62,8 +62,9 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
     def __init__(self, sessions: Callable[[], SessionMaker], parent: QWidget | None = None,
                  live_sessions: Callable[[], SessionMaker] | None = None,
                  cameras: Callable[[], list[CameraInfo]] | None = None, opener: SourceOpener | None = None,
-                 free: Callable[[list[str]], None] | None = None):
+                 free: Callable[[list[str]], None] | None = None, keep_folder: Callable[[], Path] | None = None):
         super().__init__(parent)
+        self.keep_folder = keep_folder  # a new folder for a live run's camera frames (None: not kept)
         self.cameras = cameras or list
         self.opener = opener
         self.free = free
@@ -315,8 +316,9 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
         self.result = None
         self.status.setText("Loading the model…")
         live = self.live.isChecked()
+        keep = self.keep_folder() if live and self.keep_folder and any(map(is_camera, self.views())) else None
         worker = ViewsWorker(self.views(), self.calibration_files(), (self.live_sessions if live else self.sessions)(),
-                             frames, live, self.opener, self.camera_names() if live else None)
+                             frames, live, self.opener, self.camera_names() if live else None, keep)
         self.launch_frames(worker, frames[:1] if live else frames, "multicamera",
                            f"Tracking {len(frames)} views live… (Cancel stops them and keeps what was tracked)"
                            if live else f"Processing {len(frames)} views…")
@@ -340,12 +342,16 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
                 "Cancelled, kept what was tracked" if "incomplete" in seq.metadata else "Done")
         unit = "instants" if seq.metadata.get("mode") == "live" else "frames"  # live: one per pairing of the views
         self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} {unit}, {who} in 3-D, in the calibration's metres; "
-                          f"shown in the window over {self._shown_over(result.views[0])}."
+                          f"shown in the window over {self._shown_over(result, 0)}."
                           + "".join(f" Warning: {w}" for w in result.warnings)
                           + (f" Error: {seq.metadata['failure']}" if "failure" in seq.metadata else ""),
                           error="failure" in seq.metadata)
         self.result_ready.emit(result)
 
     @staticmethod
-    def _shown_over(view: str) -> str:
-        return f"grey frames of {view} (a camera's frames are not kept)" if is_camera(view) else Path(view).name
+    def _shown_over(result, view: int) -> str:
+        """What view ``view`` of ``result`` plays: its kept frames, its file, or grey frames."""
+        kept, name = (result.kept or [None] * len(result.views))[view], result.views[view]
+        if kept:
+            return f"{name}'s frames, kept in {Path(kept).parent}"
+        return f"grey frames of {name} (its frames were not kept)" if is_camera(name) else Path(name).name

@@ -35,8 +35,9 @@ class ViewsWorker(StoppableWorker):
 
     def __init__(self, views: list[str], calibration: list[str], make_session: SessionMaker,
                  frames: list[int | None], live: bool = False, opener: SourceOpener | None = None,
-                 names: list[str] | None = None):
+                 names: list[str] | None = None, keep_frames: Path | None = None):
         super().__init__()
+        self.keep_frames = keep_frames  # live: the folder each camera's frames are kept in (run_live_sources)
         self.views, self.calibration, self.make_session, self.live = views, calibration, make_session, live
         self.opener, self.names = opener, names  # names: each view's calibrated camera (live; None: the CLI's rule)
         self.frames = [max(int(f or 0), 0) for f in frames]
@@ -68,7 +69,8 @@ class ViewsWorker(StoppableWorker):
                                  f"Tracking {cams} cameras and {len(self.views) - cams} videos live…")
                 result = run_live_sources(self.views, cameras, self.make_session,
                                           calibration_name=Path(self.calibration[0]).name, paced=True,
-                                          cancel=self.stopping, progress=self._live_report, opener=self.opener)
+                                          cancel=self.stopping, progress=self._live_report, opener=self.opener,
+                                          keep_frames=self.keep_frames)
             else:
                 cameras = cameras_for_views(calibrated, self.views)
                 self.cameras = [c.name for c in cameras]

@@ -7,8 +7,9 @@ with the fused people reprojected into it, the 3-D view and the plots read the t
 camera's frame, the calibration's metres), the Heights panel lists them and Export writes them. The toolbar's
 Camera picker shows another view's video with the same people reprojected into it
 (``posetracker.multiview.fuse.seen_from``); the result, the 3-D view and Export stay the first camera's. A
-connected camera's frames are not kept by a live run: its view plays grey frames of its size
-(``posetracker.capture.blank.BlankSource``) with the people drawn where the camera saw them.
+connected camera's frames are kept by a live run in a new folder under the recordings folder
+(``posetracker.multiview.live_videos``) and its view plays them; where they could not be kept it plays grey frames
+of its size (``posetracker.capture.blank.BlankSource``) with the people drawn where the camera saw them.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 from posetracker.capture.blank import BlankSource
 from posetracker.multiview.fuse import seen_from
 from posetracker.multiview.live_check import is_camera, played_rate
+from posetracker.multiview.live_videos import KeptFrames
 from posetracker.recording import ReplaySession
+from .jobs import new_recording_folder
 from .services import ModelChoice, camera_index, classify, with_camera
 
 
@@ -52,7 +55,9 @@ class WindowViews:
         if self.views_dialog is None:
             self.views_dialog = MultiCameraDialog(self.views_sessions, self, partial(self.views_sessions, live=True),
                                                   cameras=lambda: self.services.list_cameras(), opener=self.open_view,
-                                                  free=self.free_cameras)
+                                                  free=self.free_cameras,
+                                                  keep_folder=lambda: new_recording_folder(
+                                                      Path(self.state.recordings_dir)))
             self.views_dialog.result_ready.connect(self.show_views_result)
         if views is not None or calibration is not None:
             self.views_dialog.set_inputs(views, calibration)
@@ -132,10 +137,13 @@ class WindowViews:
         self.view_picker.blockSignals(False)
         self._view_shown = view
         self.state.source = result.views[view]
-        seq, camera = result.sequence, is_camera(result.views[view])
+        seq, kept = result.sequence, (result.kept or [None] * len(result.views))[view]
+        camera = is_camera(result.views[view]) and not kept
         if camera:  # its frames were not kept: grey frames of its size, as many as the first source read
             opener = partial(BlankSource, result.cameras[view].image_size, played_rate(seq),
                              max((f.index for f in seq.frames), default=-1) + 1, result.views[view])
+        elif kept:  # a camera's frames kept by the live run: frame i = the result's frame i
+            opener = partial(KeptFrames, kept, seq.metadata["multiview"]["kept_frames"]["rate"])
         else:
             opener = partial(self.services.open_file, result.views[view])
         self.controller.start(opener, self.replay_of(self.sequence))
@@ -143,8 +151,10 @@ class WindowViews:
             self.controller.seek(at + result.offsets[view])
         names = ", ".join(c.name for c in result.cameras)
         people = len(result.sequence.track_ids())
-        shown = (f"drawn where {result.views[view]} saw them, over grey frames (a camera's frames are not kept)"
-                 if camera else f"The video is {Path(result.views[view]).name} with the people reprojected into it")
+        shown = (f"drawn where {result.views[view]} saw them, over grey frames (its frames were not kept)" if camera
+                 else f"the video is {result.views[view]}'s frames kept in {Path(kept).parent}, with the people "
+                 "reprojected into it" if kept else
+                 f"The video is {Path(result.views[view]).name} with the people reprojected into it")
         self.banner.show_message(
             f"{len(result.views)} calibrated cameras ({names}): {people} {'person' if people == 1 else 'people'} "
             f"triangulated. {shown[:1].upper()}{shown[1:]} (Camera picks another); the 3-D view, plots and Export "

@@ -186,6 +186,9 @@ def add_process_parser(sub) -> None:
                     help="live mode, several sources: each source's camera in the calibration, in the sources' "
                          "order (camera:0 camera:1 --cameras cam03 cam01); default: the camera a source's name "
                          "names, else the calibration's cameras in order")
+    pr.add_argument("--keep-frames", metavar="DIR", default=None,
+                    help="live mode, several sources: keep each connected camera's frames as DIR/CAMERA.mp4 (frame "
+                         "i = the result's frame i), to play the result over them later")
     pr.add_argument("--lookahead", type=int, default=DEFAULT_LOOKAHEAD,
                     help=f"live mode: look-ahead frames of the backward GRU (default {DEFAULT_LOOKAHEAD}; 0 = lowest latency)")
     pr.add_argument("--fov", type=fov_argument, default="auto",

@@ -46,7 +46,8 @@ def process_live_views(args: argparse.Namespace) -> int:
             result = run_live_sources(sources, cameras, partial(_session, args),
                                       calibration_name=Path(args.calibration[0]).name, paced=args.paced,
                                       smoothing=not args.raw, rigid_bones=not (args.raw or args.raw_bones),
-                                      heights=args.height, repair_swaps=args.repair_swaps, cancel=interrupted)
+                                      heights=args.height, repair_swaps=args.repair_swaps, cancel=interrupted,
+                                      keep_frames=args.keep_frames)
     except ViewsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
@@ -54,6 +55,8 @@ def process_live_views(args: argparse.Namespace) -> int:
     if files is None:
         return 1
     print(f"{result.lines[-1]} -> {', '.join(map(str, files))}")
+    if result.kept:
+        print("frames kept: " + ", ".join(p for p in result.kept if p))
     if "failure" in result.sequence.metadata:  # a source stopped part-way: written, then said (as for one source)
         print(f"error: {result.sequence.metadata['incomplete']}", file=sys.stderr)
         return 1

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from posetracker.multiview.calibration import CameraCalibration
@@ -27,7 +28,8 @@ LiveProgress = Callable[[PairStats, float], None]
 def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration], make_session: Callable[[float], Any],
                      *, calibration_name: str, paced: bool = False, smoothing: bool = True, rigid_bones: bool = True,
                      heights=None, repair_swaps: bool = False, cancel: Callable[[], bool] | None = None,
-                     progress: LiveProgress | None = None, opener: Callable[[str], Any] | None = None) -> ViewsResult:
+                     progress: LiveProgress | None = None, opener: Callable[[str], Any] | None = None,
+                     keep_frames: str | Path | None = None) -> ViewsResult:
     """Track ``sources`` (one per camera of ``cameras``, in order; the first the reference) live (module
     docstring). ``smoothing``: the live motion solve of the fused people; ``rigid_bones``, ``heights``,
     ``repair_swaps``: the finishing step's. ``cancel()`` True stops after the instant in hand (the instants so far
@@ -35,13 +37,16 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     source failing part-way (a camera unplugged) ends the run: the instants before it are finished and returned,
     ``metadata["incomplete"]`` and ``metadata["failure"]`` say why.
     ``opener``: a source's text -> its FrameSource (default ``capture.open_source``; the app passes its own, which
-    its tests point at fake cameras).
+    its tests point at fake cameras). ``keep_frames``: a folder where each connected camera's paired frames are kept
+    as a video (``live_videos.ViewVideos``; ``ViewsResult.kept``), so the result can be played over them; a fault
+    there is a warning, the tracking goes on.
     Raises ViewsError (a source or a session that cannot be opened: code 2; no instant tracked, a source failing
     before the first: code 1)."""
     from posetracker.capture import CaptureError, open_source
     from posetracker.multiview.fuse import calibrated_fov
     from posetracker.multiview.live import LiveViews, describe_live, live_sequence, run_live_views
     from posetracker.multiview.live_sources import paired_frames
+    from posetracker.multiview.live_videos import ViewVideosError
     from posetracker.refiners import RefinerError
 
     opened = []
@@ -58,6 +63,11 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     notes = [n for (c, n), cam in zip(fitted, cameras) if n and c is cam]  # another aspect: a warning
     cameras = [c for c, _ in fitted]
     paced = paced or any(s.is_live for s in opened)
+    kept, keeping = [None] * len(opened), [v for v, s in enumerate(opened) if s.is_live]
+    try:
+        videos = _keeper(keep_frames, opened, cameras, keeping)
+    except ViewVideosError as exc:
+        videos, notes = None, [*notes, str(exc)]
     views = LiveViews(sessions, cameras, smoothing=smoothing, rigid_bones=rigid_bones)
     views.warm_up([s.size for s in opened])
     stats, stopped = PairStats(), [False]
@@ -75,7 +85,10 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
 
     def pairs():  # a source failing part-way (a camera unplugged) ends the pairing: the instants before it are kept
         try:
-            yield from paired_frames(opened, paced, stats)
+            for frames in paired_frames(opened, paced, stats):
+                if videos is not None:
+                    videos.write(frames[0].index, [frames[v].image for v in keeping])
+                yield frames
         except CaptureError as exc:
             failed.append(exc)
 
@@ -84,6 +97,10 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     finally:
         for s in opened:
             s.close()
+        if videos is not None:
+            for v, path in zip(keeping, videos.close()):
+                kept[v] = str(path) if path.is_file() else None
+            notes = [*notes, videos.problem()] if videos.problem() else notes
     seconds = time.perf_counter() - t0
     if not poses:
         raise ViewsError(str(failed[0]) if failed else "no instant was tracked", code=1)
@@ -101,12 +118,26 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
         seq.metadata["failure"] = str(failed[0])
     elif stopped[0]:
         seq.metadata["incomplete"] = f"stopped after {len(seq)} instants"
+    if videos is not None:  # where each camera's frames are (frame i = the instant of index i)
+        seq.metadata["multiview"]["kept_frames"] = {"rate": videos.rate,
+                                                    "files": {cameras[v].name: kept[v] for v in keeping}}
     people = len(seq.track_ids())
     lines = [*scaled, *describe_live(seq.metadata["multiview"]["people"]),
              f"{len(seq)} instants in {seconds:.1f} s ({stats.instants / seconds:.1f} per s; frames dropped per "
              f"source {stats.dropped}; {'paired by time' if paced else 'in lock step'}), {len(cameras)} views, "
              f"{people} {'person' if people == 1 else 'people'} in 3-D"]
-    return ViewsResult([str(s) for s in sources], seq, notes + warnings, list(cameras), [0] * len(cameras), lines)
+    return ViewsResult([str(s) for s in sources], seq, notes + warnings, list(cameras), [0] * len(cameras), lines,
+                       kept if videos is not None else None)
+
+
+def _keeper(folder, opened, cameras, keeping):
+    """The ViewVideos keeping the ``keeping`` sources' frames in ``folder`` (None: no folder, or no camera)."""
+    from posetracker.multiview.live_videos import ViewVideos
+
+    if folder is None or not keeping:
+        return None
+    return ViewVideos(folder, [cameras[v].name for v in keeping], [tuple(opened[v].size) for v in keeping],
+                      float(opened[0].fps or 30.0))
 
 
 def fit_camera(camera: CameraCalibration, size: tuple[int, int]) -> tuple[CameraCalibration, str]:

@@ -70,7 +70,9 @@ class ViewsResult:
     """:func:`process_views`'s answer: the ``views`` (video paths, the first the reference), the finished
     ``sequence`` (first camera's frame, metres), the warnings to show, the cameras (one per view; a pose fitted to
     the people where it disagreed: ``fuse.adjusted_cameras``), each view's frame ``offsets`` against the first,
-    and console ``lines`` (the poses fitted; per person: joints triangulated, median reprojection px per view)."""
+    and console ``lines`` (the poses fitted; per person: joints triangulated, median reprojection px per view).
+    ``kept``: per view, the video its frames were kept in by a live run (``live_videos.ViewVideos``; a connected
+    camera's, else None: a video file is its own)."""
 
     views: list[str]
     sequence: PoseSequence
@@ -78,6 +80,7 @@ class ViewsResult:
     cameras: list[CameraCalibration]
     offsets: list[int]
     lines: list[str]
+    kept: list[str | None] | None = None
 
 
 def _names(cameras: Sequence[CameraCalibration]) -> str:

@@ -14,7 +14,7 @@ A recording is a folder::
 :class:`ReplaySession` plays its poses back frame by frame like a TrackingSession.
 """
 
-from posetracker.recording.recorder import RecordingError, SessionRecorder, is_recording_folder
+from posetracker.recording.recorder import RecordingError, SessionRecorder, VideoWriter, is_recording_folder
 from posetracker.recording.replay import BlankSource, ReplaySession, open_recording, replay_source
 from posetracker.recording.spill import PoseSpill
 
@@ -24,6 +24,7 @@ __all__ = [
     "RecordingError",
     "ReplaySession",
     "SessionRecorder",
+    "VideoWriter",
     "is_recording_folder",
     "open_recording",
     "replay_source",

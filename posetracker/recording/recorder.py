@@ -46,14 +46,16 @@ def _even(n: int) -> int:
     return max(2, n - n % 2)
 
 
-class _VideoWriter:
-    """Fragmented-MP4 writer (libx264, else mpeg4) on a file we can fsync."""
+class VideoWriter:
+    """Fragmented-MP4 writer (libx264, else mpeg4) on a file we can fsync: ``write`` (H, W, 3) uint8 RGB images of
+    ``size`` (W, H) (odd sizes cropped by a pixel), ``sync``, ``close``; an interrupted file stays readable up to its
+    last second."""
 
     def __init__(self, path: Path, fps: float, size: tuple[int, int]):
         self.size = (_even(size[0]), _even(size[1]))
         self.file: IO[bytes] = open(path, "wb")
         self.container = av.open(self.file, "w", format="mp4", options=_FRAG_OPTIONS)
-        rate = max(1, round(fps))
+        self.rate = rate = max(1, round(fps))  # frames per second of the time base
         codec = "libx264" if "libx264" in av.codecs_available else "mpeg4"
         self.stream = self.container.add_stream(codec, rate=rate)
         self.stream.width, self.stream.height = self.size
@@ -63,12 +65,14 @@ class _VideoWriter:
             self.stream.options = {"preset": "ultrafast", "tune": "zerolatency"}
         self.count = 0
 
-    def write(self, image: np.ndarray) -> None:
+    def write(self, image: np.ndarray, pts: int | None = None) -> None:
+        """Append ``image``; ``pts``: its time in frames of ``rate`` (default the next frame; larger steps leave
+        gaps, a variable frame rate)."""
         w, h = self.size
         if image.shape[1] < w or image.shape[0] < h:
             image = cv2.resize(image, (w, h))
         frame = av.VideoFrame.from_ndarray(np.ascontiguousarray(image[:h, :w]), format="rgb24")
-        frame.pts = self.count
+        frame.pts = self.count if pts is None else int(pts)
         for packet in self.stream.encode(frame):
             self.container.mux(packet)
         self.count += 1
@@ -126,7 +130,7 @@ class SessionRecorder:
                 raise RecordingError(f"{self.folder} already holds a recording")
             write_json_atomic(self.folder / META, self._meta)
             self._poses = open(self.folder / POSES, "a", encoding="utf-8")
-            self._video = _VideoWriter(self.folder / VIDEO, self.fps, (int(size[0]), int(size[1])))
+            self._video = VideoWriter(self.folder / VIDEO, self.fps, (int(size[0]), int(size[1])))
         except (OSError, av.FFmpegError) as exc:
             raise RecordingError(f"cannot start a recording in {self.folder}: {exc}") from exc
 

@@ -2,11 +2,13 @@
 WebcamSource through the window's services; no hardware): chosen from the Add camera menu they tick Live and lock
 it, are opened and checked (a frame read, its size against its calibrated camera), run through the CLI's library
 call with the same sources, cameras and session settings as ``posetracker process camera:0 camera:1 --mode live
---calibration F``, and the result is shown over grey frames; a camera that cannot be opened is said in words."""
+--calibration F``, and the result is shown over the cameras' frames the run kept; a camera that cannot be opened is
+said in words."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from gui_helpers import fake_services, wait_until
@@ -82,11 +84,12 @@ def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot
     dialog._fill_camera_menu()
     assert not any(a.isEnabled() for a in dialog.camera_menu.actions())  # both taken already
 
-    calls = []
+    calls, kept = [], []
 
     def record(sources, cameras, make_session, *, calibration_name, paced=False, smoothing=True, rigid_bones=True,
-               heights=None, repair_swaps=False, cancel=None, progress=None, opener=None):
+               heights=None, repair_swaps=False, cancel=None, progress=None, opener=None, keep_frames=None):
         configs = []
+        kept.append(keep_frames)
         for cam in cameras:
             made = make_session(calibrated_fov(cam))
             configs.append(made if isinstance(made, SessionConfig) else session_config(services.choices[-1])[2])
@@ -108,11 +111,13 @@ def test_cameras_chosen_tick_live_are_checked_and_run_as_the_cli_runs_them(qtbot
     app_configs, cli_configs = app.pop("configs"), cli.pop("configs")
     assert app == cli  # sources, cameras, calibration, pacing, finishing: the same as the CLI's
     assert app_configs == cli_configs
+    assert kept[0].parent == Path(window.state.recordings_dir) and kept[1] is None  # the app keeps the frames
 
-
-def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot, tmp_path):
+def test_two_cameras_tracked_live_until_cancel_and_shown_over_their_kept_frames(qtbot, tmp_path):
     """The fake cameras run through run_live_sources (the window's services open them); Cancel keeps the instants
-    tracked and the window shows them over grey frames of camera:0's size (its frames are not kept)."""
+    tracked and the window shows them over camera:1's frames, kept by the run in a new recordings folder (one
+    video per camera, a frame per instant of the result)."""
+    import av
 
     services = camera_services(size=(320, 240))  # calibrated at 160x120: the same cameras scaled
     window, dialog = views_dialog(qtbot, services, str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])))
@@ -133,12 +138,17 @@ def test_two_cameras_tracked_live_until_cancel_and_shown_over_grey_frames(qtbot,
     assert result.views == ["camera:1", "camera:0"] and [c.name for c in result.cameras] == ["cam01", "cam02"]
     assert result.cameras[0].image_size == (320, 240) and len(result.sequence) >= 1
     assert re.match(r"Cancelled, kept what was tracked in \d+ s: \d+ instants, ", dialog.message.text())
-    assert "grey frames of camera:1" in dialog.message.text()
+    assert "camera:1's frames, kept in " in dialog.message.text()
+    assert [Path(p).name for p in result.kept] == ["cam01.mp4", "cam02.mp4"]
+    assert Path(result.kept[0]).parent.parent == Path(window.state.recordings_dir)
+    for path in result.kept:  # one frame per instant
+        with av.open(path) as video:
+            assert sum(1 for _ in video.decode(video=0)) == len(result.sequence)
     assert dialog.progress.maximum() == 1 and not dialog.live.isEnabled()  # still cameras: Live stays locked
     assert window.state.source == "camera:1" and window.model_panel.mode.currentData() == "live"
     wait_until(qtbot, lambda: window.source_info is not None, 10)
     assert tuple(window.source_info.size) == (320, 240)
-    assert any("over grey frames" in m for m in window.banner.messages())
+    assert any("camera:1's frames kept in" in m for m in window.banner.messages())
 
 
 def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_path):

@@ -186,16 +186,27 @@ def test_files_in_lock_step_give_every_frame():
 def test_cli_two_views_of_the_trial_played_live(tmp_path):
     """cam01 and cam02 of the 4-view trial played three times over as two 60 fps cameras (lavfi sources: the reader
     threads, pacing and pairing by time a camera gets): both people come out in 3-D in the calibration's metres,
-    reprojected within a few px of what each view read."""
+    reprojected within a few px of what each view read; ``--keep-frames`` keeps each camera's frames (frame i = the
+    instant of index i)."""
+    import av
+
     from posetracker.cli import main
+    from posetracker.multiview.live_videos import KeptFrames
 
     root = shared_path("data", "video", "multiview_pose2sim_multiperson")
     out = tmp_path / "live.json"
     sources = [f"lavfi:movie={root / f'cam0{n}.mp4'}:loop=3,setpts=N/FRAME_RATE/TB" for n in (1, 2)]
     code = main(["process", *sources, "--mode", "live", "--calibration", str(root / "calibration.qca.txt"),
-                 "--out", str(out)])
+                 "--out", str(out), "--keep-frames", str(tmp_path / "frames")])
     assert code == 0
-    meta = json.loads(out.read_text())["metadata"]
+    seq = json.loads(out.read_text())
+    meta = seq["metadata"]
+    kept = meta["multiview"]["kept_frames"]
+    assert sorted(kept["files"]) == ["cam01", "cam02"] and kept["rate"] == 60
+    for path in kept["files"].values():  # one frame per instant, at its frame number
+        with av.open(path) as video:
+            assert sum(1 for _ in video.decode(video=0)) == len(seq["frames"])
+        assert KeptFrames(path, kept["rate"]).frame_count == seq["frames"][-1]["index"] - seq["frames"][0]["index"] + 1
     live = meta["multiview"]["live"]
     assert live["paced"] and live["instants"] >= 8 and min(live["read"]) >= 290 and sum(live["dropped"]) > 0
     people = [p for p in meta["multiview"]["people"] if p["instants"] >= 4]
