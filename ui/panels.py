@@ -167,11 +167,12 @@ class SourcePanel(QWidget):
         self.slider.setRange(0, max(0, self._count - 1))
         self.set_position(-1, False)
 
-    def set_calibration(self, text: str | None, note: str = "") -> None:
-        """The source's calibrated camera in words (``CalibratedView.describe``), or None: the default camera."""
+    def set_calibration(self, text: str | None, note: str = "", clearable: bool = True) -> None:
+        """The source's calibrated camera in words (``CalibratedView.describe``), or None: the default camera;
+        ``clearable`` False: Clear stays off (a several-camera result's camera)."""
         self.calibration_label.setText(f"Calibrated: {text}" if text else "Camera: default field of view")
         self.calibration_label.setToolTip(note)
-        self.clear_calibration.setEnabled(bool(text))
+        self.clear_calibration.setEnabled(bool(text) and clearable)
 
     def _icon(self, name: str):
         return self.style().standardIcon(getattr(QStyle.StandardPixmap, name))

@@ -147,6 +147,8 @@ class WindowViews:
         else:
             opener = partial(self.services.open_file, result.views[view])
         self.controller.start(opener, self.replay_of(self.sequence))
+        self.source_panel.set_calibration(f"{result.cameras[view].name}, one of {len(result.cameras)} cameras",
+                                          "the several-camera result's calibration", clearable=False)
         if at + result.offsets[view] > 0:
             self.controller.seek(at + result.offsets[view])
         names = ", ".join(c.name for c in result.cameras)
@@ -169,7 +171,10 @@ class WindowViews:
         return partial(view_replay, seen_from(seq, result.cameras, self._view_shown, result.offsets))
 
     def forget_views(self) -> None:
-        """Another source or result: no several-camera result, the Camera picker hidden."""
+        """Another source or result: no several-camera result, the Camera picker hidden, the Source panel's
+        camera line the source's own again."""
+        if self.views_result is not None and self.calibration is None:
+            self.source_panel.set_calibration(None)
         self.views_result = None
         self._view_shown = 0
         for action in self._picker_actions:

@@ -190,8 +190,10 @@ def test_the_window_plays_a_result_over_each_camera_it_picks(qtbot, tmp_path):
     assert pose.index >= 2  # camera 3's video starts 2 frames before the first's
     np.testing.assert_allclose(pose.keypoints, expected[pose.index].keypoints)
     assert not np.allclose(pose.keypoints[..., :2], fused.frames[pose.index - 2].keypoints[..., :2], atol=20)
+    assert window.source_panel.calibration_label.text() == "Calibrated: cam2, one of 4 cameras"
     window.open_source(views[1])
     assert window.views_result is None and not any(a.isVisible() for a in window._picker_actions)
+    assert window.source_panel.calibration_label.text() == "Camera: default field of view"  # the file's own again
     window.close()
 
 

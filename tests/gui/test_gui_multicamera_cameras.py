@@ -149,6 +149,8 @@ def test_two_cameras_tracked_live_until_cancel_and_shown_over_their_kept_frames(
     wait_until(qtbot, lambda: window.source_info is not None, 10)
     assert tuple(window.source_info.size) == (320, 240)
     assert any("camera:1's frames kept in" in m for m in window.banner.messages())
+    label = window.source_panel.calibration_label.text()
+    assert label == "Calibrated: cam01, one of 2 cameras" and not window.source_panel.clear_calibration.isEnabled()
 
 
 def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_path):
