@@ -35,15 +35,18 @@ class FramePeople:
     """One frame's people (:meth:`_people`) and the still reading of tiles and crops, for ``TrackingSession``."""
 
     def _people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None = None,
-                tracked: bool = True) -> PoseFrame:
+                tracked: bool = True, placed: DecodedPeople | None = None) -> PoseFrame:
         """Outputs of one frame ((1, 1, C, h, w) each) -> untracked PoseFrame in source pixels.
         budget_ms: time for the frame stage (live); None: it refines every person (offline, still images).
-        tracked: the frame goes on to ``TrackingSession._track`` (it keeps the bottom-up joints for linking)."""
+        tracked: the frame goes on to ``TrackingSession._track`` (it keeps the bottom-up joints for linking).
+        placed: the frame's animals already read from crops placed where the last frame had them (source px;
+        ``posetracker.tracked_crops``): ``out`` is not decoded and the animal crops are not read again."""
         t0 = time.perf_counter()
-        people = shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
+        people = placed if placed is not None else \
+            shift_people(self._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
         read = None  # the people before the look that refines joints only: the readings the tracker links by
         for look in SECOND_LOOKS.values():  # tiles, animal crops, precision crops (posetracker.second_look)
-            if look.wanted(self, meta):
+            if look.wanted(self, meta) and not (placed is not None and look.name == "animal_crops"):
                 read = people if look.keeps_input else read
                 people = look(self, people, meta, budget_ms, tracked)
         xy, confidence = people.keypoints.astype(np.float64), people.confidence
@@ -60,6 +63,7 @@ class FramePeople:
         people, xy, confidence = final.take(keep), xy[keep], confidence[keep]
         if self.spec.top_down and tracked:
             self._last_roots = people.keypoints[:, self.spec.root].astype(np.float64)  # (P, 2) px: with_missing
+            self._last_people = people  # (P, K) source px: where the next frame's crops may go (tracked_crops)
         if read is not None and tracked and self.config.people.track:
             # (P, K, 2) px, (P, K): the bottom-up joints, what _track links by
             self._bottom_up[meta.index] = (people_xy[keep], before[keep])

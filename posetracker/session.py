@@ -68,10 +68,11 @@ from posetracker.pipeline_live import limit_blas_threads
 from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import (  # noqa: F401 (re-exported)
-    LIVE_CROP_ROUNDS, LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
+    LIVE_CENTRE_EVERY, LIVE_CROP_ROUNDS, LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
     SessionConfig,
 )
 from posetracker.skeletons import SkeletonSpec
+from posetracker.tracked_crops import tracked_crops_for
 from posetracker.tracking import BoneLengthSolver, PoseSmoother, PoseTracker, joint_sigmas
 from posetracker.tracking.mirror import same_sides
 from posetracker.tracking.offline import backfill_ids, drop_unsure_tracks
@@ -127,6 +128,8 @@ class TrackingSession(FramePeople):
                                                             if self.config.mode == "live" else own_turns)
         self.crop_rounds = self.config.refine.crop_rounds or (LIVE_CROP_ROUNDS if self.config.mode == "live"
                                                               else int(self.spec.top_down.get("rounds", 1)))
+        self.centre_every = self.config.refine.centre_every or (LIVE_CENTRE_EVERY if self.config.mode == "live" else 1)
+        self.tracked_crops = tracked_crops_for(self)  # live top-down: crops where the last frame had the animals
         tiles = self.config.refine.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video
         # process_image; tiles were measured on people (an animal mode reads small animals top-down instead)
@@ -197,6 +200,8 @@ class TrackingSession(FramePeople):
         self._bottom_up: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # frame index -> joints before the crop stage
         self._sure_tracks: set[int] = set()  # live: tracks read as a likely person at least once (_shown)
         self._last_roots: np.ndarray | None = None  # top-down: the last frame's animals' roots (P, 2) px (with_missing)
+        if self.tracked_crops is not None:  # and the last frame's animals (_last_people) forgotten
+            self.tracked_crops.reset()
 
     def _track(self, pose: PoseFrame) -> PoseFrame:
         """Ids, then (trained depth head) far people's depth blended with their body scale. Where the
@@ -293,6 +298,8 @@ class TrackingSession(FramePeople):
     def infer(self, prepared: Prepared) -> Inferred | None:
         """Live, stage 1b: push a prepared frame through the network; the outputs of the frame ``lookahead``
         pushes ago (None while the look-ahead fills). The only stage with the network's state."""
+        if self.tracked_crops is not None:  # the centre model as a still, on its frames only (tracked_crops)
+            return self.tracked_crops.infer(prepared)
         t0 = time.perf_counter()
         with torch.inference_mode(), _threads(self.config.network.threads):
             self._pending.append(prepared.meta)
@@ -309,7 +316,8 @@ class TrackingSession(FramePeople):
     def finish(self, item: Inferred) -> PoseFrame:
         """Live, stage 2: people, 3-D, ids, smoothing and bone lengths of an inferred frame. Frames must come
         in their order, one at a time (the tracker's, smoother's and depth's state); any thread."""
-        return self._post_live(self._people(item.out, item.meta, self.config.refine.crop_budget_ms), item.network_ms)
+        read = self._people if self.tracked_crops is None else self.tracked_crops.people  # (out, meta, budget)
+        return self._post_live(read(item.out, item.meta, self.config.refine.crop_budget_ms), item.network_ms)
 
     def step(self, frame: Frame) -> PoseFrame | None:
         """Live mode: push one frame; returns the PoseFrame of the frame ``lookahead`` frames

@@ -32,6 +32,7 @@ TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (RefineSettings.crop_turns)
 LIVE_CROP_ROUNDS = 1  # live: each animal's crop read once (RefineSettings.crop_rounds)
+LIVE_CENTRE_EVERY = 3  # live top-down: the whole-frame centre model every this many frames (RefineSettings.centre_every)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,10 @@ class RefineSettings:
     # reading of its root (read_crops); None: the skeleton's top_down rounds offline, LIVE_CROP_ROUNDS live (fly13:
     # 3 offline: the held-out walking flies 11.56 -> 8.56 px at 2.2x the CPU a frame, studies/fly13.md)
     crop_rounds: int | None = None
+    # live top-down modes with a crop model (fly13): the whole-frame centre model reads every centre_every-th frame
+    # (and any frame whose crops, placed where the last frame read the animals, lose one: tracked_crops); None:
+    # LIVE_CENTRE_EVERY live, 1 offline (1: every frame, through the live stream)
+    centre_every: int | None = None
     # the precision stage's weights file (``crop``); None: refiner-crop-<skeleton>.safetensors beside the model
     crop_weights: str | None = None
 
@@ -122,6 +127,8 @@ class RefineSettings:
             raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
         if self.crop_rounds is not None and self.crop_rounds not in (1, 2, 3):
             raise ValueError(f"crop_rounds must be 1, 2 or 3, got {self.crop_rounds}")
+        if self.centre_every is not None and self.centre_every < 1:
+            raise ValueError(f"centre_every must be >= 1, got {self.centre_every}")
         if self.tile_grid is not None and self.tile_grid < 1:
             raise ValueError("tile_grid must be >= 1 (1: the whole frame only)")
 

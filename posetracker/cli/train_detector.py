@@ -112,6 +112,8 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
+    if args.sequence and args.mode != "live":
+        raise SystemExit("error: --sequence plays the frames to a live session: use it with --mode live")
     if args.data:  # another labelled set, every frame of it held out (e.g. a session the config never saw)
         from posetracker.evaluation.datasets import LabelledSetError
         from posetracker.train.detector_samples import load_split
@@ -141,11 +143,17 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
         kinds = () if combo == "none" else tuple(combo.split("+"))
         session = TrackingSession.open(spec, weights, SessionConfig(mode=args.mode,
                                                                     network=NetworkSettings(threads=args.threads),
-                                                                    people=PeopleSettings(known_count=args.animals,
+                                                                    people=PeopleSettings(max_people=args.animals or args.max_people,
+                                                                                          known_count=args.animals,
                                                                                           vote_radius=args.vote_radius),
                                                                     refine=RefineSettings(refiners=kinds)))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
-        r = evaluate_items(session.process_image, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
+        predict = session.process_image
+        if args.sequence:  # the live path as a stream over the held-out frames' video (evaluation.live_sequence)
+            from posetracker.evaluation.live_sequence import live_poses_at, sequence_predictor
+
+            predict = sequence_predictor(live_poses_at(session, val_items), val_items)
+        r = evaluate_items(predict, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
         results[combo] = r
         turned = f"  reversed {r['reversed']}/{r['oriented']}" if r["oriented"] else ""
@@ -225,10 +233,14 @@ def add_detector_parsers(tsub) -> None:
     e.add_argument("--extra-held-out", action="store_true",
                    help="score on the held_out segments of the config's extra_data set instead (with --animals N "
                         "only their frames labelled with N animals)")
+    e.add_argument("--sequence", action="store_true",
+                   help="with --mode live: play the held-out frames' video to the live session frame by frame (from "
+                        "10 frames before each run of held-out frames) and score its output there, instead of "
+                        "reading each frame as a still")
     e.add_argument("--tracking", action="store_true",
                    help="also track the labelled video offline and count identity switches against its labelled tracks")
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,
-                   help="most animals a frame (tracking; e.g. 2 for a pair)")
+                   help="most animals a frame (the scores and tracking; e.g. 2 for a pair without --animals)")
     e.add_argument("--animals", type=int, default=None, metavar="N",
                    help="exactly N animals in every frame, as posetracker process --animals N: the N strongest "
                         "readings are kept (scores and tracking)")

@@ -7,7 +7,8 @@ copies pinned to one core, interleaved (studies/fly13.md, "Two flies live"):
     python studies/tools/fly_live_bench.py flies_1000_1499.mp4 --cut ../shared/data/animal/sleap_flies_clip_train/clip.mp4
     taskset -c 1 env PYTHONPATH=COPY python studies/tools/fly_live_bench.py flies_1000_1499.mp4
 
-(``--cut SOURCE``: first write CLIP, frames 1000-1499 of SOURCE with OpenCV's mp4v, then time it.)
+(``--cut SOURCE``: first write CLIP, frames 1000-1499 of SOURCE with OpenCV's mp4v, then time it; ``--animals 2``:
+with a known count, as ``process --animals 2``; ``--centre-every K``: ``RefineSettings.centre_every``.)
 """
 
 from __future__ import annotations
@@ -40,15 +41,21 @@ def main() -> None:
     ap.add_argument("--cut", metavar="SOURCE", help="first write CLIP: frames 1000-1499 of SOURCE")
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--frames", type=int, default=48)
+    ap.add_argument("--animals", type=int, help="a known number of animals (PeopleSettings.known_count, as "
+                    "process --animals N: the centre model looks for 2N centres); default: max people 2 only")
+    ap.add_argument("--centre-every", type=int, help="RefineSettings.centre_every (default: the session's)")
+    ap.add_argument("--weights", help="the centre model (the crop model and its 8-bit companion beside it; "
+                    "default: the shipped ones)")
     args = ap.parse_args()
     if args.cut:
         cut(args.cut, args.clip)
     from posetracker.bench import _pipeline_run
-    from posetracker.session import NetworkSettings, PeopleSettings, SessionConfig, TrackingSession
+    from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
+    refine = RefineSettings(centre_every=args.centre_every) if args.centre_every else RefineSettings()
     config = SessionConfig(mode="live", network=NetworkSettings(threads=1, lookahead=1),
-                           people=PeopleSettings(max_people=2))
-    session = TrackingSession.open("fly13", None, config)
+                           people=PeopleSettings(max_people=2, known_count=args.animals), refine=refine)
+    session = TrackingSession.open("fly13", args.weights, config)
     _pipeline_run(session, args.clip, "live", args.frames)  # warm-up
     wall, cpu = [], []
     for _ in range(args.runs):

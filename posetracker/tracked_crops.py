@@ -1,0 +1,145 @@
+"""Live top-down: each animal's crop placed where the last frame read it; the whole-frame centre model only
+every ``centre_every``-th frame and where the placed crops lose an animal.
+
+A top-down skeleton with a crop model of its own (fly13) reads a frame in two networks: the centre model on the
+whole frame finds each animal's centre, the crop model reads each animal from a crop around it. Live, the last
+frame's readings already say where each animal is (the crop model's own reading of its root, a better centre
+than the centre model's: the offline rounds, ``decoding.top_down.read_crops``), so on most frames the centre
+model is not run (``RefineSettings.centre_every`` = k):
+
+- frames 0, k, 2k, ... since the last reset (counted as they are pushed, so the schedule is the same on one or
+  two threads): the centre model reads the whole frame as a still (:class:`CentreStill`: no temporal state and no
+  look-ahead wait, the reading ``held-out-eval --mode live`` scores) and the crops go where it says, as before;
+- the other frames: the crops go to the last frame's animals' roots (:meth:`TrackedCrops.seeds`; their joints'
+  confidence zeroed, so a crop that finds no animal near its centre leaves it at 0). Where the crops read fewer
+  animals than were placed (two crops on one animal are joined: ``drop_repeats``), or an animal's mean joint
+  confidence under ``min_confidence``, or the last frame had none or an unsure one, the centre model reads this
+  frame too and the frame is read as on a centre frame (the issue's "when one of two flies is not read, the crop
+  stage searches where the track says it is": where it does not find it there, the whole frame is searched).
+
+The centre model's stream (``model.fused``) is not pushed in this mode. ``centre_runs`` / ``frames`` count how often
+the centre model ran (scheduled and on demand, ``on_demand``) for the benches.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from posetracker.cpu_threads import torch_threads
+from posetracker.decoding import DecodedPeople
+from posetracker.model.still_graph import still_graph
+from posetracker.decoding.top_down import read_crops
+from posetracker.stages import Inferred, Pending, Prepared
+from posetracker.types import PoseFrame
+
+MIN_CONFIDENCE = 0.1  # a placed crop's animal with a mean joint confidence under this: the centre model reads the frame
+PLACED_TURNS = 1  # turned reads of a placed crop: the track says which way the animal faces (TrackedCrops.sure)
+
+
+class CentreStill:
+    """The centre model on one frame as a still: ``reader(x)`` with x (1, 3, h, w) float 0..255 (the letterboxed
+    network input) -> the output dict of one frame, (1, 1, C, h/4, w/4) tensors: the heatmaps and the heads'
+    input (``head_features``: the session's decoder evaluates the other heads at the cells it reads) through the
+    still graph (``model.still_graph``), else the network's own outputs (no ONNX Runtime)."""
+
+    def __init__(self, net, threads: int = 1, graph: bool = True):
+        self.net = net
+        self.graph = still_graph(net, threads) if graph else None
+
+    def __call__(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        if self.graph is not None and not x.shape[-1] % 32 and not x.shape[-2] % 32:
+            heat, features = self.graph(x.numpy())
+            return {"heatmaps": torch.from_numpy(heat)[:, None], "head_features": torch.from_numpy(features)[:, None]}
+        return self.net(x[:, None])
+
+
+class TrackedCrops:
+    """The live stages of :mod:`posetracker.tracked_crops` for one session (see the module docstring)."""
+
+    def __init__(self, session, every: int, min_confidence: float = MIN_CONFIDENCE, turns: int | None = None):
+        self.session, self.every, self.min_confidence = session, every, min_confidence
+        self.turns = turns  # turned reads of a placed crop (None: the session's crop_turns)
+        self.centre = CentreStill(session.net, session.config.network.threads, session.runtime == "onnxruntime")
+        self.reset()
+
+    def reset(self) -> None:
+        """A new stream: the schedule from its start, the last frame's animals forgotten."""
+        self.pushed = 0  # frames through infer since the reset (the schedule)
+        self.frames = self.centre_runs = self.on_demand = self.turned = 0  # turned: placed crops read again at all turns
+        self.session._last_people = None  # (P, K) source px, set by frame_people after each tracked frame
+
+    def infer(self, prepared: Prepared) -> Inferred:
+        """Stage 1b: the centre model's still reading on a scheduled frame, else nothing ({}); no look-ahead."""
+        t0 = time.perf_counter()
+        due, self.pushed = self.pushed % self.every == 0, self.pushed + 1
+        with torch_threads(self.session.config.network.threads):
+            out = self._centre(prepared.x) if due else {}
+        return Inferred(out, prepared.meta, prepared.ms + (time.perf_counter() - t0) * 1000)
+
+    def _centre(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        self.centre_runs += 1
+        with torch.inference_mode():
+            return self.centre(x)
+
+    def seeds(self) -> DecodedPeople | None:
+        """The last frame's animals (P, K) in source px with every joint's confidence 0, where there were some and
+        each was sure (mean joint confidence >= ``min_confidence``); else None."""
+        last = self.session._last_people
+        if last is None or last.num_people == 0 or not self.sure(last, last.num_people):
+            return None
+        return DecodedPeople(last.keypoints, np.zeros_like(last.confidence), last.scores, last.depth_reads,
+                             last.predicted)
+
+    def sure(self, people: DecodedPeople, expected: int) -> bool:
+        """``expected`` animals read, each with a mean joint confidence >= ``min_confidence``."""
+        return people.num_people == expected and bool(
+            (np.nan_to_num(people.confidence).mean(-1) >= self.min_confidence).all())
+
+    def facing(self, people: DecodedPeople, seeds: DecodedPeople) -> bool:
+        """Each reading points the way the seed nearest its root (the last frame's animal) pointed, by the skeleton's
+        ``orientation`` (front, back joints; True without one): a crop read at one turn may read an animal end to
+        end, which the turns' vote (``agreeing_reads``) would have caught."""
+        ends, root = self.session.spec.orientation, self.session.spec.root
+        if ends is None or not seeds.num_people:
+            return True
+        axis = lambda p: p.keypoints[:, ends[0]] - p.keypoints[:, ends[1]]  # noqa: E731  (P, 2) back -> front
+        near = np.linalg.norm(people.keypoints[:, None, root] - seeds.keypoints[None, :, root], axis=-1).argmin(1)
+        return bool(((axis(people) * axis(seeds)[near]).sum(-1) > 0).all())
+
+    def people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None) -> PoseFrame:
+        """Stage 2, as ``TrackingSession._people``: the frame's people from the placed crops (``turns``; where they
+        read an animal end to end against the track, again at the session's turns) where they read every animal
+        surely, else from the centre model's ``out`` (a scheduled frame) or its reading now, and its crops."""
+        session = self.session
+        self.frames += 1
+        if not out and (seeds := self.seeds()) is not None:
+            td, expected = session.spec.top_down, session.config.people.known_count or seeds.num_people
+            for turns in sorted({self.turns or session.crop_turns, session.crop_turns}):
+                placed = read_crops(seeds, meta.frame, session.spec.root, td["crop_px"], session._crop_people,
+                                    keep=session.config.people.known_count, turns=turns, rounds=session.crop_rounds)
+                if not self.sure(placed, expected):
+                    break  # an animal lost: the whole frame searched
+                if turns == session.crop_turns or self.facing(placed, seeds):
+                    return session._people({}, meta, budget_ms, placed=placed)
+                self.turned += 1
+        if not out:  # the placed crops lost an animal (or there were none): the whole frame searched
+            self.on_demand += 1
+            with torch.inference_mode(), torch_threads(session.config.network.threads):
+                out = self._centre(session._input(meta.frame)[0])
+        return session._people(out, meta, budget_ms)
+
+
+def tracked_crops_for(session) -> TrackedCrops | None:
+    """The session's :class:`TrackedCrops` where it is live, top-down with a crop model of its own, tracking,
+    and ``centre_every`` > 1; else None (the centre model's stream every frame)."""
+    every = session.centre_every
+    if session.config.mode != "live" or every <= 1 or session.crop_model is None or not session.spec.top_down \
+            or not session.config.people.track:
+        return None
+    return TrackedCrops(session, every, MIN_CONFIDENCE, PLACED_TURNS)
+
+
+__all__ = ["MIN_CONFIDENCE", "PLACED_TURNS", "CentreStill", "TrackedCrops", "tracked_crops_for"]

@@ -1,0 +1,72 @@
+"""Held-out video frames scored through the live path as a stream (``evaluation.live_sequence``,
+``held-out-eval --sequence``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from posetracker.evaluation.datasets import LabelledItem
+from posetracker.evaluation.live_sequence import frame_runs, live_poses_at, sequence_predictor
+from posetracker.types import Frame, PoseFrame
+
+
+def _item(video: str, i: int) -> LabelledItem:
+    return LabelledItem(None, Path(video), i, 64, 48, ())
+
+
+def test_labelled_frames_are_played_in_runs_from_a_few_frames_before():
+    items = [_item("a.mp4", i) for i in (5, 3, 4, 100, 101)] + [_item("b.mp4", 0)]
+    assert frame_runs(items, warmup=10, gap=30) == [(Path("a.mp4"), 0, 5), (Path("a.mp4"), 90, 101),
+                                                     (Path("b.mp4"), 0, 0)]
+    with pytest.raises(ValueError, match="still image"):
+        frame_runs([LabelledItem(Path("x.png"), None, None, 64, 48, ())])
+
+
+class _Session:
+    """A live session's step / flush with a look-ahead of one frame; each PoseFrame says which frame it is."""
+
+    def __init__(self):
+        self.resets, self._held = 0, None
+
+    def reset(self):
+        self.resets, self._held = self.resets + 1, None
+
+    def _pose(self, f: Frame) -> PoseFrame:
+        return PoseFrame(f.index, f.timestamp, np.full((1, 2, 3), f.index, np.float32), np.ones((1, 2), np.float32),
+                         np.ones(1, np.float32), np.zeros(1, np.int64), (64, 48))
+
+    def step(self, frame):
+        out, self._held = self._held, frame
+        return None if out is None else self._pose(out)
+
+    def flush(self):
+        out, self._held = self._held, None
+        return [] if out is None else [self._pose(out)]
+
+
+def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
+    import posetracker.evaluation.live_sequence as live_sequence
+
+    class Cache:
+        def __init__(self, keep):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def frame(self, video, i):
+            return np.full((48, 64, 3), i, np.uint8)
+
+    monkeypatch.setattr(live_sequence, "FrameCache", Cache)
+    items = [_item("a.mp4", i) for i in (12, 14, 60)]
+    session = _Session()
+    poses = live_poses_at(session, items, warmup=2)
+    assert session.resets == 2 and sorted(i for _, i in poses) == [10, 11, 12, 13, 14, 58, 59, 60]
+    predict = sequence_predictor(poses, items)
+    assert [int(predict(None).keypoints[0, 0, 0]) for _ in items] == [12, 14, 60]

@@ -1,0 +1,125 @@
+"""Live top-down with crops placed where the last frame read the animals (``posetracker.tracked_crops``): the
+whole-frame centre model runs every ``centre_every``-th frame and where the placed crops lose an animal (issue #49)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from posetracker.decoding import DecodedPeople
+from posetracker.model.preprocess import Letterbox
+from posetracker.skeletons import load_skeleton
+from posetracker.session_config import PeopleSettings, RefineSettings, SessionConfig
+from posetracker.stages import Pending, Prepared
+from posetracker.tracked_crops import TrackedCrops
+
+K = 13
+
+
+def _flies(n: int, confidence: float, facing: float = 1.0) -> DecodedPeople:
+    """n flies 200 px apart, every joint on the thorax but the head (joint 0), 30 px to its right (``facing`` 1)
+    or left (-1)."""
+    kp = np.stack([np.full((K, 2), 100.0 + 200 * i, np.float32) for i in range(n)]) if n else np.zeros((0, K, 2), np.float32)
+    kp[:, 0, 0] += 30 * facing
+    return DecodedPeople(kp, np.full((n, K), confidence, np.float32), np.ones(n, np.float32), np.full((n, K), np.nan),
+                         kp.copy())
+
+
+class _Session:
+    """What TrackedCrops uses of a TrackingSession: ``_people`` records whether it decoded the centre model's
+    outputs or took placed crops, and leaves two sure flies as the last frame's animals."""
+
+    def __init__(self):
+        self.config = SessionConfig(mode="live", people=PeopleSettings(max_people=2, known_count=2))
+        self.net, self.runtime, self.calls = None, "torch", []
+        self.spec, self.crop_turns, self.crop_rounds = load_skeleton("fly13"), 2, 1
+        self._crop_people = None
+
+    def _input(self, frame):
+        return torch.zeros(1, 3, 32, 32), None
+
+    def _people(self, out, meta, budget_ms, placed=None):
+        self.calls.append((meta.index, "placed" if placed is not None else sorted(out)))
+        self._last_people = placed if placed is not None else _flies(2, 0.6)
+        return meta.index
+
+
+def test_the_centre_model_runs_on_every_kth_frame_and_where_the_placed_crops_lose_an_animal(monkeypatch):
+    import posetracker.tracked_crops as tracked_crops
+
+    session = _Session()
+    tracked = TrackedCrops(session, every=3, turns=1)
+    centre_inputs = []
+    monkeypatch.setattr(tracked, "centre", lambda x: centre_inputs.append(tuple(x.shape)) or {"heatmaps": torch.zeros(1)})
+    crops_read = []
+
+    def crops(seeds, frame, root, crop_px, read, keep, turns, rounds):
+        i = int(frame[0, 0, 0])  # frame 4: the crops read one of two flies; frame 5: end to end at one turn
+        crops_read.append((i, seeds.num_people, float(seeds.confidence.max()), keep, turns))
+        return _flies(1 if i == 4 else 2, 0.5, -1.0 if (i, turns) == (5, 1) else 1.0)
+
+    monkeypatch.setattr(tracked_crops, "read_crops", crops)
+    box = Letterbox(1.0, (64, 64))
+    for i in range(7):
+        meta = Pending(i, i / 30, box, None, np.full((64, 64, 3), i, np.uint8))
+        item = tracked.infer(Prepared(torch.zeros(1, 3, 32, 32), meta, 0.0))
+        assert bool(item.out) == (i % 3 == 0)  # no look-ahead: each frame's own item at once
+        tracked.people(item.out, item.meta, None)
+    assert [c[1] for c in session.calls] == [["heatmaps"], "placed", "placed", ["heatmaps"], ["heatmaps"],
+                                              "placed", ["heatmaps"]]
+    # seeds' joints at confidence 0; one turn, and the session's two where one turn read a fly end to end
+    assert crops_read == [(1, 2, 0.0, 2, 1), (2, 2, 0.0, 2, 1), (4, 2, 0.0, 2, 1), (5, 2, 0.0, 2, 1), (5, 2, 0.0, 2, 2)]
+    assert (tracked.frames, tracked.centre_runs, tracked.on_demand, tracked.turned) == (7, 4, 1, 1)
+    assert len(centre_inputs) == 4
+    tracked.reset()  # a new stream: no last animals, the schedule from its start
+    assert session._last_people is None and tracked.seeds() is None and tracked.pushed == 0
+
+
+def test_an_unsure_last_frame_gives_no_seeds():
+    session = _Session()
+    tracked = TrackedCrops(session, every=4, min_confidence=0.3)
+    session._last_people = _flies(2, 0.2)
+    assert tracked.seeds() is None
+    session._last_people = _flies(2, 0.4)
+    seeds = tracked.seeds()
+    assert seeds.num_people == 2 and not seeds.confidence.any()
+    np.testing.assert_array_equal(seeds.keypoints, session._last_people.keypoints)
+    assert not tracked.sure(_flies(1, 0.9), 2) and tracked.sure(_flies(2, 0.35), 2)
+    # read at one turn, a fly the track had facing right now faces left
+    assert tracked.facing(_flies(2, 0.5), seeds) and not tracked.facing(_flies(2, 0.5, facing=-1.0), seeds)
+
+
+def test_centre_every_is_checked():
+    assert RefineSettings(centre_every=3).centre_every == 3
+    with pytest.raises(ValueError, match="centre_every"):
+        RefineSettings(centre_every=0)
+
+
+@pytest.mark.slow
+def test_two_flies_live_read_from_placed_crops_stay_on_the_flies():
+    """The shipped fly13 pair, live, two flies known, on 9 frames of SLEAP's two-fly clip: with the centre model
+    every 3rd frame it runs on 3 frames (and on demand only where a crop lost a fly), every frame reads both
+    flies, and each fly's thorax lies within 6 px of where the centre model on every frame puts it."""
+    from conftest import shared_path
+
+    from posetracker.evaluation.datasets import FrameCache
+    from posetracker.session import NetworkSettings, TrackingSession
+    from posetracker.types import Frame
+
+    video = shared_path("data", "animal", "sleap_flies_clip_train", "clip.mp4")
+    with FrameCache() as cache:
+        frames = [Frame(i, i / 30, cache.frame(video, 1000 + i)) for i in range(9)]
+    roots = {}
+    for every in (1, 3):
+        config = SessionConfig(mode="live", network=NetworkSettings(threads=1),
+                               people=PeopleSettings(max_people=2, known_count=2), refine=RefineSettings(centre_every=every))
+        session = TrackingSession.open("fly13", None, config)
+        assert (session.tracked_crops is None) == (every == 1)
+        poses = [p for f in frames if (p := session.step(f)) is not None] + session.flush()
+        assert [p.num_people for p in poses] == [2] * 9
+        r = session.spec.root
+        roots[every] = np.stack([p.keypoints[np.argsort(p.keypoints[:, r, 0]), r, :2] for p in poses])  # (9, 2, 2)
+    tracked = session.tracked_crops
+    assert tracked.frames == 9 and tracked.centre_runs == 3 + tracked.on_demand and tracked.on_demand <= 1
+    assert np.linalg.norm(roots[3] - roots[1], axis=-1).max() < 6.0
