@@ -3,7 +3,8 @@
     python studies/tools/mouse_arena_score.py score DATA.json EVAL.json [AFTER.json] [--combos none ...] [--block N]
     python studies/tools/mouse_arena_score.py sheet DATA.json WEIGHTS OUT.png [--refiners heatmap graph] [--animals 2]
 
-``score``: per labelled mouse of DATA (the set the eval scored, in its order), L = its snout-to-tail-base
+``score``: per labelled mouse of DATA (the set the eval scored, in its order; a detector config's .yaml: its
+own held-out frames), L = its snout-to-tail-base
 length (labelled; where one of the two is missing, the median L of the same track in the same video,
 else the longer side of its labelled points' box). A mouse is *found* when the reading matched to it has
 a median joint error <= 0.5 L (held-out-eval's own "found" counts any matched reading, however far);
@@ -30,11 +31,18 @@ def labelled_mice(data: str):
     from posetracker.skeletons import load_skeleton
 
     spec = load_skeleton("mouse4")
-    ls = load_labelled_set(data)
-    cols = joint_columns(ls.keypoint_names, spec)
+    if data.endswith(".yaml"):  # a detector config: its own held-out frames, as held-out-eval without --data
+        from posetracker.train.detector import load_detector_config
+        from posetracker.train.detector_samples import load_split
+
+        cfg = load_detector_config(data)
+        _, items, cols = load_split(str(cfg.data_path), spec, cfg.val_fraction)
+    else:
+        ls = load_labelled_set(data)
+        items, cols = ls.items, joint_columns(ls.keypoint_names, spec)
     real = np.array([k not in spec.virtual for k in range(spec.num_joints)])
     rows = []
-    for item in ls.items:
+    for item in items:
         gt = item_points(item, cols)
         gt[:, ~real] = np.nan
         for g in range(len(gt)):
