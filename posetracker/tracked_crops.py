@@ -10,12 +10,18 @@ model is not run (``RefineSettings.centre_every`` = k):
 - frames 0, k, 2k, ... since the last reset (counted as they are pushed, so the schedule is the same on one or
   two threads): the centre model reads the whole frame as a still (:class:`CentreStill`: no temporal state and no
   look-ahead wait, the reading ``held-out-eval --mode live`` scores) and the crops go where it says, as before;
-- the other frames: the crops go to the last frame's animals' roots (:meth:`TrackedCrops.seeds`; their joints'
-  confidence zeroed, so a crop that finds no animal near its centre leaves it at 0). Where the crops read fewer
-  animals than were placed (two crops on one animal are joined: ``drop_repeats``), or an animal's mean joint
-  confidence under ``min_confidence``, or the last frame had none or an unsure one, the centre model reads this
-  frame too and the frame is read as on a centre frame (the issue's "when one of two flies is not read, the crop
-  stage searches where the track says it is": where it does not find it there, the whole frame is searched).
+- the other frames: each animal's crop goes to the last frame's root (:meth:`TrackedCrops.seeds`; their joints'
+  confidence zeroed, so a crop that finds no animal near its centre leaves it at 0), read at ``PLACED_TURNS`` (1)
+  turns; an animal read end to end against the last frame's (:meth:`TrackedCrops.facing`) has the crops read again
+  at the session's turns, whose vote decides as on a centre frame. Where the crops read fewer animals than were
+  placed (two crops on one animal are joined: ``drop_repeats``), or an animal's mean joint confidence is under
+  ``min_confidence``, or its root moved more than ``MAX_STEP`` x the crop from the last frame's (a crop re-centred
+  on its own reading drifted onto the fly it touched: studies/fly13.md), or the last frame had none or an unsure
+  one, the centre model reads this frame too and it is read as a centre frame (the issue's "when one of two flies
+  is not read, the crop stage searches where the track says it is": where it is not found there, the whole frame).
+
+fly13, two flies live, one core: x1.41 frames per CPU second, held-out frames read in sequence +0.09 [-0.15, +0.32]
+px, walking flies -0.49 [-1.17, +0.17] (studies/fly13.md, "centre model every third frame").
 
 The centre model's stream (``model.fused``) is not pushed in this mode. ``centre_runs`` / ``frames`` count how often
 the centre model ran (scheduled and on demand, ``on_demand``) for the benches.
@@ -30,13 +36,15 @@ import torch
 
 from posetracker.cpu_threads import torch_threads
 from posetracker.decoding import DecodedPeople
-from posetracker.model.still_graph import still_graph
 from posetracker.decoding.top_down import read_crops
+from posetracker.model.still_graph import still_graph
 from posetracker.stages import Inferred, Pending, Prepared
 from posetracker.types import PoseFrame
 
 MIN_CONFIDENCE = 0.1  # a placed crop's animal with a mean joint confidence under this: the centre model reads the frame
-PLACED_TURNS = 1  # turned reads of a placed crop: the track says which way the animal faces (TrackedCrops.sure)
+MAX_STEP = 0.06  # a placed crop's animal whose root moved more than this x crop_px from the last frame's: the centre
+# model reads the frame (a crop re-centred on its own reading may drift onto the animal it touches)
+PLACED_TURNS = 1  # turned reads of a placed crop: the track says which way the animal faces (TrackedCrops.facing)
 
 
 class CentreStill:
@@ -98,6 +106,12 @@ class TrackedCrops:
         return people.num_people == expected and bool(
             (np.nan_to_num(people.confidence).mean(-1) >= self.min_confidence).all())
 
+    def stayed(self, people: DecodedPeople, seeds: DecodedPeople) -> bool:
+        """Each reading's root lies within ``MAX_STEP`` x the crop's side of the nearest seed's (the last frame's)."""
+        root, limit = self.session.spec.root, MAX_STEP * float(self.session.spec.top_down["crop_px"])
+        d = np.linalg.norm(people.keypoints[:, None, root] - seeds.keypoints[None, :, root], axis=-1)  # (P, S)
+        return bool(len(d)) and bool((np.nan_to_num(d, nan=np.inf).min(1) <= limit).all())
+
     def facing(self, people: DecodedPeople, seeds: DecodedPeople) -> bool:
         """Each reading points the way the seed nearest its root (the last frame's animal) pointed, by the skeleton's
         ``orientation`` (front, back joints; True without one): a crop read at one turn may read an animal end to
@@ -120,8 +134,8 @@ class TrackedCrops:
             for turns in sorted({self.turns or session.crop_turns, session.crop_turns}):
                 placed = read_crops(seeds, meta.frame, session.spec.root, td["crop_px"], session._crop_people,
                                     keep=session.config.people.known_count, turns=turns, rounds=session.crop_rounds)
-                if not self.sure(placed, expected):
-                    break  # an animal lost: the whole frame searched
+                if not (self.sure(placed, expected) and self.stayed(placed, seeds)):
+                    break  # an animal lost, or its reading jumped: the whole frame searched
                 if turns == session.crop_turns or self.facing(placed, seeds):
                     return session._people({}, meta, budget_ms, placed=placed)
                 self.turned += 1
@@ -142,4 +156,4 @@ def tracked_crops_for(session) -> TrackedCrops | None:
     return TrackedCrops(session, every, MIN_CONFIDENCE, PLACED_TURNS)
 
 
-__all__ = ["MIN_CONFIDENCE", "PLACED_TURNS", "CentreStill", "TrackedCrops", "tracked_crops_for"]
+__all__ = ["MAX_STEP", "MIN_CONFIDENCE", "PLACED_TURNS", "CentreStill", "TrackedCrops", "tracked_crops_for"]
