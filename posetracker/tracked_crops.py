@@ -7,24 +7,33 @@ frame's readings already say where each animal is (the crop model's own reading 
 than the centre model's: the offline rounds, ``decoding.top_down.read_crops``), so on most frames the centre
 model is not run (``RefineSettings.centre_every`` = k):
 
+- every frame with a last frame's animals, each read surely: each animal's crop goes to the last frame's root
+  (:meth:`TrackedCrops.seeds`; their joints' confidence zeroed, so a crop that finds no animal near its centre
+  leaves it at 0), read at ``PLACED_TURNS`` (1) turns; an animal read end to end against the last frame's
+  (:meth:`TrackedCrops.facing`) has the crops read again at the session's turns, whose vote decides. The placed
+  crops' animals are the frame's where they read every animal surely and near the last frame's (below) and,
+  on a frame the centre model read, it confirms them (:meth:`TrackedCrops.confirmed`: each has a centre of its own
+  within ``REPEAT_FRAC`` x the crop, and no centre lies away from them where there is room for another animal);
 - frames 0, k, 2k, ... since the last reset (counted as they are pushed, so the schedule is the same on one or
   two threads): the centre model reads the whole frame as a still (:class:`CentreStill`: no temporal state and no
-  look-ahead wait, the reading ``held-out-eval --mode live`` scores) and the crops go where it says, as before;
-- the other frames: each animal's crop goes to the last frame's root (:meth:`TrackedCrops.seeds`; their joints'
-  confidence zeroed, so a crop that finds no animal near its centre leaves it at 0), read at ``PLACED_TURNS`` (1)
-  turns; an animal read end to end against the last frame's (:meth:`TrackedCrops.facing`) has the crops read again
-  at the session's turns, whose vote decides as on a centre frame. Where the crops read fewer animals than were
-  placed (two crops on one animal are joined: ``drop_repeats``), or an animal's mean joint confidence is under
-  ``min_confidence``, or its root moved more than ``MAX_STEP`` x the crop from the last frame's (a crop re-centred
-  on its own reading drifted onto the fly it touched: studies/fly13.md), or the last frame had none or an unsure
-  one, the centre model reads this frame too and it is read as a centre frame (the issue's "when one of two flies
-  is not read, the crop stage searches where the track says it is": where it is not found there, the whole frame).
+  look-ahead wait, the reading ``held-out-eval --mode live`` scores), and so does any frame whose placed crops
+  read fewer animals than were placed (two crops on one animal are joined: ``drop_repeats``), or an animal with a
+  mean joint confidence under ``min_confidence``, or one whose root moved more than ``MAX_STEP`` x the crop from
+  the last frame's (a crop re-centred on its own reading drifted onto the fly it touched: studies/fly13.md);
+- where the centre model read the frame and did not confirm the placed crops: the animals they read surely (near
+  the last frame's, facing its way) are kept and only the centres a quarter crop from all of them are read from
+  crops, at the session's turns (:meth:`TrackedCrops.joined`: the issue's "when one of two flies is not read, the
+  crop stage searches where the track says it is", and where it is not found there, where the centre model
+  finds it); where none is kept (or no last frame) or the join reads fewer animals, every centre's crop is read,
+  as offline.
 
-fly13, two flies live, one core: x1.41 frames per CPU second, held-out frames read in sequence +0.09 [-0.15, +0.32]
-px, walking flies -0.49 [-1.17, +0.17] (studies/fly13.md, "centre model every third frame").
+fly13, two flies live, one core: with the centre model confirming the placed crops and only a lost fly searched,
+53-55 ms of CPU a frame (18 fps; 2.6 crops a frame), the held-out frames read in sequence -0.44 [-0.86, -0.10] px,
+walking flies -3.28 [-4.50, -2.15] (studies/fly13.md, "The centre model confirms the placed crops").
 
 The centre model's stream (``model.fused``) is not pushed in this mode. ``centre_runs`` / ``frames`` count how often
-the centre model ran (scheduled and on demand, ``on_demand``) for the benches.
+the centre model ran (scheduled and on demand, ``on_demand``), ``confirmed_runs`` the centre frames read from the
+placed crops, ``partial`` those read from kept animals and the others' centres, for the benches.
 """
 
 from __future__ import annotations
@@ -36,8 +45,10 @@ import torch
 
 from posetracker.cpu_threads import torch_threads
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import read_crops
+from posetracker.decoding.tiles import shift_people
+from posetracker.decoding.top_down import REPEAT_FRAC, drop_repeats, most_confident, read_crops
 from posetracker.model.still_graph import still_graph
+from posetracker.second_look import SECOND_LOOKS
 from posetracker.stages import Inferred, Pending, Prepared
 from posetracker.types import PoseFrame
 
@@ -77,6 +88,7 @@ class TrackedCrops:
         """A new stream: the schedule from its start, the last frame's animals forgotten."""
         self.pushed = 0  # frames through infer since the reset (the schedule)
         self.frames = self.centre_runs = self.on_demand = self.turned = 0  # turned: placed crops read again at all turns
+        self.confirmed_runs = self.partial = 0  # centre frames read from the placed crops / from kept ones and the others
         self.session._last_people = None  # (P, K) source px, set by frame_people after each tracked frame
 
     def infer(self, prepared: Prepared) -> Inferred:
@@ -126,24 +138,87 @@ class TrackedCrops:
     def people(self, out: dict[str, torch.Tensor], meta: Pending, budget_ms: float | None) -> PoseFrame:
         """Stage 2, as ``TrackingSession._people``: the frame's people from the placed crops (``turns``; where they
         read an animal end to end against the track, again at the session's turns) where they read every animal
-        surely, else from the centre model's ``out`` (a scheduled frame) or its reading now, and its crops."""
+        surely and, on a frame the centre model read, where it finds each of them (:meth:`confirmed`); else the
+        animals the placed crops read surely kept and crops only where the centre model finds the others
+        (:meth:`joined`); else (none kept, or the join short of an animal) the centre model's every centre read
+        from crops, as before."""
         session = self.session
         self.frames += 1
-        if not out and (seeds := self.seeds()) is not None:
-            td, expected = session.spec.top_down, session.config.people.known_count or seeds.num_people
+        placed, centres, seeds = None, None, self.seeds()
+        if seeds is not None:
+            expected = session.config.people.known_count or seeds.num_people
             for turns in sorted({self.turns or session.crop_turns, session.crop_turns}):
-                placed = read_crops(seeds, meta.frame, session.spec.root, td["crop_px"], session._crop_people,
-                                    keep=session.config.people.known_count, turns=turns, rounds=session.crop_rounds)
+                placed = read_crops(seeds, meta.frame, session.spec.root, session.spec.top_down["crop_px"],
+                                    session._crop_people, keep=session.config.people.known_count, turns=turns,
+                                    rounds=session.crop_rounds)
                 if not (self.sure(placed, expected) and self.stayed(placed, seeds)):
-                    break  # an animal lost, or its reading jumped: the whole frame searched
+                    break  # an animal lost, or its reading jumped: the centre model searches the frame
                 if turns == session.crop_turns or self.facing(placed, seeds):
-                    return session._people({}, meta, budget_ms, placed=placed)
+                    if not out:
+                        return session._people({}, meta, budget_ms, placed=placed)
+                    if self.confirmed(placed, centres := self._centres(out, meta)):
+                        self.confirmed_runs += 1
+                        return session._people({}, meta, budget_ms, placed=placed)
+                    break
                 self.turned += 1
         if not out:  # the placed crops lost an animal (or there were none): the whole frame searched
             self.on_demand += 1
             with torch.inference_mode(), torch_threads(session.config.network.threads):
                 out = self._centre(session._input(meta.frame)[0])
-        return session._people(out, meta, budget_ms)
+        centres = centres if centres is not None else self._centres(out, meta)
+        if placed is not None and (joined := self.joined(placed, seeds, centres, meta)) is not None:
+            self.partial += 1
+            return session._people({}, meta, budget_ms, placed=joined)
+        people = SECOND_LOOKS["animal_crops"](session, centres, meta, budget_ms, True)  # every centre's crop
+        return session._people({}, meta, budget_ms, placed=people)
+
+    def _centres(self, out: dict[str, torch.Tensor], meta: Pending) -> DecodedPeople:
+        """The centre model's people of the frame ((P, K) source px) from its outputs (1, 1, C, h, w)."""
+        session = self.session
+        return shift_people(session._decode({k: v[:, 0] for k, v in out.items()}, meta.image), meta.box.scale)
+
+    def confirmed(self, placed: DecodedPeople, centres: DecodedPeople) -> bool:
+        """Each placed crop's animal has a centre of its own (the centre model's root, one per animal, nearest
+        first) within ``REPEAT_FRAC`` x the crop, and, where fewer animals are placed than may be in the frame
+        (the known count, else ``max_people``), the centre model finds none away from them (a quarter crop)."""
+        root, crop_px = self.session.spec.root, float(self.session.spec.top_down["crop_px"])
+        d = np.nan_to_num(np.linalg.norm(placed.keypoints[:, None, root] - centres.keypoints[None, :, root],
+                                         axis=-1), nan=np.inf)  # (P, C) px
+        free = np.ones(centres.num_people, bool)
+        for p in np.argsort(d.min(1, initial=np.inf), kind="stable"):
+            c = int(np.argmin(np.where(free, d[p], np.inf))) if free.any() else -1
+            if c < 0 or d[p, c] > REPEAT_FRAC * crop_px:
+                return False
+            free[c] = False
+        people = self.session.config.people
+        return placed.num_people >= (people.known_count or people.max_people) \
+            or not (d.min(0, initial=np.inf) > crop_px / 4).any()
+
+    def joined(self, placed: DecodedPeople, seeds: DecodedPeople, centres: DecodedPeople,
+               meta: Pending) -> DecodedPeople | None:
+        """The placed crops' animals read surely (mean joint confidence >= ``min_confidence``), near the last frame's
+        (``MAX_STEP``) and facing its way, with the centre model's centres a quarter crop from all of them read from
+        crops at the session's turns (one reading per animal, the known count's surest): (P, K) source px, or
+        None where none was kept or the join reads fewer animals than the last frame (or the known count), or one
+        unsurely (the caller reads every centre)."""
+        session = self.session
+        root, crop_px, known = session.spec.root, float(session.spec.top_down["crop_px"]), session.config.people.known_count
+        keep = [p for p in range(placed.num_people) if self.sure(placed.take(np.array([p])), 1)
+                and self.stayed(placed.take(np.array([p])), seeds) and self.facing(placed.take(np.array([p])), seeds)]
+        if not keep:
+            return None
+        kept = placed.take(np.array(keep))
+        d = np.linalg.norm(centres.keypoints[:, None, root] - kept.keypoints[None, :, root], axis=-1)  # (C, P)
+        others = np.flatnonzero(np.isfinite(centres.keypoints[:, root]).all(-1)
+                                & (np.nan_to_num(d, nan=0.0).min(1, initial=np.inf) > crop_px / 4))
+        people = kept
+        if len(others):
+            new = read_crops(centres.take(others), meta.frame, root, crop_px, session._crop_people, turns=session.crop_turns,
+                             rounds=session.crop_rounds)
+            both = DecodedPeople.concat([kept, new])
+            both = both.take(drop_repeats(both, np.ones(both.num_people, bool), crop_px, root=root))
+            people = both if known is None or both.num_people <= known else both.take(most_confident(both, known))
+        return people if self.sure(people, max(known or 0, seeds.num_people)) else None
 
 
 def tracked_crops_for(session) -> TrackedCrops | None:

@@ -27,8 +27,8 @@ def _flies(n: int, confidence: float, facing: float = 1.0) -> DecodedPeople:
 
 
 class _Session:
-    """What TrackedCrops uses of a TrackingSession: ``_people`` records whether it decoded the centre model's
-    outputs or took placed crops, and leaves two sure flies as the last frame's animals."""
+    """What TrackedCrops uses of a TrackingSession: ``_people`` records the animals it was handed (the placed
+    crops', the joined ones or every centre's crops) and keeps them as the last frame's animals."""
 
     def __init__(self):
         self.config = SessionConfig(mode="live", people=PeopleSettings(max_people=2, known_count=2))
@@ -40,23 +40,41 @@ class _Session:
         return torch.zeros(1, 3, 32, 32), None
 
     def _people(self, out, meta, budget_ms, placed=None):
-        self.calls.append((meta.index, "placed" if placed is not None else sorted(out)))
-        self._last_people = placed if placed is not None else _flies(2, 0.6)
+        assert not out and placed is not None  # the centre model's outputs are decoded by TrackedCrops
+        self.calls.append(meta.index)
+        self._last_people = placed
         return meta.index
 
 
-def test_the_centre_model_runs_on_every_kth_frame_and_where_the_placed_crops_lose_an_animal(monkeypatch):
+def _moved(people: DecodedPeople, dx: float) -> DecodedPeople:
+    return DecodedPeople(people.keypoints + dx, people.confidence, people.scores, people.depth_reads, people.predicted)
+
+
+def test_the_centre_model_confirms_the_placed_crops_and_only_a_lost_animal_is_searched(monkeypatch):
+    """Frames 0-6, the centre model every 3rd: frame 0 (no last frame) reads every centre's crop; 1-2 placed
+    crops; 3 (scheduled) the placed crops confirmed by the centre model's centres, no crop read from them; 4 a
+    placed crop lost a fly: the centre model on demand, the other fly kept and only the lost one's centre read
+    (at the session's two turns); 5 a fly end to end at one turn, read again at two; 6 (scheduled) the centre
+    model finds no centre near the second fly: both kept (sure, near, facing), only the far centre read."""
     import posetracker.tracked_crops as tracked_crops
 
     session = _Session()
     tracked = TrackedCrops(session, every=3, turns=1)
-    centre_inputs = []
+    centre_inputs, every_centre = [], []
     monkeypatch.setattr(tracked, "centre", lambda x: centre_inputs.append(tuple(x.shape)) or {"heatmaps": torch.zeros(1)})
+    far = _moved(_flies(1, 0.9), 600.0)
+    centres = {0: _flies(2, 0.9), 3: _moved(_flies(2, 0.9), 10.0), 4: _flies(2, 0.9),
+               6: DecodedPeople.concat([_flies(1, 0.9), far])}
+    monkeypatch.setattr(tracked, "_centres", lambda out, meta: centres[meta.index])
+    monkeypatch.setattr(tracked_crops, "SECOND_LOOKS", {
+        "animal_crops": lambda s, people, meta, budget, t: every_centre.append(meta.index) or _flies(2, 0.6)})
     crops_read = []
 
-    def crops(seeds, frame, root, crop_px, read, keep, turns, rounds):
-        i = int(frame[0, 0, 0])  # frame 4: the crops read one of two flies; frame 5: end to end at one turn
-        crops_read.append((i, seeds.num_people, float(seeds.confidence.max()), keep, turns))
+    def crops(seeds, frame, root, crop_px, read, keep=None, turns=1, rounds=1):
+        i = int(frame[0, 0, 0])
+        crops_read.append((i, seeds.num_people, round(float(seeds.confidence.max()), 3), keep, turns))
+        if keep is None:  # a centre the kept flies do not explain: frame 4 the lost fly, frame 6 nothing there
+            return _flies(2, 0.5).take(np.array([1])) if i == 4 else _moved(_flies(1, 0.05), 600.0)
         return _flies(1 if i == 4 else 2, 0.5, -1.0 if (i, turns) == (5, 1) else 1.0)
 
     monkeypatch.setattr(tracked_crops, "read_crops", crops)
@@ -66,14 +84,29 @@ def test_the_centre_model_runs_on_every_kth_frame_and_where_the_placed_crops_los
         item = tracked.infer(Prepared(torch.zeros(1, 3, 32, 32), meta, 0.0))
         assert bool(item.out) == (i % 3 == 0)  # no look-ahead: each frame's own item at once
         tracked.people(item.out, item.meta, None)
-    assert [c[1] for c in session.calls] == [["heatmaps"], "placed", "placed", ["heatmaps"], ["heatmaps"],
-                                              "placed", ["heatmaps"]]
-    # seeds' joints at confidence 0; one turn, and the session's two where one turn read a fly end to end
-    assert crops_read == [(1, 2, 0.0, 2, 1), (2, 2, 0.0, 2, 1), (4, 2, 0.0, 2, 1), (5, 2, 0.0, 2, 1), (5, 2, 0.0, 2, 2)]
+        assert session._last_people.num_people == 2
+    assert session.calls == list(range(7)) and every_centre == [0]
+    # seeds' joints at confidence 0, one turn (two where one turn read a fly end to end); a centre's crop at two
+    assert crops_read == [(1, 2, 0.0, 2, 1), (2, 2, 0.0, 2, 1), (3, 2, 0.0, 2, 1), (4, 2, 0.0, 2, 1),
+                          (4, 1, 0.9, None, 2), (5, 2, 0.0, 2, 1), (5, 2, 0.0, 2, 2), (6, 2, 0.0, 2, 1),
+                          (6, 1, 0.9, None, 2)]
+    np.testing.assert_array_equal(session._last_people.keypoints, _flies(2, 0.5).keypoints)  # the far reading dropped
     assert (tracked.frames, tracked.centre_runs, tracked.on_demand, tracked.turned) == (7, 4, 1, 1)
-    assert len(centre_inputs) == 4
+    assert (tracked.confirmed_runs, tracked.partial) == (1, 2) and len(centre_inputs) == 4
     tracked.reset()  # a new stream: no last animals, the schedule from its start
     assert session._last_people is None and tracked.seeds() is None and tracked.pushed == 0
+
+
+def test_a_placed_animal_without_a_centre_near_it_is_not_confirmed():
+    session = _Session()
+    tracked = TrackedCrops(session, every=3)
+    placed = _flies(2, 0.5)
+    assert tracked.confirmed(placed, _moved(_flies(2, 0.9), 15.0))  # 21 px < 0.1 x the 250 px crop
+    assert not tracked.confirmed(placed, _moved(_flies(2, 0.9), 20.0))  # 28 px
+    assert not tracked.confirmed(placed, _flies(1, 0.9))  # one centre for two animals
+    session.config = SessionConfig(mode="live", people=PeopleSettings(max_people=2))
+    assert not tracked.confirmed(placed.take(np.array([0])), _flies(2, 0.9))  # room for a second, found by the centres
+    assert tracked.confirmed(placed.take(np.array([0])), _flies(1, 0.9))
 
 
 def test_an_unsure_last_frame_gives_no_seeds():
