@@ -75,10 +75,19 @@ def _refine_heads_flip(self, xy, confidence, rgb, boxes, chosen, keep_below=0.0)
     runner = self.__dict__.get("_runner", self.net)
     heads = {k: v.permute(0, 2, 3, 1).numpy() for k, v in runner(batch).items()}  # (2P, G, G, C) each
     weight, n = self.centre_weight.numpy(), len(chosen)
-    self.last_disagreed = 0
-    for i, p in enumerate(chosen):
+    reads = []
+    for i in range(n):
         h = averaged_heads({k: v[i] for k, v in heads.items()}, {k: v[n + i] for k, v in heads.items()})
-        kp = to_source(decode_thunder(h["centre"], h["heatmap"], h["regress"], h["offset"], weight), cuts[i][1], size)
+        reads.append(to_source(decode_thunder(h["centre"], h["heatmap"], h["regress"], h["offset"], weight),
+                               cuts[i][1], size))
+    _take(self, xy, confidence, chosen, reads, keep_below, t0)
+
+
+def _take(self, xy, confidence, chosen, reads, keep_below, t0) -> None:
+    """CropRefiner._refine's last step: each chosen person's crop reading (K', 3) of ``reads`` replaces its joints
+    where it agrees with them (``xy`` (P, K, 2), ``confidence`` (P, K) changed in place)."""
+    self.last_disagreed = 0
+    for p, kp in zip(chosen, reads):
         if not self.agrees(xy[p, self.joints], confidence[p, self.joints], kp[:, :2], kp[:, 2]):
             self.last_disagreed += 1
             continue
@@ -107,16 +116,9 @@ def _refine_sizes(self, xy, confidence, rgb, boxes, chosen, keep_below=0.0, size
         weight = centre_prior(size // 4)
         reads.append([to_source(decode_thunder(heads["centre"][i], heads["heatmap"][i], heads["regress"][i],
                                                heads["offset"][i], weight), cuts[i][1], size) for i in range(len(chosen))])
-    self.last_disagreed = 0
-    for i, p in enumerate(chosen):
-        kp = crop._agreeing_mean(reads[0][i], [r[i] for r in reads[1:]], self.apart * crop._side(boxes[p]))
-        if not self.agrees(xy[p, self.joints], confidence[p, self.joints], kp[:, :2], kp[:, 2]):
-            self.last_disagreed += 1
-            continue
-        take = ~((kp[:, 2] < keep_below) & (confidence[p, self.joints] > kp[:, 2]))
-        xy[p, self.joints[take]] = kp[take, :2]
-        confidence[p, self.joints[take]] = kp[take, 2]
-    self.ms_per_crop = 0.8 * self.ms_per_crop + 0.2 * (time.perf_counter() - t0) * 1000 / len(chosen)
+    merged = [crop._agreeing_mean(reads[0][i], [r[i] for r in reads[1:]], self.apart * crop._side(boxes[p]))
+              for i, p in enumerate(chosen)]
+    _take(self, xy, confidence, chosen, merged, keep_below, t0)
 
 
 _refine_frame = crop.CropRefiner.refine_frame
