@@ -150,6 +150,17 @@ class PoseSequence:
     def __len__(self) -> int:
         return len(self.frames)
 
+    def index_rate(self) -> float:
+        """Source frame numbers per second over the frames (``index`` against ``timestamp``): ``fps`` for a whole
+        video; for a live result whose frames are instants (frames between them dropped, ``fps`` the instants per
+        second) the rate its source's frames play at. ``fps`` where too few frames or no time span say."""
+        frames = self.frames
+        if len(frames) >= 2:
+            span = frames[-1].timestamp - frames[0].timestamp
+            if span > 0 and frames[-1].index > frames[0].index:
+                return (frames[-1].index - frames[0].index) / span
+        return float(self.fps)
+
     def track_ids(self) -> list[int]:
         """Sorted ids of every track that appears in the sequence."""
         ids: set[int] = set()

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 
 from posetracker.capture.blank import BlankSource
 from posetracker.multiview.fuse import seen_from
-from posetracker.multiview.live_check import is_camera, played_rate
+from posetracker.multiview.live_check import is_camera
 from posetracker.multiview.live_videos import KeptFrames
 from posetracker.recording import ReplaySession
 from .jobs import new_recording_folder
@@ -140,7 +140,7 @@ class WindowViews:
         seq, kept = result.sequence, (result.kept or [None] * len(result.views))[view]
         camera = is_camera(result.views[view]) and not kept
         if camera:  # its frames were not kept: grey frames of its size, as many as the first source read
-            opener = partial(BlankSource, result.cameras[view].image_size, played_rate(seq),
+            opener = partial(BlankSource, result.cameras[view].image_size, seq.index_rate(),
                              max((f.index for f in seq.frames), default=-1) + 1, result.views[view])
         elif kept:  # a camera's frames kept by the live run: frame i = the result's frame i
             opener = partial(KeptFrames, kept, seq.metadata["multiview"]["kept_frames"]["rate"])

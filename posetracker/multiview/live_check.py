@@ -6,7 +6,6 @@
 - :func:`check_sources`: each source opened once (a connected camera: opened and one frame read), its size fitted
   to its camera as the run fits it (``live_run.fit_camera``), and the first thing that stops the set-up, in words,
   as :func:`.process.check_views` does for offline videos.
-- :func:`played_rate`: the rate a live result's instants were read at by the first source.
 """
 
 from __future__ import annotations
@@ -17,7 +16,6 @@ from pathlib import Path
 from posetracker.capture import CAMERA_PREFIX, FrameSource
 from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named
 from posetracker.multiview.process import ViewInfo, ViewsCheck, read_or_say
-from posetracker.types import PoseSequence
 
 Opener = Callable[[str], FrameSource]  # a source's text -> the opened source (posetracker.capture.open_source)
 
@@ -108,16 +106,4 @@ def _label(source: str) -> str:
     return source if is_camera(source) else Path(source).name
 
 
-def played_rate(seq: PoseSequence) -> float:
-    """Frames per second of the first source over a live result's instants (each instant's ``index`` is the first
-    source's frame number, its ``timestamp`` that frame's time; frames between instants were dropped): the rate to
-    play that source's frames at. ``seq.fps`` where there are too few instants to say."""
-    frames = seq.frames
-    if len(frames) >= 2:
-        span = frames[-1].timestamp - frames[0].timestamp
-        if span > 0 and frames[-1].index > frames[0].index:
-            return (frames[-1].index - frames[0].index) / span
-    return float(seq.fps or 30.0)
-
-
-__all__ = ["Opener", "cameras_for_sources", "check_sources", "is_camera", "played_rate"]
+__all__ = ["Opener", "cameras_for_sources", "check_sources", "is_camera"]

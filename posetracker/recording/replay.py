@@ -116,7 +116,8 @@ class ReplaySession:
 
     ``step(frame)`` returns the pose stored for ``frame.index``, or the latest
     earlier one if it is at most ``hold`` seconds older (live recordings hold
-    poses for only the frames inference kept), else an empty PoseFrame.
+    poses for only the frames inference kept; seconds of the source's frame
+    numbers, ``PoseSequence.index_rate``), else an empty PoseFrame.
     """
 
     def __init__(self, seq: PoseSequence, hold: float = 0.5, notices: tuple[str, ...] = ()):
@@ -126,7 +127,7 @@ class ReplaySession:
         ordered = sorted(seq.frames, key=lambda f: f.index)
         self._frames = ordered
         self._indices = [f.index for f in ordered]
-        self._hold_frames = max(0, round(hold * seq.fps))
+        self._hold_frames = max(0, round(hold * seq.index_rate()))
 
     @property
     def description(self) -> str:

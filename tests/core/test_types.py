@@ -41,3 +41,26 @@ def test_sequence_checks_joint_count():
         PoseSequence([PoseFrame(**_pose(k=17))], fps=10.0, skeleton=spec)
     with pytest.raises(ShapeError, match="fps"):
         PoseSequence([], fps=0.0, skeleton=spec)
+
+
+def test_a_live_results_instants_are_held_for_half_a_second_of_its_sources_frames():
+    """A live result of instants every 3rd frame of a 30 fps source (fps = 10 instants per second): its index rate
+    is the source's 30, and the replay holds an instant for 0.5 s of frame numbers (15), not 0.5 s of instants (5
+    frames, which left the people blinking out where the pairing stalled)."""
+    from posetracker.recording import ReplaySession
+
+    spec = load_skeleton("human18")
+    k = spec.num_joints
+
+    def person(i: int) -> PoseFrame:
+        return PoseFrame(i, i / 30.0, np.zeros((1, k, 3), np.float32), np.ones((1, k), np.float32),
+                         np.ones(1, np.float32), np.zeros(1, np.int64), (4, 4))
+
+    poses = [person(i) for i in (0, 3, 6, 40)]
+    seq = PoseSequence(poses, 10.0, spec)
+    assert seq.index_rate() == pytest.approx(30.0)
+    assert PoseSequence(poses[:1], 10.0, spec).index_rate() == 10.0
+    replay = ReplaySession(seq)
+    image = np.zeros((4, 4, 3), np.uint8)
+    seen = {i: replay.step(Frame(i, i / 30.0, image)).num_people for i in (7, 12, 21, 22, 40)}
+    assert seen == {7: 1, 12: 1, 21: 1, 22: 0, 40: 1}  # frame 6's person held until frame 21

@@ -11,7 +11,7 @@ import pytest
 from posetracker.capture import CaptureError, FakeCamera, WebcamSource
 from posetracker.capture.blank import BlankSource
 from posetracker.multiview.calibration import CalibrationError, read_calibrations
-from posetracker.multiview.live_check import cameras_for_sources, check_sources, is_camera, played_rate
+from posetracker.multiview.live_check import cameras_for_sources, check_sources, is_camera
 from posetracker.skeletons import load_skeleton
 from posetracker.types import PoseFrame, PoseSequence
 
@@ -98,8 +98,8 @@ def test_blank_frames_stand_in_for_a_camera_and_the_rate_they_play_at():
     src.seek(1)
     assert src.read().index == 1 and src.frame_count == 3 and src.seekable
     poses = [PoseFrame.empty(i, i / 30.0, 18) for i in (3, 5, 33)]  # frames 3 .. 33 of a 30 fps camera, some dropped
-    assert played_rate(PoseSequence(poses, 12.0, load_skeleton("human18"))) == pytest.approx(30.0)
-    assert played_rate(PoseSequence(poses[:1], 12.0, load_skeleton("human18"))) == 12.0
+    assert PoseSequence(poses, 12.0, load_skeleton("human18")).index_rate() == pytest.approx(30.0)
+    assert PoseSequence(poses[:1], 12.0, load_skeleton("human18")).index_rate() == 12.0
     assert np.all(frames[0].image == frames[0].image[0, 0])
 
 
