@@ -42,6 +42,7 @@ from posetracker.model.preprocess import to_tensor
 from posetracker.model.runtime import accelerate
 from posetracker.model.still_graph import StillGraph, still_graph
 from posetracker.model.still_int8 import int8_still_session
+from posetracker.refiners import Refiner, RefinerChain
 from posetracker.stages import Pending
 
 
@@ -119,10 +120,13 @@ class CropModel:
     each crop read as a still (no temporal state) and decoded by ``decoder`` (the session's tree decoder).
 
     ``model(crops)``: crops (N, S, S, 3) uint8 -> N x :class:`DecodedPeople` in crop-input px, one batch.
-    ``weights``: the file the network was read from (its 8-bit companion sits beside it, ``model.still_int8``)."""
+    ``weights``: the file the network was read from (its 8-bit companion sits beside it, ``model.still_int8``).
+    ``refiners``: maps- and people-stage refiners (methods B and C) trained on this crop model, run on each crop's
+    maps (:func:`crop_refiners` hands a session's chain over); empty: none."""
 
     def __init__(self, net, decoder, sigmas: np.ndarray, weights: Path | None = None):
         self.net, self.decoder, self.sigmas, self.weights = net.eval(), decoder, sigmas, weights
+        self.refiners = RefinerChain([])
         self.runtime = "torch"  # "onnxruntime" once accelerated (:meth:`accelerate`)
         self.still: StillGraph | None = None  # the crops' batch as one runtime call, sparse heads (:meth:`accelerate`)
         self.int8 = False  # the still graph's body is 8-bit (:meth:`accelerate` with int8)
@@ -149,6 +153,8 @@ class CropModel:
 
     def __call__(self, crops: np.ndarray) -> list[DecodedPeople]:
         x = to_tensor(crops)  # (N, 3, S, S)
+        if self.refiners.needs_maps:
+            return self._refined(x)
         if self.still is not None and not x.shape[-1] % 32 and not x.shape[-2] % 32:
             heat, features = self.still(x.numpy())  # (N, K, s, s), (N, C, s, s)
             maps = [{"heatmaps": heat[i], **self._cells.maps(features[i])} for i in range(len(crops))]
@@ -157,6 +163,34 @@ class CropModel:
                 out = self.net(x[:, None])  # {key: (N, 1, C, h, w)}
             maps = [{k: out[k][i, 0].numpy() for k in MAP_KEYS if k in out} for i in range(len(crops))]
         return [suppress_duplicates(self.decoder.decode(m), self.sigmas) for m in maps]
+
+    def _refined(self, x: torch.Tensor) -> list[DecodedPeople]:
+        """Crops x (N, 3, S, S) float 0..255 -> each crop's people through the refiners: the whole maps in torch
+        ({key: (N, C, h, w)}; method B needs the heatmap logits and the crops), the maps stage over the batch,
+        then each crop decoded and its people moved by the people stage."""
+        with torch.inference_mode():
+            out = {k: v[:, 0] for k, v in self.net(x[:, None]).items()}
+            out = self.refiners.refine_maps(out, x if self.refiners.needs_image else None)
+            people = []
+            for i in range(len(x)):
+                maps = {k: v[i : i + 1] for k, v in out.items()}
+                found = suppress_duplicates(self.decoder.decode({k: maps[k][0].numpy() for k in MAP_KEYS if k in maps}),
+                                            self.sigmas)
+                people.append(self.refiners.refine_people(found, maps, self.net.stride))
+        return people
+
+
+def crop_refiners(session) -> None:
+    """A top-down session's maps- and people-stage refiners (methods B, C) moved onto its crop model, whose
+    reading is the animals' keypoints (the centre model's only places the crops): the refiners ``fly13``'s
+    files hold were trained on its crop model (``configs/fly13-crops-refiners.yaml``). Frame-stage refiners stay.
+    No crop model, or no such refiner: unchanged."""
+    model = getattr(session, "crop_model", None)
+    if model is None or not session.refiners.needs_maps:
+        return
+    on_maps = [r for r in session.refiners.refiners if type(r).refine_frame is Refiner.refine_frame]
+    model.refiners = RefinerChain(on_maps)
+    session.refiners = RefinerChain([r for r in session.refiners.refiners if r not in on_maps])
 
 
 def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.ndarray) -> CropModel | None:
@@ -171,4 +205,5 @@ def load_crop_model(spec, weights_dir: str | Path | None, decoder, sigmas: np.nd
     return CropModel(load_posenet(path, spec), decoder, sigmas, path)
 
 
-__all__ = ["SECOND_LOOKS", "AnimalCrops", "CropModel", "PrecisionCrops", "SecondLook", "Tiles", "load_crop_model"]
+__all__ = ["SECOND_LOOKS", "AnimalCrops", "CropModel", "PrecisionCrops", "SecondLook", "Tiles", "crop_refiners",
+           "load_crop_model"]

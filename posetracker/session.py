@@ -51,7 +51,7 @@ import torch
 
 from posetracker.decoding import DecodedPeople, TreeDecoder
 from posetracker.decoding.duplicates import suppress_duplicates
-from posetracker.second_look import load_crop_model
+from posetracker.second_look import crop_refiners, load_crop_model
 from posetracker.depth import DepthEstimator, PosePrior, PosePriorError, default_prior_path, has_torso, load_pose_prior
 from posetracker.frame_people import FramePeople
 from posetracker.model.fused import live_stream, torch_parts
@@ -120,6 +120,7 @@ class TrackingSession(FramePeople):
         self.sigmas = joint_sigmas(self.spec)
         # top-down with a crop model of its own (the skeleton's top_down.crop_weights, beside the weights)
         self.crop_model = load_crop_model(self.spec, refiners_dir, self.decoder, self.sigmas)
+        crop_refiners(self)  # its refiners (methods B, C) read its crops' maps: its reading is the animals' joints
         if self.crop_model is not None and self.config.network.runtime == "auto":  # the crops' batch in ONNX Runtime
             self.crop_model.accelerate(self.config.network.threads,  # live: its 8-bit body where it ships
                                        int8=self.config.network.int8 and self.config.mode == "live")

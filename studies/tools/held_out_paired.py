@@ -1,13 +1,14 @@
 """Paired comparison of two ``posetracker train held-out-eval --out`` results on the same held-out frames.
 
-    python studies/tools/held_out_paired.py BEFORE.json AFTER.json [--combo none] [--block 10] [--resamples 10000]
+    python studies/tools/held_out_paired.py BEFORE.json AFTER.json [--combo none] [--after-combo C] [--block 10] [--resamples 10000]
 
 Both files must score the same labelled instances in the same order (same config, same held-out frames).
 Printed per side: instances found (matched to a reading; "on it": matched with a median joint error under
 0.2 x the instance's labelled-joint box), mean / median px over the found instances' labelled joints, the
 mean px per joint and the worst joint. Then AFTER - BEFORE with a 95 % bootstrap interval that resamples
 blocks of ``--block`` consecutive frames (neighbouring frames are not independent), paired: the same
-blocks on both sides. A joint's mean is over instances both sides found.
+blocks on both sides. A joint's mean is over instances both sides found. ``--after-combo``: AFTER's refiner
+combination (default ``--combo``), e.g. ``--after-combo heatmap`` with the same file twice: a refiner against none.
 """
 
 from __future__ import annotations
@@ -40,11 +41,12 @@ def main() -> None:
     ap.add_argument("before")
     ap.add_argument("after")
     ap.add_argument("--combo", default="none")
+    ap.add_argument("--after-combo", default=None, help="AFTER's combination (default: --combo)")
     ap.add_argument("--block", type=int, default=10, help="frames per bootstrap block")
     ap.add_argument("--resamples", type=int, default=10_000)
     args = ap.parse_args()
     a, fa, sa, names = load(args.before, args.combo)
-    b, fb, sb, _ = load(args.after, args.combo)
+    b, fb, sb, _ = load(args.after, args.after_combo or args.combo)
     if a.shape != b.shape or (fa != fb).any():
         raise SystemExit("error: the two files score different instances")
     cols = [k for k in range(a.shape[1]) if np.isfinite(a[:, k]).any() or np.isfinite(b[:, k]).any()]
