@@ -5,9 +5,10 @@ model's refiners", issue #49), and the CPU time of each refiner combination.
 
 The arguments are held-out-eval's (e.g. ``--config configs/fly13-crops.yaml --weights W/posenet-fly13.safetensors
 --refiners none graph heatmap heatmap+graph --animals 2 --mode offline``). Each session it opens gets
-``second_look.crop_refiners``: the maps- and people-stage refiners read beside the weights (``refiner-heatmap-fly13``,
-``refiner-graph-fly13``, trained on the crop model by ``configs/fly13-crops-refiners.yaml``) run on each crop's maps
-instead of the centre model's (whose keypoints the crops replace, so there they change nothing). The scores and
+``second_look.crop_refiners`` (which ``TrackingSession`` now calls itself; a second call changes nothing): the maps-
+and people-stage refiners read beside the weights (``refiner-heatmap-fly13``, ``refiner-graph-fly13``, trained on the
+crop model by ``configs/fly13-crops-refiners.yaml``) run on each crop's maps instead of the centre model's (whose
+keypoints the crops replace, so there they change nothing). The scores and
 ``--out`` are held-out-eval's; printed after: each combination's process CPU seconds per scored frame (the whole
 offline reading: centre model, every turn and round of every crop, the refiners), also written to the --out file
 under ``"cpu_s_per_frame"``. ``--every N``: only every N-th held-out frame is scored (the same frames for every
