@@ -112,8 +112,6 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
     from posetracker.session import NetworkSettings, PeopleSettings, RefineSettings, SessionConfig, TrackingSession
 
     cfg, spec, _, val_items, cols = _setup(args)
-    if args.sequence and args.mode != "live":
-        raise SystemExit("error: --sequence plays the frames to a live session: use it with --mode live")
     if args.data:  # another labelled set, every frame of it held out (e.g. a session the config never saw)
         from posetracker.evaluation.datasets import LabelledSetError
         from posetracker.train.detector_samples import load_split
@@ -149,10 +147,11 @@ def cmd_held_out_eval(args: argparse.Namespace) -> int:
                                                                     refine=RefineSettings(refiners=kinds)))
         bar = tqdm(total=len(val_items), desc=combo, dynamic_ncols=True)
         predict = session.process_image
-        if args.sequence:  # the live path as a stream over the held-out frames' video (evaluation.live_sequence)
-            from posetracker.evaluation.live_sequence import live_poses_at, sequence_predictor
+        if args.sequence:  # the held-out frames' video as a stream, live or offline (evaluation.live_sequence)
+            from posetracker.evaluation.live_sequence import live_poses_at, offline_poses_at, sequence_predictor
 
-            predict = sequence_predictor(live_poses_at(session, val_items), val_items)
+            poses_at = live_poses_at if args.mode == "live" else offline_poses_at
+            predict = sequence_predictor(poses_at(session, val_items), val_items)
         r = evaluate_items(predict, val_items, cols, spec, lambda d, t: bar.update(d - bar.n))
         bar.close()
         results[combo] = r
@@ -234,9 +233,10 @@ def add_detector_parsers(tsub) -> None:
                    help="score on the held_out segments of the config's extra_data set instead (with --animals N "
                         "only their frames labelled with N animals)")
     e.add_argument("--sequence", action="store_true",
-                   help="with --mode live: play the held-out frames' video to the live session frame by frame (from "
-                        "10 frames before each run of held-out frames) and score its output there, instead of "
-                        "reading each frame as a still")
+                   help="play the held-out frames' video to the session and score its output there, instead of "
+                        "reading each frame as a still: live, frame by frame from 10 frames before each run of "
+                        "held-out frames; offline, each run with 10 frames either side processed as a video (the "
+                        "whole-file path: tracking, the motion solve)")
     e.add_argument("--tracking", action="store_true",
                    help="also track the labelled video offline and count identity switches against its labelled tracks")
     e.add_argument("--max-people", type=int, default=DEFAULT_MAX_PEOPLE,

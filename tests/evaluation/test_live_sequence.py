@@ -1,4 +1,4 @@
-"""Held-out video frames scored through the live path as a stream (``evaluation.live_sequence``,
+"""Held-out video frames scored through the live or the offline path as a stream (``evaluation.live_sequence``,
 ``held-out-eval --sequence``)."""
 
 from __future__ import annotations
@@ -70,3 +70,44 @@ def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
     assert session.resets == 2 and sorted(i for _, i in poses) == [10, 11, 12, 13, 14, 58, 59, 60]
     predict = sequence_predictor(poses, items)
     assert [int(predict(None).keypoints[0, 0, 0]) for _ in items] == [12, 14, 60]
+
+
+class _OfflineSession:
+    """An offline session's ``run``: records each run's frame indices and hands back one PoseFrame a frame."""
+
+    def __init__(self):
+        self.runs: list[list[int]] = []
+
+    def run(self, frames, fps, total=None):
+        got = list(frames)
+        self.runs.append([f.index for f in got])
+        poses = [_Session()._pose(f) for f in got]
+        return type("Seq", (), {"frames": poses})()
+
+
+def test_offline_each_run_is_processed_as_one_video_with_context_either_side(monkeypatch):
+    import posetracker.evaluation.live_sequence as live_sequence
+
+    class Cache:
+        def __init__(self, keep):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+        def frame(self, video, i):
+            if i >= 63:  # the video ends at frame 62
+                raise IndexError(i)
+            return np.full((48, 64, 3), i, np.uint8)
+
+    monkeypatch.setattr(live_sequence, "FrameCache", Cache)
+    items = [_item("a.mp4", i) for i in (12, 14, 60)]
+    session = _OfflineSession()
+    poses = live_sequence.offline_poses_at(session, items, context=2)
+    assert session.runs == [[10, 11, 12, 13, 14, 15, 16], [58, 59, 60, 61, 62]]  # the second ends with the video
+    predict = sequence_predictor(poses, items)
+    assert [int(predict(None).keypoints[0, 0, 0]) for _ in items] == [12, 14, 60]
+
