@@ -92,16 +92,13 @@ def test_a_top_down_session_runs_its_refiners_on_the_crop_model(tmp_path):
 
 
 def test_fly13_default_refiners_are_the_cards():
-    """models/refiners-and-animals.md: fly13 runs its crop model's heatmap refiner offline, none live (the graph
-    refiner is not shipped); the file ships and was trained on the shipped crop model."""
+    """models/refiners-and-animals.md: fly13 runs no refiner (its crop model's refiners did not help on both held-out
+    sets, studies/fly13.md), offline or live, and none ships."""
     from pathlib import Path
 
     from posetracker.refiners import available_refiners, default_refiners
-    from posetracker.weights_file import MODELS_DIR, read_weights
 
-    assert available_refiners("fly13") == ["heatmap"]
-    assert default_refiners("fly13", "offline") == ("heatmap",) and default_refiners("fly13", "live") == ()
-    meta, _ = read_weights(MODELS_DIR / "refiner-heatmap-fly13.safetensors", ValueError, "refiner")
-    assert meta["detector"] == "posenet-fly13-crops.safetensors"
+    assert available_refiners("fly13") == []
+    assert default_refiners("fly13", "offline") == () and default_refiners("fly13", "live") == ()
     card = (Path(__file__).resolve().parents[2] / "models" / "refiners-and-animals.md").read_text()
-    assert "**fly13 runs its crop model's heatmap refiner offline**" in card
+    assert "**fly13 runs no refiner**" in card
