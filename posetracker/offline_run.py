@@ -5,7 +5,10 @@ then the tracking and the motion solve over each whole track.
           -> every ``chunk + overlap`` frames: the temporal stage over the window (forward state carried from the
              last chunk, the backward direction seeing ``overlap`` further frames) -> the heads of its first
              ``chunk`` frames -> each frame's people (``TrackingSession._people``, ``posetracker.frame_people``)
-          -> ids (``TrackingSession._track``), backfilled over the whole source (``tracking.offline``)
+          -> ids (``TrackingSession._track``), frame by frame as they come
+          -> top-down: a track missing an animal for a few frames between two readings searched there
+             (``track_gaps.TrackGaps``: a crop at the track's interpolated pose)
+          -> ids backfilled over the whole source (``tracking.offline``)
           -> the motion solve per track (``motion.whole_track``)
 
 The live drivers are in ``posetracker.pipeline_live``; like them, this module imports nothing of
@@ -21,6 +24,7 @@ import torch
 from posetracker.cpu_threads import torch_threads as _threads
 from posetracker.motion.whole_track import whole_track_motion
 from posetracker.stages import Pending, Progress
+from posetracker.track_gaps import TrackGaps, wanted
 from posetracker.tracking.offline import backfill_ids
 from posetracker.types import Frame, PoseFrame
 
@@ -34,6 +38,8 @@ def run_offline(session, frames: Iterable[Frame], total: int | None, progress: P
     metas: list[Pending] = []
     raw: list[PoseFrame] = []
     h_fwd = None
+    gaps = TrackGaps(session) if wanted(session) else None  # tracked as they come, with the frames' images
+    session.track_gaps = gaps
 
     def emit(n: int) -> None:
         nonlocal h_fwd, feats, metas
@@ -41,7 +47,8 @@ def run_offline(session, frames: Iterable[Frame], total: int | None, progress: P
         target, h_fwd = session.net.temporal(window, h_fwd, emit=n)
         out = session.net.decode_heads(target)
         for t in range(n):
-            raw.append(session._people({k: v[:, t : t + 1] for k, v in out.items()}, metas[t]))
+            pose = session._people({k: v[:, t : t + 1] for k, v in out.items()}, metas[t])
+            raw.extend([pose] if gaps is None else gaps.push(session._track(pose), metas[t].frame))
         feats, metas = feats[n:], metas[n:]
 
     with torch.inference_mode(), _threads(cfg.network.threads):
@@ -59,6 +66,7 @@ def run_offline(session, frames: Iterable[Frame], total: int | None, progress: P
             emit(min(cfg.network.chunk, len(feats)))
     if not cfg.people.track:
         return raw
-    tracked, session.whole_track_report = whole_track_motion(
-        backfill_ids([session._track(p) for p in raw], session.sigmas), session.spec, cfg, fps)
+    tracked = raw + gaps.flush() if gaps is not None else [session._track(p) for p in raw]
+    tracked, session.whole_track_report = whole_track_motion(backfill_ids(tracked, session.sigmas), session.spec,
+                                                             cfg, fps)
     return tracked

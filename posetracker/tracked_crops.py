@@ -58,6 +58,12 @@ MAX_STEP = 0.06  # a placed crop's animal whose root moved more than this x crop
 PLACED_TURNS = 1  # turned reads of a placed crop: the track says which way the animal faces (TrackedCrops.facing)
 
 
+def sure(people: DecodedPeople, expected: int, min_confidence: float = MIN_CONFIDENCE) -> bool:
+    """``expected`` animals read, each with a mean joint confidence >= ``min_confidence``."""
+    return people.num_people == expected and bool(
+        (np.nan_to_num(people.confidence).mean(-1) >= min_confidence).all())
+
+
 class CentreStill:
     """The centre model on one frame as a still: ``reader(x)`` with x (1, 3, h, w) float 0..255 (the letterboxed
     network input) -> the output dict of one frame, (1, 1, C, h/4, w/4) tensors: the heatmaps and the heads'
@@ -114,9 +120,8 @@ class TrackedCrops:
                              last.predicted)
 
     def sure(self, people: DecodedPeople, expected: int) -> bool:
-        """``expected`` animals read, each with a mean joint confidence >= ``min_confidence``."""
-        return people.num_people == expected and bool(
-            (np.nan_to_num(people.confidence).mean(-1) >= self.min_confidence).all())
+        """``expected`` animals read, each with a mean joint confidence >= ``min_confidence`` (:func:`sure`)."""
+        return sure(people, expected, self.min_confidence)
 
     def stayed(self, people: DecodedPeople, seeds: DecodedPeople) -> bool:
         """Each reading's root lies within ``MAX_STEP`` x the crop's side of the nearest seed's (the last frame's)."""
