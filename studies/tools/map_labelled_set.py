@@ -22,7 +22,7 @@ def map_set(src: dict, names: list[tuple[str, str]], src_dir: Path, out_dir: Pat
     cols = [src["keypoint_names"].index(s) for _, s in names]
 
     def rel(p: str) -> str:
-        return os.path.relpath((src_dir / p).resolve(), out_dir.resolve())
+        return os.path.relpath(os.path.abspath(src_dir / p), os.path.abspath(out_dir))  # links kept: ../shared may be one
 
     images = []
     for im in src["images"]:
