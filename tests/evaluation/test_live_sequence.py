@@ -47,8 +47,9 @@ class _Session:
         return [] if out is None else [self._pose(out)]
 
 
-def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
-    import posetracker.evaluation.live_sequence as live_sequence
+def _cache(last: int | None):
+    """A FrameCache stand-in: frame i of any video is (48, 64, 3) filled with i; past ``last`` an IndexError (the
+    video ends there; None: never)."""
 
     class Cache:
         def __init__(self, keep):
@@ -61,9 +62,17 @@ def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
             return False
 
         def frame(self, video, i):
+            if last is not None and i > last:
+                raise IndexError(i)
             return np.full((48, 64, 3), i, np.uint8)
 
-    monkeypatch.setattr(live_sequence, "FrameCache", Cache)
+    return Cache
+
+
+def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
+    import posetracker.evaluation.live_sequence as live_sequence
+
+    monkeypatch.setattr(live_sequence, "FrameCache", _cache(None))
     items = [_item("a.mp4", i) for i in (12, 14, 60)]
     session = _Session()
     poses = live_poses_at(session, items, warmup=2)
@@ -88,22 +97,7 @@ class _OfflineSession:
 def test_offline_each_run_is_processed_as_one_video_with_context_either_side(monkeypatch):
     import posetracker.evaluation.live_sequence as live_sequence
 
-    class Cache:
-        def __init__(self, keep):
-            pass
-
-        def __enter__(self):
-            return self
-
-        def __exit__(self, *a):
-            return False
-
-        def frame(self, video, i):
-            if i >= 63:  # the video ends at frame 62
-                raise IndexError(i)
-            return np.full((48, 64, 3), i, np.uint8)
-
-    monkeypatch.setattr(live_sequence, "FrameCache", Cache)
+    monkeypatch.setattr(live_sequence, "FrameCache", _cache(62))  # the video ends at frame 62
     items = [_item("a.mp4", i) for i in (12, 14, 60)]
     session = _OfflineSession()
     poses = live_sequence.offline_poses_at(session, items, context=2)
