@@ -61,7 +61,7 @@ def references(base: Path, peers: list[str]):
         xy, vis = np.stack([g[1] for g in got]), np.stack([g[2] for g in got])
         tri = triangulate_person(rec.cameras, xy, vis, spec, 15.0, min_views=2)
         refs.append({"ids": [person.match.track_ids(v) for v in range(4)], "own": person.xyz, "mp2d": tri.xyz,
-                     "peer": [g[0] for g in got]})
+                     "peer": [g[0] for g in got], "xy": xy})
     return refs, spec, cams
 
 
