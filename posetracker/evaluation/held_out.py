@@ -12,7 +12,8 @@ is *reversed* when its predicted front joint lies nearer the labelled back than 
 
 Returns ``{"pck@0.1", "pck@0.2", "rmse_px", "mean_px", "median_px", "instances", "found", "joints",
 "per_joint_pck@0.1", "per_joint_mean_px", "per_instance", "reversed", "oriented"}`` (per_instance: each labelled
-instance's frame and per-joint errors, None = unlabelled or not found; reversed of oriented: the found instances with both
+instance's frame and per-joint errors, offsets (the reading minus the label, x, y px) and labelled points, None =
+unlabelled or not found; reversed of oriented: the found instances with both
 orientation joints labelled; 0 of 0 without ``orientation``).
 """
 
@@ -71,8 +72,13 @@ def evaluate_items(predict: Callable[[np.ndarray], PoseFrame], items: list[Label
                     continue
                 found += 1
                 every = np.linalg.norm(frame.keypoints[pairs[g], :, :2] - gt[g], axis=-1)
+                moved = frame.keypoints[pairs[g], :, :2] - gt[g]
                 per_instance.append({"frame": frame_no, "side": side,
-                                     "errors": [float(v) if ok else None for v, ok in zip(every, lab)]})
+                                     "errors": [float(v) if ok else None for v, ok in zip(every, lab)],
+                                     "offsets": [[round(float(d[0]), 3), round(float(d[1]), 3)] if ok else None
+                                                 for d, ok in zip(moved, lab)],
+                                     "labelled": [[round(float(q[0]), 2), round(float(q[1]), 2)] if ok else None
+                                                  for q, ok in zip(gt[g], lab)]})
                 err = every[lab]
                 errors.extend(err.tolist())
                 hits1 += int((err <= 0.1 * side).sum())

@@ -165,7 +165,9 @@ def test_held_out_scores(monkeypatch, mouse):
     off = evaluate_items(predict(np.array([6.0, 0.0])), items, cols, mouse)  # 6 px > 0.1 x 50 px box side
     assert off["pck@0.1"] == 0.0 and off["pck@0.2"] == 1.0 and off["median_px"] == pytest.approx(6.0)
     assert off["per_joint_mean_px"] == pytest.approx({n: 6.0 for n in mouse.joint_names[:4]})
-    assert off["per_instance"] == [{"frame": 0, "side": 50.0, "errors": [pytest.approx(6.0)] * 4 + [None]}]
+    assert off["per_instance"] == [{"frame": 0, "side": 50.0, "errors": [pytest.approx(6.0)] * 4 + [None],
+                                    "offsets": [[6.0, 0.0]] * 4 + [None],  # reading - label, px
+                                    "labelled": gt[0, :4].tolist() + [None]}]
     assert match_instances(np.zeros((0, 5, 2)), gt) == []
 
 
