@@ -21,7 +21,7 @@ def squares_argument(text: str) -> tuple[int, int]:
 def _cmd_calibrate(args: argparse.Namespace) -> int:
     from posetracker.calibration import Board, BoardCalibrationError, BoardError, calibrate_board
     from posetracker.capture import CaptureError
-    from posetracker.cli.options import progress_bar
+    from posetracker.cli.options import calibration_error, progress_bar
     from posetracker.calibration.summary import NO_FLOOR, camera_lines, save_calibration
 
     out = Path(args.out)
@@ -47,7 +47,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
             intrinsics = [known[0] if len(known) == 1 and len(args.videos) == 1 else camera_named(known, Path(v).stem)
                           for v in args.videos]
         except (CalibrationError, OSError, ValueError) as exc:
-            print(f"error: --intrinsics {', '.join(args.intrinsics)}: {exc}", file=sys.stderr)
+            print(calibration_error(args.intrinsics, exc, "--intrinsics"), file=sys.stderr)
             return 2
     bars: dict[str, tuple] = {}
 

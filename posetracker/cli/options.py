@@ -79,6 +79,15 @@ def crop_budget(args: argparse.Namespace) -> dict:
     return {} if value is None else {"crop_budget_ms": value}
 
 
+def calibration_error(files: list[str], exc: Exception, option: str = "") -> str:
+    """The console's line for a calibration that cannot be used: ``error: FILE: message`` (``option`` before the
+    file, e.g. ``--intrinsics``), the file named once (not again where the message already names it)."""
+    message = str(exc)
+    named = any(str(f) in message for f in files)
+    where = " ".join(filter(None, [option, "" if named else ", ".join(map(str, files))]))
+    return f"error: {where}: {message}" if where else f"error: {message}"
+
+
 def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> int:
     """Parse ``argv`` (None: the process's arguments) with ``parser`` and run the verb it names; the exit code
     (``posetracker.cli``: 0 success, 1 failure with the message on stderr, 130 interrupted; argparse exits 2)."""

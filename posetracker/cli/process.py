@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from posetracker.cli.options import (InterruptFlag, add_crop_budget_argument, add_height_argument,
-                                     add_refiners_argument, add_tiles_argument, progress_bar, session_config)
+                                     add_refiners_argument, add_tiles_argument, calibration_error, progress_bar,
+                                     session_config)
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
 
 
@@ -76,7 +77,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
         try:
             view = read_view(args.calibration, args.input)
         except CalibrationError as exc:
-            print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
+            print(calibration_error(args.calibration, exc), file=sys.stderr)
             return 2
         camera = view.camera_fov()
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):

@@ -23,7 +23,7 @@ from posetracker.multiview.live_check import cameras_for_sources  # the app's li
 def process_live_views(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from posetracker.cli.options import InterruptFlag
+    from posetracker.cli.options import InterruptFlag, calibration_error
     from posetracker.cli.views_output import views_target, write_views
     from posetracker.multiview.calibration import CalibrationError, read_calibrations
     from posetracker.multiview.live_run import run_live_sources
@@ -33,7 +33,7 @@ def process_live_views(args: argparse.Namespace) -> int:
     try:
         cameras = cameras_for_sources(read_calibrations(args.calibration), sources, args.cameras)
     except (CalibrationError, OSError, ValueError) as exc:
-        print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
+        print(calibration_error(args.calibration, exc), file=sys.stderr)
         return 2
     stem = Path(sources[0]).stem.replace(":", "_")
     exporter, out = views_target(args, stem)

@@ -21,7 +21,7 @@ from pathlib import Path
 def process_views(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from posetracker.cli.options import progress_bar
+    from posetracker.cli.options import calibration_error, progress_bar
     from posetracker.cli.views_output import views_target, write_views
     from posetracker.multiview.calibration import CalibrationError, read_calibrations
     from posetracker.multiview.process import ViewsError, cameras_for_views, process_views as run_views
@@ -43,7 +43,7 @@ def process_views(args: argparse.Namespace) -> int:
     try:
         cameras = cameras_for_views(read_calibrations(args.calibration), views)
     except (CalibrationError, OSError, ValueError) as exc:
-        print(f"error: {', '.join(args.calibration)}: {exc}", file=sys.stderr)
+        print(calibration_error(args.calibration, exc), file=sys.stderr)
         return 2
     stem = Path(views[0]).stem
     exporter, out = views_target(args, stem)

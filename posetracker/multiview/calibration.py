@@ -148,6 +148,10 @@ def _toml_camera(section: str, cam: dict, source: str) -> CameraCalibration:
     if cam.get("fisheye"):
         raise CalibrationError(f"{source}: camera {section!r} is a fisheye calibration; only the pinhole model with "
                                "k1, k2, p1, p2, k3 is read")
+    missing = [key for key in TOML_CAMERA_KEYS if key not in cam]
+    if missing:
+        raise CalibrationError(f"{source}: camera {section!r} has no {' and no '.join(missing)} (a camera table "
+                               "needs name, size, matrix, distortions, rotation (Rodrigues) and translation)")
     try:
         dist = np.zeros(5)
         d = np.asarray(cam.get("distortions", []), np.float64).ravel()[:5]
@@ -161,20 +165,26 @@ def _toml_camera(section: str, cam: dict, source: str) -> CameraCalibration:
                                f"(Rodrigues) and translation: {exc}") from None
 
 
+TOML_CAMERA_KEYS = ("size", "matrix", "rotation", "translation")  # a camera table must have these
+
+
 def read_toml(path: str | Path) -> list[CameraCalibration]:
     """Every camera of a Pose2Sim ``Calib*.toml`` or anipose / FreeMoCap calibration TOML, in file order: tables
     with ``matrix`` (K), ``distortions`` (k1 k2 p1 p2 [k3]), ``rotation`` (Rodrigues, world -> camera),
     ``translation`` (world -> camera, the calibration's unit: metres in both tools) and ``size`` (width, height
-    px); the ``metadata`` table is skipped."""
+    px); the ``metadata`` table, and any table with none of those keys, is skipped (a camera table missing one of
+    them is a CalibrationError, not a camera left out)."""
     import tomllib
 
     try:
         doc = tomllib.loads(Path(path).read_text())
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CalibrationError(f"cannot read calibration TOML {path}: {exc}") from exc
-    cams = [_toml_camera(k, v, str(path)) for k, v in doc.items() if isinstance(v, dict) and "matrix" in v]
+    cams = [_toml_camera(k, v, str(path)) for k, v in doc.items()
+            if isinstance(v, dict) and k != "metadata" and any(key in v for key in TOML_CAMERA_KEYS)]
     if not cams:
-        raise CalibrationError(f"no camera table (with a matrix) in {path}")
+        raise CalibrationError(f"no camera in {path}: a calibration TOML has a table per camera with size, matrix, "
+                               "rotation and translation")
     return cams
 
 
@@ -273,6 +283,7 @@ def write_toml(cameras: list[CameraCalibration], path: str | Path, metadata: dic
     return path
 
 
+KNOWN_FILES = "Qualisys .qca.txt, Pose2Sim / anipose / FreeMoCap .toml, OpenCV .yml / .yaml / .xml"
 READERS: dict[str, Callable[[str | Path], list[CameraCalibration]]] = {
     "qca": read_qca, "toml": read_toml, "opencv": read_opencv}
 
@@ -283,9 +294,15 @@ def read_calibration(path: str | Path, fmt: str | None = None) -> list[CameraCal
     name = Path(path).name.lower()
     by_suffix = {".qca.txt": "qca", ".qca": "qca", ".toml": "toml", ".yml": "opencv", ".yaml": "opencv",
                  ".xml": "opencv"}
+    if not Path(path).exists():
+        raise CalibrationError(f"{path}: no such file")
+    if Path(path).is_dir():
+        raise CalibrationError(f"{path} is a folder: choose the calibration file in it")
     fmt = fmt or next((f for suffix, f in by_suffix.items() if name.endswith(suffix)), None)
+    if fmt is None:
+        raise CalibrationError(f"{path} is not a calibration file this reads: {KNOWN_FILES}")
     if fmt not in READERS:
-        raise CalibrationError(f"unknown calibration format for {path} ({fmt!r}); known: {sorted(READERS)}")
+        raise CalibrationError(f"unknown calibration format {fmt!r}; known: {sorted(READERS)}")
     return READERS[fmt](path)
 
 
@@ -306,5 +323,5 @@ def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibrati
     inside = [c for c in cameras if c.name.lower() in key]
     found = exact or (inside if len(inside) == 1 else [])
     if not found:
-        raise CalibrationError(f"no camera {name!r} in the calibration; cameras: {[c.name for c in cameras]}")
+        raise CalibrationError(f"no camera {name!r} in the calibration; cameras: {', '.join(c.name for c in cameras)}")
     return found[0]

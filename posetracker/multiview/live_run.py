@@ -19,6 +19,7 @@ from typing import Any
 
 from posetracker.multiview.calibration import CameraCalibration
 from posetracker.multiview.live_sources import PairStats
+from posetracker.multiview.one_view import fit_camera
 from posetracker.multiview.process import ViewsError, ViewsResult
 
 # progress(the pairing so far, seconds since the sources started)
@@ -138,26 +139,6 @@ def _keeper(folder, opened, cameras, keeping):
         return None
     return ViewVideos(folder, [cameras[v].name for v in keeping], [tuple(opened[v].size) for v in keeping],
                       float(opened[0].fps or 30.0))
-
-
-def fit_camera(camera: CameraCalibration, size: tuple[int, int]) -> tuple[CameraCalibration, str]:
-    """``camera`` for frames of ``size`` (W, H) px, and a note ("" when it is its calibrated size): the same
-    camera scaled (a webcam calibrated at 1920x1080 run at 960x540: the aspect within ``one_view.SCALE_TOLERANCE``)
-    has its focal lengths and principal point scaled; another aspect keeps the camera, with a warning."""
-    from posetracker.multiview.one_view import SCALE_TOLERANCE
-
-    (w, h), (cw, ch) = (int(v) for v in size), camera.image_size
-    if (w, h) == (cw, ch):
-        return camera, ""
-    sx, sy = w / cw, h / ch
-    if w > 0 and h > 0 and abs(sx / sy - 1.0) <= SCALE_TOLERANCE:
-        k = camera.K.copy()
-        k[0] *= sx
-        k[1] *= sy
-        return (dataclasses.replace(camera, K=k, image_size=(w, h)),
-                f"the frames are {w}x{h}, camera {camera.name} was calibrated at {cw}x{ch}: the same camera scaled")
-    return camera, (f"the frames are {w}x{h} but camera {camera.name} was calibrated at {cw}x{ch} (another aspect): "
-                    "its calibration does not fit them")
 
 
 __all__ = ["LiveProgress", "fit_camera", "run_live_sources"]

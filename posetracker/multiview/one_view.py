@@ -118,4 +118,22 @@ def read_view(files: str | Path | Sequence[str | Path], video: str | None = None
     return CalibratedView(chosen, tuple(paths), names)
 
 
-__all__ = ["CalibratedView", "read_view"]
+def fit_camera(camera: CameraCalibration, size: tuple[int, int]) -> tuple[CameraCalibration, str]:
+    """``camera`` for frames of ``size`` (W, H) px, and a note ("" when it is its calibrated size): the same
+    camera scaled (a webcam calibrated at 1920x1080 run at 960x540: the aspect within ``one_view.SCALE_TOLERANCE``)
+    has its focal lengths and principal point scaled; another aspect keeps the camera, with a warning."""
+    (w, h), (cw, ch) = (int(v) for v in size), camera.image_size
+    if (w, h) == (cw, ch):
+        return camera, ""
+    sx, sy = w / cw, h / ch
+    if w > 0 and h > 0 and abs(sx / sy - 1.0) <= SCALE_TOLERANCE:
+        k = camera.K.copy()
+        k[0] *= sx
+        k[1] *= sy
+        return (dataclasses.replace(camera, K=k, image_size=(w, h)),
+                f"the frames are {w}x{h}, camera {camera.name} was calibrated at {cw}x{ch}: the same camera scaled")
+    return camera, (f"the frames are {w}x{h} but camera {camera.name} was calibrated at {cw}x{ch} (another aspect): "
+                    "its calibration does not fit them")
+
+
+__all__ = ["CalibratedView", "fit_camera", "read_view"]

@@ -21,6 +21,7 @@ from typing import Any
 
 from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
                                                read_calibrations)
+from posetracker.multiview.one_view import fit_camera
 from posetracker.types import PoseSequence
 
 # progress(view index, frames done in that view, its frame count or None)
@@ -93,7 +94,14 @@ def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str]
     if len(cameras) < len(views):
         raise CalibrationError(f"the calibration has {len(cameras)} camera{'s' * (len(cameras) != 1)} "
                                f"({_names(cameras)}) for {len(views)} videos: each video needs its own camera")
-    chosen = [camera_named(list(cameras), Path(v).stem) for v in views]
+    chosen = []
+    for view in views:
+        try:
+            chosen.append(camera_named(list(cameras), Path(view).stem))
+        except CalibrationError:
+            raise CalibrationError(f"{Path(view).name} names no camera of the calibration ({_names(cameras)}): each "
+                                   "video's file name must contain its camera's name, e.g. "
+                                   f"{cameras[0].name}{Path(view).suffix}") from None
     for i, cam in enumerate(chosen):
         for j in range(i):
             if chosen[j] is cam:
@@ -115,7 +123,8 @@ def read_or_say(calibration: Sequence[str]) -> tuple[list[CameraCalibration], st
 def check_views(views: Sequence[str], calibration: Sequence[str]) -> ViewsCheck:
     """What the app's set-up shows before a run: each video opened (frames, rate, size) and matched to its
     camera, and the first thing that stops the set-up in words (fewer than two videos, no calibration, one that
-    cannot be read or has fewer cameras than videos, a video with no camera or not readable). Never raises."""
+    cannot be read or has fewer cameras than videos, a video with no camera, not readable or of another aspect
+    than its camera; a video of its camera's size scaled is a ``note``). Never raises."""
     from posetracker.capture import CaptureError, open_source
 
     cameras, problem = read_or_say(calibration)
@@ -133,9 +142,10 @@ def check_views(views: Sequence[str], calibration: Sequence[str]) -> ViewsCheck:
             try:
                 cam = camera_named(cameras, Path(view).stem)
                 camera = cam.name
-                if size is not None and tuple(cam.image_size) != size:
-                    note = (f"the video is {size[0]}x{size[1]}, camera {cam.name} was calibrated at "
-                            f"{cam.image_size[0]}x{cam.image_size[1]}")
+                if size is not None:
+                    fitted, note = fit_camera(cam, size)
+                    if fitted.image_size != size:  # another aspect: not this video's camera
+                        trouble, note = trouble or note, ""
             except CalibrationError:
                 trouble = trouble or f"no camera of the calibration is named in its file name ({_names(cameras)})"
         infos.append(ViewInfo(str(view), frames, fps, size, camera, trouble, note))
@@ -169,8 +179,9 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     match, triangulate and finish (module docstring). ``solve``: the motion solve of the fused people (False: the
     triangulated points as they are); ``rigid_bones``, ``heights``, ``repair_swaps``: the finishing step's.
     ``progress`` is called per frame of each view, ``say`` with a line when the views were aligned; ``cancel()``
-    True stops it (None is returned). Raises ViewsError (a session or a video that cannot be opened, or stops
-    part-way; views with no frame in common)."""
+    True stops it (None is returned). Each camera is first fitted to its video's frame size (:func:`fit_views`: a
+    scaled video scales its camera). Raises ViewsError (a session or a video that cannot be opened, or stops
+    part-way; a video whose frames have another aspect than its camera's; views with no frame in common)."""
     from posetracker.capture import CaptureError, open_source
     from posetracker.depth.camera_meta import CameraFov
     from posetracker.motion.finish import finish_sequence, source_metadata
@@ -179,6 +190,7 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     from posetracker.refiners import RefinerError
 
     stopped = cancel or (lambda: False)
+    cameras = fit_views(views, cameras, say)
     sequences = []
     for n, (view, camera) in enumerate(zip(views, cameras)):
         try:
@@ -216,6 +228,32 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
                        describe(seq.metadata["multiview"]))
 
 
+def fit_views(views: Sequence[str], cameras: Sequence[CameraCalibration],
+              say: Callable[[str], None] | None = None) -> list[CameraCalibration]:
+    """Each view's camera fitted to its video's frames before any is tracked (``one_view.fit_camera``): the same
+    camera scaled (calibrated at 1088x1920, the video 544x960) has K scaled, and ``say`` is told; a video of
+    another aspect (another camera, a crop, a rotated video) is a ViewsError, as ``process clip.mp4
+    --calibration`` refuses one view's."""
+    from posetracker.capture import CaptureError, open_source
+
+    fitted = []
+    for view, camera in zip(views, cameras):
+        try:
+            with open_source(view) as source:
+                size = tuple(int(v) for v in source.size)
+        except CaptureError as exc:
+            raise ViewsError(str(exc)) from None
+        cam, note = fit_camera(camera, size)
+        if cam.image_size != size:
+            (w, h), (cw, ch) = size, camera.image_size
+            raise ViewsError(f"{Path(view).name} is {w}x{h} but camera {camera.name} was calibrated at {cw}x{ch}: "
+                             "not this camera's video (another camera, a crop or a rotated video)")
+        if note and say is not None:
+            say(f"{Path(view).name}: {note}")
+        fitted.append(cam)
+    return fitted
+
+
 def describe(report: dict) -> list[str]:
     """Lines for the console: the camera poses fitted to the people, then per person the median reprojection error
     per view and the joints triangulated."""
@@ -230,4 +268,4 @@ def describe(report: dict) -> list[str]:
 
 
 __all__ = ["ViewInfo", "ViewsCheck", "ViewsError", "ViewsResult", "cameras_for_views", "check_views", "describe",
-           "process_views"]
+           "fit_views", "process_views"]

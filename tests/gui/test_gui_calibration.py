@@ -50,7 +50,10 @@ def test_one_view_picks_its_camera_and_checks_the_frames(tmp_path, calib):
     (tmp_path / "broken.toml").write_text("[cam01\nmatrix = ")
     with pytest.raises(CalibrationError, match="cannot read calibration TOML"):
         read_view(str(tmp_path / "broken.toml"))
-    with pytest.raises(CalibrationError, match="unknown calibration format"):
+    with pytest.raises(CalibrationError, match="calib.json: no such file"):
+        read_view(str(tmp_path / "calib.json"))
+    (tmp_path / "calib.json").write_text("{}")
+    with pytest.raises(CalibrationError, match="not a calibration file this reads"):
         read_view(str(tmp_path / "calib.json"))
 
 

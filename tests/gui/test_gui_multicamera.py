@@ -85,8 +85,11 @@ def test_the_set_up_says_what_stops_it(tmp_path, setup):
     assert missing.problem.startswith("cam02-gone.mp4: cannot be read") and missing.views[1].camera == "cam02"
     again = check_views([videos[0], str(make_video(tmp_path / "cam01-copy.mp4", frames=5))], [calib])
     assert again.problem == "cam01-copy.mp4: camera cam01 is another video's already."
-    small = check_views([videos[0], str(make_video(tmp_path / "cam02b.mp4", frames=5, size=(96, 64)))], [calib])
-    assert small.ready and small.views[1].note == "the video is 96x64, camera cam02 was calibrated at 160x120"
+    small = check_views([videos[0], str(make_video(tmp_path / "cam02b.mp4", frames=5, size=(80, 60)))], [calib])
+    assert small.ready and small.views[1].note == ("the frames are 80x60, camera cam02 was calibrated at 160x120: "
+                                                   "the same camera scaled")
+    turned = check_views([videos[0], str(make_video(tmp_path / "cam02c.mp4", frames=5, size=(96, 64)))], [calib])
+    assert turned.problem.startswith("cam02c.mp4: the frames are 96x64 but camera cam02 was calibrated at 160x120")
     cams = read_calibration(calib)
     with pytest.raises(CalibrationError, match="has 3 cameras .* for 4 videos"):
         cameras_for_views(cams, [*videos, other])

@@ -155,7 +155,8 @@ def test_read_qca_converts_a_camera_pose_to_opencv(tmp_path):
     assert np.allclose(got.dist, [-0.05, 0.01, 0.001, 0, 0])
     assert np.allclose(got.R, cam.R) and np.allclose(got.t, cam.t)
     assert np.allclose(got.project(np.array([0, 0, 1.0])), [500, 600])
-    with pytest.raises(CalibrationError, match="known"):
+    (tmp_path / "calib.json").write_text("{}")
+    with pytest.raises(CalibrationError, match="not a calibration file this reads"):
         read_calibration(tmp_path / "calib.json")
     bad = tmp_path / "bad.qca.txt"
     bad.write_text("<calibration><cameras>")

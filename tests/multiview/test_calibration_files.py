@@ -1,0 +1,99 @@
+"""Calibration files a user may get wrong (issue #48): each is refused with one line that says what is wrong,
+never a camera silently left out or taken for another; videos whose frames are not their cameras' size are
+fitted (the same camera scaled) or refused before any view is tracked."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from posetracker.multiview.calibration import CalibrationError, read_calibration
+from posetracker.multiview.one_view import read_view
+from posetracker.multiview.process import ViewsError, check_views, fit_views, process_views
+
+
+def write_toml(path, names, size=(64, 96), drop: tuple[str, str] | None = None):
+    """A Pose2Sim-style TOML of cameras ``names`` (``size`` W, H px; 80 px focal length, 1 m apart); ``drop``:
+    (camera, key) left out of that camera's table."""
+    lines = []
+    for i, n in enumerate(names):
+        table = {"name": f'"{n}"', "size": f"[{size[0]}, {size[1]}]",
+                 "matrix": f"[[80.0, 0.0, {size[0] / 2}], [0.0, 80.0, {size[1] / 2}], [0.0, 0.0, 1.0]]",
+                 "distortions": "[0.0, 0.0, 0.0, 0.0]", "rotation": "[0.0, 0.0, 0.0]",
+                 "translation": f"[{float(i)}, 0.0, 3.0]"}
+        lines += [f"[{n}]"] + [f"{k} = {v}" for k, v in table.items() if drop != (n, k)] + [""]
+    path.write_text("\n".join(lines + ["[metadata]", "adjusted = false", "error = 0.0", ""]))
+    return str(path)
+
+
+def write_clip(path, size=(64, 96), frames=3):
+    """A grey clip of ``size`` (W, H) px."""
+    out = cv2.VideoWriter(str(path), cv2.VideoWriter_fourcc(*"mp4v"), 30.0, size)
+    for _ in range(frames):
+        out.write(np.full((size[1], size[0], 3), 90, np.uint8))
+    out.release()
+    return str(path)
+
+
+def test_a_camera_table_missing_its_matrix_is_refused_not_left_out(tmp_path):
+    calib = write_toml(tmp_path / "calib.toml", ["cam01", "cam02"], drop=("cam02", "matrix"))
+    with pytest.raises(CalibrationError, match="camera 'cam02' has no matrix"):
+        read_calibration(calib)
+    with pytest.raises(CalibrationError, match="camera 'cam02' has no matrix"):  # not cam01, "the only one"
+        read_view(calib, "cam02.mp4")
+    calib = write_toml(tmp_path / "two.toml", ["cam01", "cam02"], drop=("cam01", "rotation"))
+    with pytest.raises(CalibrationError, match="camera 'cam01' has no rotation"):
+        read_calibration(calib)
+    names = [c.name for c in read_calibration(write_toml(tmp_path / "ok.toml", ["cam01", "cam02"]))]
+    assert names == ["cam01", "cam02"]  # [metadata] is not a camera
+
+
+def test_files_that_are_no_calibration_say_what_they_are(tmp_path):
+    with pytest.raises(CalibrationError, match=r"nope\.toml: no such file$"):
+        read_calibration(tmp_path / "nope.toml")
+    with pytest.raises(CalibrationError, match="is a folder"):
+        read_calibration(tmp_path)
+    (tmp_path / "calib.json").write_text('{"a": 1}')
+    with pytest.raises(CalibrationError, match=r"not a calibration file this reads: Qualisys \.qca\.txt, .*\.toml"):
+        read_calibration(tmp_path / "calib.json")
+    (tmp_path / "empty.toml").write_text("")
+    with pytest.raises(CalibrationError, match="no camera in .*empty.toml"):
+        read_calibration(tmp_path / "empty.toml")
+
+
+def test_the_cli_names_the_file_once_and_says_how_videos_name_cameras(tmp_path, capsys):
+    from posetracker.cli import main
+
+    missing = str(tmp_path / "nope.toml")
+    assert main(["process", "cam01.mp4", "cam02.mp4", "--calibration", missing]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {missing}: no such file"
+    other = write_toml(tmp_path / "other.toml", ["back", "side"])
+    assert main(["process", "cam01.mp4", "cam02.mp4", "--calibration", other]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "cam01.mp4 names no camera of the calibration (back, side)" in err and "e.g. back.mp4" in err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_videos_of_their_cameras_size_scaled_are_fitted_and_another_aspect_refused(tmp_path):
+    views = [write_clip(tmp_path / "cam01.mp4"), write_clip(tmp_path / "cam02.mp4")]
+    full = read_calibration(write_toml(tmp_path / "full.toml", ["cam01", "cam02"], size=(128, 192)))
+    said = []
+    fitted = fit_views(views, full, said.append)
+    assert [c.image_size for c in fitted] == [(64, 96), (64, 96)]
+    np.testing.assert_allclose(fitted[0].K[:2], full[0].K[:2] / 2)
+    assert len(said) == 2 and "the same camera scaled" in said[0]
+    check = check_views(views, [str(tmp_path / "full.toml")])
+    assert check.ready and "the same camera scaled" in check.views[0].note
+
+    write_toml(tmp_path / "turned.toml", ["cam01", "cam02"], size=(96, 64))
+    turned = read_calibration(tmp_path / "turned.toml")
+
+    def no_session(fov):
+        raise AssertionError("a view was tracked before its size was checked")
+
+    with pytest.raises(ViewsError, match="cam01.mp4 is 64x96 but camera cam01 was calibrated at 96x64"):
+        process_views(views, turned, no_session, calibration_name="turned.toml")
+    check = check_views(views, [str(tmp_path / "turned.toml")])
+    assert not check.ready and "calibrated at 96x64" in check.problem
