@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,6 +77,10 @@ def parse_heights(text: str | None) -> Heights:
     Raises HeightError with what was wrong."""
     if not text or not text.strip():
         return Heights()
+    if re.fullmatch(r"\s*\d{1,2}\s*,\s*\d+\s*", text):  # 1,72: a decimal comma
+        whole, frac = (p.strip() for p in text.split(","))
+        raise HeightError(f"height {text.strip()!r}: write metres with a decimal point ({whole}.{frac}); several "
+                          "people as ID=METRES, e.g. 0=1.72,1=1.40")
     everyone: float | None = None
     per: dict[int, float] = {}
     for part in text.split(","):
@@ -89,8 +94,13 @@ def parse_heights(text: str | None) -> Heights:
             raise HeightError(f"height {part!r} is not a number of metres")
         key = key.strip()
         if key in ("", "*"):
+            if everyone is not None:
+                raise HeightError(f"heights {text.strip()!r}: two heights for everyone ({everyone:g}, {h:g}); give "
+                                  "one per track id, e.g. 0=1.72,1=1.40")
             everyone = h
         elif key.isdigit():
+            if int(key) in per:
+                raise HeightError(f"heights {text.strip()!r}: person {int(key)} is given two heights")
             per[int(key)] = h
         else:
             raise HeightError(f"height {part!r}: {key!r} is not a track id (a whole number, or * for everyone)")

@@ -25,6 +25,17 @@ def test_heights_are_read_for_everyone_or_per_track():
             parse_heights(bad)
 
 
+def test_typos_in_heights_are_refused_not_read_as_another_height():
+    """A decimal comma, two heights for everyone or two for one person were read as something else (1,72: 72 m
+    refused; 1.72,1.40: everyone 1.40 m; 0=1.72,0=1.5: person 0 1.5 m), silently or with a misleading message."""
+    for bad, words in (("1,72", r"decimal point \(1\.72\)"), (" 1 , 8 ", r"decimal point \(1\.8\)"),
+                       ("1.72,1.40", r"two heights for everyone \(1\.72, 1\.4\).*0=1\.72,1=1\.40"),
+                       ("*=1.7,1.6", "two heights for everyone"), ("0=1.72,0=1.5", "person 0 is given two heights")):
+        with pytest.raises(HeightError, match=words):
+            parse_heights(bad)
+    assert parse_heights("0=1.72,1.6") == Heights(1.6, {0: 1.72})  # a bare height is everyone else's
+
+
 def _measured(seq, tid: int) -> float:
     world = np.stack([f.world[f.track_ids == tid][0] for f in seq.frames])
     return stature(world, np.ones(world.shape[:2], bool), seq.skeleton)
