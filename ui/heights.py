@@ -105,9 +105,28 @@ def with_heights(base: PoseSequence, heights: Heights | None) -> tuple[PoseSeque
     return apply_heights(base, heights)
 
 
+def typed_centimetres(text: str) -> float | None:
+    """A whole number of centimetres a stature can be (``"172"`` -> 1.72 m), else None."""
+    text = text.strip()
+    if not text.isdigit():
+        return None
+    cm = int(text)
+    return cm / 100 if round(MIN_HEIGHT_M * 100) <= cm <= round(MAX_HEIGHT_M * 100) else None
+
+
+def could_be_centimetres(text: str) -> bool:
+    """Whether more digits typed after ``text`` can make it a stature in centimetres (``"17"`` of ``"172"``)."""
+    lo, hi = round(MIN_HEIGHT_M * 100), round(MAX_HEIGHT_M * 100)
+    return text.isdigit() and any(str(cm).startswith(text) for cm in range(lo, hi + 1))
+
+
 class HeightSpin(QDoubleSpinBox):
     """A height in metres, MIN_HEIGHT_M..MAX_HEIGHT_M, or "estimated" (its lowest value; an emptied field);
-    stepping up from "estimated" starts at the person's read stature."""
+    stepping up from "estimated" starts at the person's read stature. A decimal comma is a point ("1,72" is
+    1.72 m) and a whole number of centimetres is taken as such ("172" is 1.72 m, shown so); anything else out of
+    range returns to the value before it, and ``refused`` says why."""
+
+    refused = Signal(str)  # a message for the user: what was typed is no stature
 
     def __init__(self, start: float | None = None, parent: QWidget | None = None):
         super().__init__(parent)
@@ -117,7 +136,7 @@ class HeightSpin(QDoubleSpinBox):
         self.setSuffix(" m")
         self.setSpecialValueText(ESTIMATED)
         self.setKeyboardTracking(False)  # typing "1.6" applies on Enter / leaving the field, not at "1"
-        self.setCorrectionMode(QDoubleSpinBox.CorrectionMode.CorrectToNearestValue)
+        self.setCorrectionMode(QDoubleSpinBox.CorrectionMode.CorrectToPreviousValue)
         self.setValue(NOT_GIVEN)
         self.start = start
         self.setToolTip(f"Standing height in metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, e.g. 1.72, not 172 cm); "
@@ -138,15 +157,31 @@ class HeightSpin(QDoubleSpinBox):
         super().stepBy(steps)
 
     def validate(self, text: str, pos: int):
-        if not self._bare(text):  # emptied: "estimated"
+        bare = self._bare(text)
+        if not bare:  # emptied: "estimated"
             return QValidator.State.Acceptable, text, pos
-        return super().validate(text, pos)
+        text = text.replace(",", ".")  # a decimal comma
+        if typed_centimetres(bare) is not None:
+            return QValidator.State.Acceptable, text, pos
+        state, text, pos = super().validate(text, pos)
+        if state == QValidator.State.Invalid and could_be_centimetres(bare):
+            return QValidator.State.Intermediate, text, pos
+        return state, text, pos
 
     def valueFromText(self, text: str) -> float:  # noqa: N802 - Qt override
         bare = self._bare(text)
         if not bare or bare == ESTIMATED:
             return NOT_GIVEN
-        return super().valueFromText(text)
+        cm = typed_centimetres(bare)
+        return cm if cm is not None else super().valueFromText(text.replace(",", "."))
+
+    def fixup(self, text: str) -> str:
+        """Editing finished on what is no stature ("17", "0.3"): say so; the field returns to its value."""
+        bare = self._bare(text)
+        if bare and bare != ESTIMATED:
+            self.refused.emit(f"{bare} is no standing height: type metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, "
+                              "e.g. 1.72) or centimetres (172); the field kept its value")
+        return text
 
     def _bare(self, text: str) -> str:
         text = text.strip()
@@ -270,6 +305,7 @@ class HeightsPanel(QWidget):
             start = values.get(tid, given.get(tid, self.everyone))
             spin.set_height(start)
             spin.valueChanged.connect(lambda _v: self._timer.start())
+            spin.refused.connect(self.invalid)
             self.grid.addWidget(QLabel(f"#{tid}"), row, 0)
             self.grid.addWidget(reads, row, 1)
             self.grid.addWidget(spin, row, 2)

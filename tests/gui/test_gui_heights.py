@@ -172,6 +172,31 @@ def test_a_height_out_of_range_set_from_elsewhere_is_a_message_not_a_traceback(q
     assert any("not 172 cm" in m for m in window.banner.messages())
 
 
+def test_centimetres_and_a_decimal_comma_are_read_as_meant_and_other_typos_said(qtbot, window):
+    """Typing 172 (cm) or 1,72 (a decimal comma) in a person's field gave 1.00 m, silently: the field refused the
+    keys after "1". Now both are 1.72 m; what can be no stature ("17", "0.3") keeps the value, with a message."""
+    from ui.heights import HeightsPanel, PersonHeight
+
+    panel = HeightsPanel()
+    qtbot.addWidget(panel)
+    panel.invalid.connect(window.show_error)
+    panel.set_people([PersonHeight(0, 1.68, "estimated")])
+    spin = panel.spins[0]
+    spin.show()
+    for typed in ("172", "1,72"):
+        spin.set_height(None)
+        spin.lineEdit().selectAll()
+        qtbot.keyClicks(spin.lineEdit(), typed)
+        qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Return)
+        assert spin.height() == 1.72 and spin.text() == "1.72 m", typed
+    for typed in ("17", "0.3"):
+        spin.lineEdit().selectAll()
+        qtbot.keyClicks(spin.lineEdit(), typed)
+        qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Return)
+        assert spin.height() == 1.72, typed  # kept, not clamped to 2.60 m or "estimated"
+        assert any(m.startswith(f"{typed} is no standing height") for m in window.banner.messages()), typed
+
+
 def test_live_poses_keep_their_size_and_their_export_is_finished_with_the_heights(qtbot, window, clip, tmp_path):
     window.state.loop = True
     window.open_source(str(clip))  # live
