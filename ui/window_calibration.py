@@ -65,8 +65,14 @@ class WindowCalibration:
             opened = self.source_info is not None and spec == self.state.source
             note = view.check_size(self.source_info.size if opened else None)  # else once it opens
         except (CalibrationError, OSError) as exc:
-            self.show_error(f"The calibration cannot be used: {exc}")
+            message = f"The calibration cannot be used: {exc}"
+            if source is not None and source != self.state.source:  # kept when that source opens (it clears errors)
+                self.banner.show_message(message, key="calibration")
+                self.statusBar().showMessage(message, 10000)
+            else:
+                self.show_error(message)
             return False
+        self.banner.withdraw("calibration")
         self.calibration, self._calibrated_source = view, spec
         self.source_panel.set_calibration(view.describe(), note)
         self.statusBar().showMessage(f"Calibrated: {view.describe()}" + (f" ({note})" if note else ""), 8000)

@@ -125,6 +125,22 @@ def test_mismatches_are_messages_and_the_calibration_stays(qtbot, tmp_path, wind
 
 
 @gui
+def test_a_calibration_refused_before_its_source_opens_stays_said(qtbot, tmp_path, window, calib):
+    """main.py --source cam02.mp4 --calibration FILE loads the calibration before opening the source: its error
+    was withdrawn with the previous source's when the source opened, so the app ran uncalibrated in silence."""
+    clip = str(make_video(tmp_path / "cam02.mp4", frames=6))
+    (tmp_path / "broken.toml").write_text("[cam02\nmatrix = ")
+    assert not window.load_calibration([str(tmp_path / "broken.toml")], source=clip)
+    window.open_source(clip)
+    wait_until(qtbot, lambda: window.source_info is not None, 10)
+    assert any(m.startswith("The calibration cannot be used:") and "broken.toml" in m
+               for m in window.banner.messages())
+    assert window.calibration is None
+    assert window.load_calibration([calib])  # a calibration that is used takes the message away
+    assert not any(m.startswith("The calibration cannot be used:") for m in window.banner.messages())
+
+
+@gui
 def test_live_tracking_uses_the_calibration_and_a_camera_of_another_size_drops_it(qtbot, tmp_path, calib):
     import dataclasses
 
