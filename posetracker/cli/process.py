@@ -51,7 +51,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
         return 2
     args.input = args.input[0]
     from posetracker.capture import CaptureError, open_source
-    from posetracker.export import ExportError, exporter_for_path
+    from posetracker.export import ExportError, exporter_for_path, write_reporting
     from posetracker.export.registry import check_target
     from posetracker.refiners import RefinerError
     from posetracker.session import TrackingSession
@@ -127,7 +127,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        files = exporter.write(seq, out, force=args.force)
+        files, warned = write_reporting(exporter, seq, out, force=args.force)
     except ExportError as exc:  # e.g. the disk filled up during a long run: keep the work somewhere
         print(f"error: {exc}", file=sys.stderr)
         rescue = _rescue(seq, out)
@@ -135,6 +135,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
             print(f"the {len(seq)} frames tracked are kept in {rescue} (posetracker export {rescue} --format ...)",
                   file=sys.stderr)
         return 1
+    for message in warned:  # a person the format could not take (BVH: joints never seen), as export says it
+        print(f"warning: {message}", file=sys.stderr)
     for message in seq.metadata.get("skipped", []):
         print(f"warning: skipped: {message}", file=sys.stderr)
     if "incomplete" in seq.metadata:  # keep what was read, then say why it stopped

@@ -21,14 +21,17 @@ def views_target(args: argparse.Namespace, stem: str):
 
 def write_views(seq, lines: list[str], warnings: list[str], exporter, out: Path, force: bool) -> list[Path] | None:
     """Print the run's lines and warnings to stderr and write ``seq``; the files, or None after printing why not."""
-    from posetracker.export import ExportError
+    from posetracker.export import ExportError, write_reporting
 
     for line in lines:
         print(line, file=sys.stderr)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     try:
-        return exporter.write(seq, out, force=force)
+        files, warned = write_reporting(exporter, seq, out, force=force)
     except ExportError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return None
+    for message in warned:  # a person the format could not take (BVH: joints never seen), as export says it
+        print(f"warning: {message}", file=sys.stderr)
+    return files
