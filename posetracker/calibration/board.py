@@ -60,9 +60,12 @@ class Board:
         if not (np.isfinite(self.square_m) and self.square_m > 0):
             raise BoardError(f"square side {self.square_m!r} m: must be a positive length")
         if self.kind == "charuco":
-            if self.marker_m is None or not (0 < self.marker_m < self.square_m):
-                raise BoardError(f"a ChArUco board's markers ({self.marker_m!r} m) must be smaller than its squares "
-                                 f"({self.square_m:g} m)")
+            if self.marker_m is None:
+                raise BoardError(f"a ChArUco board needs the side of its markers as printed (--marker-mm), smaller "
+                                 f"than its squares' {1000 * self.square_m:g} mm")
+            if not (0 < self.marker_m < self.square_m):
+                raise BoardError(f"a ChArUco board's markers ({1000 * self.marker_m:g} mm) must be smaller than its "
+                                 f"squares ({1000 * self.square_m:g} mm)")
             if not hasattr(cv2.aruco, self.dictionary):
                 raise BoardError(f"unknown ArUco dictionary {self.dictionary!r} (e.g. DICT_4X4_50, DICT_5X5_100)")
             need = (cols * rows) // 2

@@ -109,7 +109,11 @@ def test_cli_says_why_when_the_board_is_never_found(tmp_path, capsys):
     assert board.squares == (7, 5)
     rc = main(["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "40", "--marker-mm", "50",
                str(paths[0]), "--out", str(tmp_path / "c.toml")])
-    assert rc == 2 and "must be smaller than its squares" in capsys.readouterr().err
+    assert rc == 2 and "markers (50 mm) must be smaller than its squares (40 mm)" in capsys.readouterr().err
+    rc = main(["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "40",  # no --marker-mm
+               str(paths[0]), "--out", str(tmp_path / "c.toml")])
+    err = capsys.readouterr().err  # was "a ChArUco board's markers (None m) must be smaller than its squares (0.04 m)"
+    assert rc == 2 and "needs the side of its markers as printed (--marker-mm)" in err and "None" not in err
     rc = main(["calibrate", "--board", "charuco", "--squares", "7x5", "--square-mm", "80", "--marker-mm", "60",
                str(tmp_path / "nothere.mp4"), "--out", str(tmp_path / "c.toml")])
     assert rc == 2 and "not found" in capsys.readouterr().err
