@@ -139,8 +139,8 @@ class HeightSpin(QDoubleSpinBox):
         self.setCorrectionMode(QDoubleSpinBox.CorrectionMode.CorrectToPreviousValue)
         self.setValue(NOT_GIVEN)
         self.start = start
-        self.setToolTip(f"Standing height in metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, e.g. 1.72, not 172 cm); "
-                        "empty or stepped below the lowest: estimated from the video")
+        self.setToolTip(f"Standing height in metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, e.g. 1.72; 172 is read as "
+                        "centimetres, 1,72 as 1.72); empty or stepped below the lowest: estimated from the video")
 
     def height(self) -> float | None:
         return field_height(self.value())

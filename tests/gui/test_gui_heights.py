@@ -183,6 +183,7 @@ def test_centimetres_and_a_decimal_comma_are_read_as_meant_and_other_typos_said(
     panel.set_people([PersonHeight(0, 1.68, "estimated")])
     spin = panel.spins[0]
     spin.show()
+    assert "172 is read as centimetres" in spin.toolTip() and "not 172 cm" not in spin.toolTip()
     for typed in ("172", "1,72"):
         spin.set_height(None)
         spin.lineEdit().selectAll()
