@@ -104,6 +104,8 @@ def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str]
                                    f"{cameras[0].name}{Path(view).suffix}") from None
     for i, cam in enumerate(chosen):
         for j in range(i):
+            if Path(views[i]).resolve() == Path(views[j]).resolve():
+                raise CalibrationError(f"{Path(views[i]).name} is given twice: give each camera's video once")
             if chosen[j] is cam:
                 raise CalibrationError(f"{Path(views[i]).name} and {Path(views[j]).name} both name camera "
                                        f"{cam.name}: each video needs its own camera")
@@ -213,7 +215,7 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     except ValueError as exc:
         raise ViewsError(str(exc)) from None
     if say is not None and (any(offsets) or len({len(s) for s in sequences}) > 1):
-        say(f"views aligned: frame offsets against {cameras[0].name} "
+        say(f"views aligned: frame offsets against {cameras[0].name}: "
             + ", ".join(f"{c.name} {o:+d}" for c, o in zip(cameras[1:], offsets[1:]))
             + f"; {len(aligned[0])} frames every view saw")
     fused = fuse_views(cameras, aligned, solve=solve)

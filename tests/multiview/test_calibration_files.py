@@ -97,3 +97,13 @@ def test_videos_of_their_cameras_size_scaled_are_fitted_and_another_aspect_refus
         process_views(views, turned, no_session, calibration_name="turned.toml")
     check = check_views(views, [str(tmp_path / "turned.toml")])
     assert not check.ready and "calibrated at 96x64" in check.problem
+
+
+def test_the_same_video_twice_is_said_so(tmp_path):
+    from posetracker.multiview.process import cameras_for_views
+
+    cams = read_calibration(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
+    with pytest.raises(CalibrationError, match="cam01.mp4 is given twice"):  # was "cam01.mp4 and cam01.mp4 both name"
+        cameras_for_views(cams, [str(tmp_path / "cam01.mp4"), str(tmp_path / "cam01.mp4")])
+    with pytest.raises(CalibrationError, match="cam01b.mp4 and cam01.mp4 both name camera cam01"):
+        cameras_for_views(cams, [str(tmp_path / "cam01.mp4"), str(tmp_path / "cam01b.mp4")])
