@@ -286,7 +286,8 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
                     f"{connected} connected cameras and {len(frames)} videos")
             self.show_message(f"Ready: {what}, cameras {cams} of {len(self.check.cameras)} in the calibration"
                               + (f"; {min((f or 0) for f in frames)} frames in the shortest video." if frames else
-                                 ": tracked live until Cancel."))
+                                 ": tracked live until Cancel.")
+                              + (f" Note: {self.check.note}." if self.check.note else ""))
         self._set_running(self.running())
 
     def _set_running(self, busy: bool) -> None:
@@ -344,6 +345,7 @@ class MultiCameraDialog(CameraViews, WorkerDialog):
         self.show_message(f"{done} in {seconds:.0f} s: {len(seq)} {unit}, {who} in 3-D, in the calibration's metres; "
                           f"shown in the window over {self._shown_over(result, 0)}."
                           + "".join(f" Warning: {w}" for w in result.warnings)
+                          + (f" Note: {self.check.note}." if self.check.note else "")
                           + (f" Error: {seq.metadata['failure']}" if "failure" in seq.metadata else ""),
                           error="failure" in seq.metadata)
         self.result_ready.emit(result)

@@ -71,7 +71,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
     camera = camera_before(args.input, args.fov)  # given, or the file's tag; None: from the people, after tracking
     view = None
     if args.calibration:  # one calibrated camera: its focal length and its floor (posetracker.multiview.one_view)
-        from posetracker.multiview.calibration import CalibrationError
+        from posetracker.multiview.calibration import CalibrationError, unit_note
         from posetracker.multiview.one_view import read_view
 
         try:
@@ -80,6 +80,8 @@ def _cmd_process(args: argparse.Namespace) -> int:
             print(calibration_error(args.calibration, exc), file=sys.stderr)
             return 2
         camera = view.camera_fov()
+        if unit_note([view.camera]):
+            print(f"warning: {unit_note([view.camera])}", file=sys.stderr)
     if args.animals is not None and (args.animals < 1 or args.mode != "offline"):
         print("error: --animals needs a count of at least 1 and offline mode", file=sys.stderr)
         return 2

@@ -25,7 +25,7 @@ def process_live_views(args: argparse.Namespace) -> int:
 
     from posetracker.cli.options import InterruptFlag, calibration_error
     from posetracker.cli.views_output import views_target, write_views
-    from posetracker.multiview.calibration import CalibrationError, read_calibrations
+    from posetracker.multiview.calibration import CalibrationError, read_calibrations, unit_note
     from posetracker.multiview.live_run import run_live_sources
     from posetracker.multiview.process import ViewsError
 
@@ -35,6 +35,8 @@ def process_live_views(args: argparse.Namespace) -> int:
     except (CalibrationError, OSError, ValueError) as exc:
         print(calibration_error(args.calibration, exc), file=sys.stderr)
         return 2
+    if unit_note(cameras):
+        print(f"warning: {unit_note(cameras)}", file=sys.stderr)
     stem = Path(sources[0]).stem.replace(":", "_")
     exporter, out = views_target(args, stem)
     interrupted = InterruptFlag()

@@ -23,7 +23,7 @@ def process_views(args: argparse.Namespace) -> int:
 
     from posetracker.cli.options import calibration_error, progress_bar
     from posetracker.cli.views_output import views_target, write_views
-    from posetracker.multiview.calibration import CalibrationError, read_calibrations
+    from posetracker.multiview.calibration import CalibrationError, read_calibrations, unit_note
     from posetracker.multiview.process import ViewsError, cameras_for_views, process_views as run_views
 
     views = list(args.input)
@@ -45,6 +45,8 @@ def process_views(args: argparse.Namespace) -> int:
     except (CalibrationError, OSError, ValueError) as exc:
         print(calibration_error(args.calibration, exc), file=sys.stderr)
         return 2
+    if unit_note(cameras):
+        print(f"warning: {unit_note(cameras)}", file=sys.stderr)
     stem = Path(views[0]).stem
     exporter, out = views_target(args, stem)
     bars: dict[int, tuple] = {}  # view -> its tqdm bar and update

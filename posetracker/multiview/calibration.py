@@ -13,6 +13,7 @@ Qualisys ``*.qca.txt``, Pose2Sim / anipose / FreeMoCap ``*.toml`` (cameras with 
 
 from __future__ import annotations
 
+import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,8 @@ class CameraCalibration:
     dist:       (5,) OpenCV distortion k1, k2, p1, p2, k3
     R:          (3, 3) rotation world -> camera
     t:          (3,) translation world -> camera, metres
+    unit:       the unit its file's translations were in: "m", or "mm" where they were read as millimetres
+                (:func:`in_metres`) and divided by 1000
     """
 
     name: str
@@ -44,6 +47,7 @@ class CameraCalibration:
     dist: np.ndarray
     R: np.ndarray
     t: np.ndarray
+    unit: str = "m"
 
     def __post_init__(self) -> None:
         for field, shape in (("K", (3, 3)), ("dist", (5,)), ("R", (3, 3)), ("t", (3,))):
@@ -171,7 +175,8 @@ TOML_CAMERA_KEYS = ("size", "matrix", "rotation", "translation")  # a camera tab
 def read_toml(path: str | Path) -> list[CameraCalibration]:
     """Every camera of a Pose2Sim ``Calib*.toml`` or anipose / FreeMoCap calibration TOML, in file order: tables
     with ``matrix`` (K), ``distortions`` (k1 k2 p1 p2 [k3]), ``rotation`` (Rodrigues, world -> camera),
-    ``translation`` (world -> camera, the calibration's unit: metres in both tools) and ``size`` (width, height
+    ``translation`` (world -> camera, the calibration's unit: Pose2Sim's metres, anipose's and FreeMoCap's the
+    board's, often millimetres: :func:`in_metres`) and ``size`` (width, height
     px); the ``metadata`` table, and any table with none of those keys, is skipped (a camera table missing one of
     them is a CalibrationError, not a camera left out)."""
     import tomllib
@@ -307,12 +312,42 @@ def read_calibration(path: str | Path, fmt: str | None = None) -> list[CameraCal
 
 
 def read_calibrations(paths: list[str | Path]) -> list[CameraCalibration]:
-    """The cameras of several calibration files (e.g. one OpenCV file per camera), in order; names must differ."""
+    """The cameras of several calibration files (e.g. one OpenCV file per camera), in order, in metres
+    (:func:`in_metres`); names must differ."""
     cams = [c for p in paths for c in read_calibration(p)]
     names = [c.name.lower() for c in cams]
     if len(set(names)) != len(names):
         raise CalibrationError(f"two cameras share a name in {', '.join(map(str, paths))}: {[c.name for c in cams]}")
-    return cams
+    return in_metres(cams)
+
+
+MAX_RIG_EXTENT_M = 200.0  # cameras further apart, or from the world's origin: the translations are millimetres
+
+
+def rig_extent(cameras: list[CameraCalibration]) -> float:
+    """The largest distance between two cameras' centres, or from one to the world's origin, in the file's unit."""
+    centres = np.array([c.center for c in cameras])
+    apart = np.linalg.norm(centres[:, None] - centres[None], axis=-1).max() if len(centres) > 1 else 0.0
+    return float(max(apart, np.linalg.norm(centres, axis=1).max()))
+
+
+def in_metres(cameras: list[CameraCalibration]) -> list[CameraCalibration]:
+    """``cameras`` with translations in metres. Pose2Sim, Qualisys (converted here) and ``posetracker calibrate``
+    write metres; anipose and FreeMoCap write the unit the board was measured in, often millimetres, and OpenCV
+    files the unit of the board's squares: cameras further than MAX_RIG_EXTENT_M apart (or from the world's
+    origin) are no room's or rig's metres, so such translations are read as millimetres (divided by 1000; the
+    cameras' ``unit`` "mm"). A calibration in metres is returned as it is."""
+    if not cameras or rig_extent(cameras) <= MAX_RIG_EXTENT_M:
+        return list(cameras)
+    return [dataclasses.replace(c, t=c.t / 1000.0, unit="mm") for c in cameras]
+
+
+def unit_note(cameras: list[CameraCalibration]) -> str:
+    """What to tell the user about the calibration's unit: "" in metres, else that it was read as millimetres."""
+    if not any(c.unit == "mm" for c in cameras):
+        return ""
+    return (f"the calibration's camera positions are read as millimetres and divided by 1000 (its cameras are up to "
+            f"{1000 * rig_extent(cameras):.0f} units from each other or its origin: no room's metres)")
 
 
 def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibration:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
-from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named
+from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, unit_note
 from posetracker.multiview.process import ViewInfo, ViewsCheck, read_or_say
 
 Opener = Callable[[str], FrameSource]  # a source's text -> the opened source (posetracker.capture.open_source)
@@ -99,7 +99,7 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
         bad = next((i for i in infos if i.problem), None)
         if bad is not None:
             problem = f"{_label(bad.path)}: {bad.problem}."
-    return ViewsCheck(infos, [c.name for c in cameras], problem)
+    return ViewsCheck(infos, [c.name for c in cameras], problem, unit_note(cameras))
 
 
 def _label(source: str) -> str:

@@ -90,7 +90,8 @@ class CalibratedView:
     def describe(self) -> str:
         """One line for the user, e.g. ``cam01, f = 1681 px (59.5 deg), floor``."""
         floor = "floor" if self.floor() is not None else "no floor"
-        return f"{self.camera.name}, f = {self.focal_px:.0f} px ({self.camera_fov().fov_deg:.1f} deg), {floor}"
+        unit = ", positions read as mm" if self.camera.unit == "mm" else ""  # calibration.in_metres
+        return f"{self.camera.name}, f = {self.focal_px:.0f} px ({self.camera_fov().fov_deg:.1f} deg), {floor}{unit}"
 
 
 def read_view(files: str | Path | Sequence[str | Path], video: str | None = None,

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
-                                               read_calibrations)
+                                               read_calibrations, unit_note)
 from posetracker.multiview.one_view import fit_camera
 from posetracker.types import PoseSequence
 
@@ -60,6 +60,7 @@ class ViewsCheck:
     views: list[ViewInfo]
     cameras: list[str] = field(default_factory=list)
     problem: str = ""
+    note: str = ""  # what may be wrong without stopping it (the calibration read as millimetres)
 
     @property
     def ready(self) -> bool:
@@ -168,7 +169,7 @@ def check_views(views: Sequence[str], calibration: Sequence[str]) -> ViewsCheck:
         bad = next((i for i in infos if i.problem), None)
         if bad is not None:
             problem = f"{Path(bad.path).name}: {bad.problem}."
-    return ViewsCheck(infos, [c.name for c in cameras], problem)
+    return ViewsCheck(infos, [c.name for c in cameras], problem, unit_note(cameras))
 
 
 def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], make_session: Callable[[float], Any],

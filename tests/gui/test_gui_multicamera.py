@@ -128,6 +128,23 @@ def test_the_dialog_shows_each_view_and_enables_process_only_when_ready(qtbot, t
 
 
 @gui
+def test_a_calibration_in_millimetres_is_said_in_the_set_up(qtbot, tmp_path, setup):
+    """anipose / FreeMoCap write the board's unit, often mm; read as metres, people were 1000 times too big."""
+    videos, calib = setup
+    text = Path(calib).read_text()
+    mm = re.sub(r"translation = \[([^\]]*)\]",
+                lambda m: "translation = [" + ", ".join(str(1000 * float(v)) for v in m.group(1).split(",")) + "]", text)
+    (tmp_path / "mm.toml").write_text(mm)
+    dialog = MultiCameraDialog(lambda: None)
+    qtbot.addWidget(dialog)
+    dialog.set_inputs(videos, calibration=str(tmp_path / "mm.toml"))
+    assert dialog.start.isEnabled() and dialog.message.text().startswith("Ready: 3 videos")
+    assert "Note: the calibration's camera positions are read as millimetres" in dialog.message.text()
+    dialog.set_inputs(calibration=calib)
+    assert "Note" not in dialog.message.text()
+
+
+@gui
 def test_a_failing_run_is_a_message_and_cancel_stops_it(qtbot, setup):
     """The session cannot be made: the error in the dialog, no traceback; a slow run cancelled: 'Cancelled'."""
     from posetracker.refiners import RefinerError

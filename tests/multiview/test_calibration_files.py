@@ -13,15 +13,15 @@ from posetracker.multiview.one_view import read_view
 from posetracker.multiview.process import ViewsError, check_views, fit_views, process_views
 
 
-def write_toml(path, names, size=(64, 96), drop: tuple[str, str] | None = None):
-    """A Pose2Sim-style TOML of cameras ``names`` (``size`` W, H px; 80 px focal length, 1 m apart); ``drop``:
-    (camera, key) left out of that camera's table."""
+def write_toml(path, names, size=(64, 96), drop: tuple[str, str] | None = None, unit: float = 1.0):
+    """A Pose2Sim-style TOML of cameras ``names`` (``size`` W, H px; 80 px focal length, 1 m apart, 3 m from the
+    origin; positions in metres times ``unit``); ``drop``: (camera, key) left out of that camera's table."""
     lines = []
     for i, n in enumerate(names):
         table = {"name": f'"{n}"', "size": f"[{size[0]}, {size[1]}]",
                  "matrix": f"[[80.0, 0.0, {size[0] / 2}], [0.0, 80.0, {size[1] / 2}], [0.0, 0.0, 1.0]]",
                  "distortions": "[0.0, 0.0, 0.0, 0.0]", "rotation": "[0.0, 0.0, 0.0]",
-                 "translation": f"[{float(i)}, 0.0, 3.0]"}
+                 "translation": f"[{float(i) * unit}, 0.0, {3.0 * unit}]"}
         lines += [f"[{n}]"] + [f"{k} = {v}" for k, v in table.items() if drop != (n, k)] + [""]
     path.write_text("\n".join(lines + ["[metadata]", "adjusted = false", "error = 0.0", ""]))
     return str(path)
@@ -107,3 +107,32 @@ def test_the_same_video_twice_is_said_so(tmp_path):
         cameras_for_views(cams, [str(tmp_path / "cam01.mp4"), str(tmp_path / "cam01.mp4")])
     with pytest.raises(CalibrationError, match="cam01b.mp4 and cam01.mp4 both name camera cam01"):
         cameras_for_views(cams, [str(tmp_path / "cam01.mp4"), str(tmp_path / "cam01b.mp4")])
+
+
+def test_a_calibration_in_millimetres_is_read_in_metres_and_said(tmp_path):
+    """anipose / FreeMoCap write the board's unit, often mm: read as metres, people came out 1637 m tall."""
+    from posetracker.multiview.calibration import read_calibrations, unit_note
+
+    metres = read_calibrations([write_toml(tmp_path / "m.toml", ["cam01", "cam02"])])
+    mm = read_calibrations([write_toml(tmp_path / "mm.toml", ["cam01", "cam02"], unit=1000.0)])
+    assert [c.unit for c in metres] == ["m", "m"] and unit_note(metres) == ""
+    assert [c.unit for c in mm] == ["mm", "mm"]
+    for a, b in zip(metres, mm):
+        np.testing.assert_allclose(b.t, a.t)
+        np.testing.assert_allclose(b.center, a.center)
+    assert "read as millimetres" in unit_note(mm)
+    views = [write_clip(tmp_path / "cam01.mp4"), write_clip(tmp_path / "cam02.mp4")]
+    check = check_views(views, [str(tmp_path / "mm.toml")])
+    assert check.ready and "read as millimetres" in check.note
+    assert check_views(views, [str(tmp_path / "m.toml")]).note == ""
+
+
+def test_sleaps_anipose_calibration_of_a_mouse_rig_is_read_in_metres():
+    from conftest import shared_path
+
+    from posetracker.multiview.calibration import read_calibrations
+
+    rig = read_calibrations([shared_path("data", "animal", "sleap_mouse_multiview_minsession", "cameras",
+                                         "minimal_session", "calibration.toml")])
+    assert len(rig) == 8 and {c.unit for c in rig} == {"mm"}  # its cameras 0.4-0.8 m from its origin
+    assert 0.2 < max(np.linalg.norm(c.center) for c in rig) < 2.0

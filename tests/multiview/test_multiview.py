@@ -270,7 +270,8 @@ def test_the_real_trial_reads_the_same_from_its_toml(tmp_path):
     cams = [replace_dist(c) for c in qca]
     (tmp_path / "Calib_qualisys.toml").write_text(_toml(cams))
     for a, b in zip(cams, read_calibration(tmp_path / "Calib_qualisys.toml")):
-        np.testing.assert_allclose(b.K, a.K) and np.testing.assert_allclose(b.R, a.R, atol=1e-9)
+        np.testing.assert_allclose(b.K, a.K)
+        np.testing.assert_allclose(b.R, a.R, atol=1e-9)
         np.testing.assert_allclose(b.t, a.t, atol=1e-12)
 
 
