@@ -98,7 +98,8 @@ def run_command(parser: argparse.ArgumentParser, argv: list[str] | None = None) 
         print("interrupted", file=sys.stderr)
         return 130
     except (OSError, ValueError, RuntimeError, KeyError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # a KeyError's str() is quoted
+        print(f"error: {message}", file=sys.stderr)
         return 1
 
 

@@ -63,7 +63,7 @@ def get_exporter(name: str) -> Exporter:
     try:
         return _EXPORTERS[name]
     except KeyError:
-        raise KeyError(f"unknown export format {name!r}; available: {sorted(_EXPORTERS)}") from None
+        raise KeyError(f"unknown export format {name!r}; formats: {', '.join(sorted(_EXPORTERS))}") from None
 
 
 def exporter_for_path(path: str | Path) -> Exporter:
@@ -72,7 +72,9 @@ def exporter_for_path(path: str | Path) -> Exporter:
         if suffix in exp.suffixes:
             return exp
     known = sorted({s for e in _EXPORTERS.values() for s in e.suffixes})
-    raise KeyError(f"no exporter for {suffix or 'a file without suffix'!r}; known suffixes: {known}")
+    what = f"{suffix} files" if suffix else "files without a suffix"
+    raise KeyError(f"no export format writes {what}: end the name in {', '.join(known[:-1])} or {known[-1]}, or "
+                   f"choose a format ({', '.join(sorted(_EXPORTERS))})")
 
 
 # a default output name per format: INPUT-STEM + this (formats that share a file suffix get their own)
