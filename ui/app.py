@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.plots.select_person(args.person)
         window.on_person_changed(args.person)
     if args.views:
-        window.ask_open_views(args.views, args.calibration, start=True, live=args.views_live, cameras=args.cameras)
+        window.ask_open_views(args.views, args.calibration, start=True, live=args.views_live, cameras=args.cameras,
+                              heights=args.height)
     else:
         source = args.source or str(SAMPLE_CLIP)
         if args.calibration:  # before opening: its tracking starts with the calibrated camera
@@ -188,7 +189,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         window.ask_calibrate_board(args.calibrate_board)
         window.board_dialog.set_board(args.board)
         window.board_dialog.start_run()
-    if args.height:
+    if args.height and not args.views:  # --views: given to the result when it comes (ask_open_views)
         window.set_heights(args.height)  # after opening: a new source starts with no heights
     if args.quit_after is not None:
         _schedule_quit(window, args.quit_after, args.screenshot)

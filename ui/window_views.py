@@ -44,12 +44,16 @@ class WindowViews:
     view_picker: QComboBox | None = None  # the toolbar's Camera picker, made with the first result
     _picker_actions: tuple = ()  # its label's and its own toolbar actions (hidden without a result)
     _view_shown = 0  # the camera whose video plays (an index into views_result.views)
+    _views_heights = None  # heights for the next several-camera result (main.py --views --height), or None
 
     def ask_open_views(self, views: list[str] | None = None, calibration: str | list[str] | None = None,
-                       start: bool = False, live: bool | None = None, cameras: list[str] | None = None) -> None:
+                       start: bool = False, live: bool | None = None, cameras: list[str] | None = None,
+                       heights=None) -> None:
         """The (non-modal) several-camera dialog, one instance; ``views`` / ``calibration`` fill it (``main.py
         --views``), ``live`` ticks or clears its Live (None: as it is), ``cameras`` picks each view's calibrated
-        camera (``--cameras``), ``start`` processes them at once."""
+        camera (``--cameras``), ``start`` processes them at once; ``heights`` (``--height``) are given to the
+        result when it is shown (a new result starts with none)."""
+        self._views_heights = heights or None
         from .multicamera_dialog import MultiCameraDialog
 
         if self.views_dialog is None:
@@ -116,6 +120,9 @@ class WindowViews:
         for action in self._picker_actions:
             action.setVisible(True)
         self._play_view(0, 0)
+        if self._views_heights:  # main.py --views --height: given to this result, as --source --height is
+            heights, self._views_heights = self._views_heights, None
+            self.set_heights(heights)
         self._show_warnings(result.warnings)
         self.statusBar().showMessage(f"Processed {len(result.sequence)} frames from {len(result.views)} cameras; "
                                      "playing the result", 8000)

@@ -217,6 +217,37 @@ def test_the_window_plays_a_result_over_each_camera_it_picks(qtbot, tmp_path):
     window.close()
 
 
+@gui
+def test_heights_given_with_views_scale_the_result_when_it_comes(qtbot, tmp_path):
+    """main.py --views ... --height 0=1.6 ran the set-up and dropped the height: the result, arriving later,
+    reset the heights as a new source does (seen under Xvfb: #0 "estimated", nothing scaled)."""
+    from posetracker.depth.camera_meta import CameraFov
+    from posetracker.motion.finish import finish_sequence
+    from posetracker.motion.heights import Heights
+    from posetracker.multiview.fuse import fuse_views
+    from posetracker.multiview.process import ViewsResult
+    from test_multiview import CAMERAS, moving_body
+    from test_multiview_fuse import _view_sequences
+    from ui.app import parse_args
+    from ui.main_window import MainWindow
+
+    fused = fuse_views(CAMERAS, _view_sequences([moving_body(20), moving_body(20, shift=(0.0, 1.2, 0.0))]))
+    seq, _ = finish_sequence(fused, CameraFov(60.0, "user", "calibration"), rigid_bones=True)
+    views = [str(make_video(tmp_path / f"{c.name}.mp4", frames=24)) for c in CAMERAS]
+    window = MainWindow(services=fake_services())
+    qtbot.addWidget(window)
+    args = parse_args(["--views", *views, "--calibration", "c.toml", "--height", "0=1.6"])
+    window.ask_open_views(None, None, heights=args.height)  # as main.py passes them (start: the run)
+    window.show_views_result(ViewsResult(views, seq, [], list(CAMERAS), [0, 0, 0, 0], []))
+    assert window.heights == Heights(None, {0: 1.6})
+    people = window.sequence.metadata["people"]
+    assert people["0"]["stature_source"] == "given" and people["0"]["stature_m"] == 1.6
+    assert people["1"]["stature_source"] == "multi-view"
+    window.show_views_result(ViewsResult(views, seq, [], list(CAMERAS), [0, 0, 0, 0], []))  # given once
+    assert window.heights == Heights() and window.sequence.metadata["people"]["0"]["stature_source"] == "multi-view"
+    window.close()
+
+
 @pytest.fixture
 def trial_clips(tmp_path):
     """The real trial's 4 views cut to their first 10 frames (cam01-04.mp4) and its calibration."""
