@@ -76,17 +76,29 @@ def map_back(people: DecodedPeople, affine: np.ndarray) -> DecodedPeople:
                          move(people.predicted))
 
 
+def densest_median(points: np.ndarray, confidence: np.ndarray, radius: float) -> np.ndarray:
+    """(N, 2) readings of one joint and their (N,) confidences in [0, 1] -> (2,) the median of the readings within
+    ``radius`` of the reading that has the most others within it (a tie: the surer reading). Readings that split
+    between two places give the larger group's place, where a coordinate-wise median of all of them could land
+    between the two (half the turns on one leg, half on the next: a point in the background). Fewer than 3
+    readings cannot outvote each other: their coordinate-wise median."""
+    if len(points) < 3:
+        return np.median(points, axis=0)
+    near = np.linalg.norm(points[:, None] - points[None], axis=-1) < radius  # (N, N)
+    centre = int(np.argmax(near.sum(1) + 1e-3 * confidence))
+    return np.median(points[near[centre]], axis=0)
+
+
 def agreeing_reads(reads: DecodedPeople, agree_px: float, min_confidence: float = 0.1) -> DecodedPeople:
     """One animal read from R turned crops (R readings in source px, e.g. one per eighth of a turn) -> one reading.
 
     A network that has not settled which end of an animal is its head reads some turns end to end; so the
     reading the most readings agree with wins (a tie: the side with the higher summed mean joint confidence),
     two readings agreeing where the median distance of their joints (confident in both) is under ``agree_px``.
-    Each joint is then the coordinate-wise median of the agreeing readings that see it (confidence >=
-    ``min_confidence``; the winner's own where none does), its confidence their mean: one turn that puts a
-    leg tip on an eye does not move it (the median over eight turns halved the mean error of an unsettled
-    fly model where the confidence-weighted mean gained less: ``studies/fly13.md``). The score,
-    depth reads and tree predictions are the winner's."""
+    Each joint is then read where most agreeing readings put it (:func:`densest_median`), its confidence their
+    mean: one turn that puts a leg tip on an eye does not move it, and turns that split between two places give
+    one of them, never a point between two legs (``studies/fly13.md``). The score, depth reads and tree
+    predictions are the winner's."""
     r = reads.num_people
     if r < 2:
         return reads
@@ -101,9 +113,11 @@ def agreeing_reads(reads: DecodedPeople, agree_px: float, min_confidence: float 
     sure = np.where(ok, reads.confidence, 0.0).mean(-1)  # (R,)
     best = int(np.argmax(agree.sum(-1) + (agree * sure[None]).sum(-1) / (r + 1)))  # votes; ties: surer side
     group = agree[best]
-    seen = ok[group]  # (G, K)
-    kp, cols = xy[best].copy(), seen.any(0)  # (K, 2); the joints some agreeing reading sees
-    kp[cols] = np.nanmedian(np.where(seen[:, cols, None], xy[group][:, cols], np.nan), axis=0)
+    kp = xy[best].copy()  # (K, 2); the winner's own where no agreeing reading sees a joint
+    for j in range(xy.shape[1]):
+        seen = group & ok[:, j]
+        if seen.any():
+            kp[j] = densest_median(xy[seen, j], reads.confidence[seen, j], agree_px / 2)
     conf = reads.confidence[group].mean(0)
     one = reads.take(np.array([best]))
     return DecodedPeople(kp[None].astype(np.float32), conf[None].astype(np.float32), one.scores,
