@@ -67,6 +67,10 @@ def process_views(args: argparse.Namespace) -> int:
     except ViewsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return exc.code
+    except KeyboardInterrupt:  # unlike one view's run, no part of it can be kept
+        print(f"\ninterrupted: nothing was written to {out} (the views are matched and triangulated once every one "
+              "is tracked whole)", file=sys.stderr)
+        return 130
     finally:
         for bar, _ in bars.values():
             bar.close()

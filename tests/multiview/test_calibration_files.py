@@ -136,3 +136,19 @@ def test_sleaps_anipose_calibration_of_a_mouse_rig_is_read_in_metres():
                                          "minimal_session", "calibration.toml")])
     assert len(rig) == 8 and {c.unit for c in rig} == {"mm"}  # its cameras 0.4-0.8 m from its origin
     assert 0.2 < max(np.linalg.norm(c.center) for c in rig) < 2.0
+
+
+def test_ctrl_c_during_several_views_says_nothing_was_written(tmp_path, capsys, monkeypatch):
+    """One view's run keeps the frames tracked on Ctrl-C; several views cannot (triangulated once all are
+    tracked), and the console said only "interrupted"."""
+    import posetracker.multiview.process as views
+    from posetracker.cli import main
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(views, "process_views", interrupted)
+    calib = write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])
+    out = tmp_path / "o.json"
+    assert main(["process", "cam01.mp4", "cam02.mp4", "--calibration", calib, "--out", str(out)]) == 130
+    assert f"interrupted: nothing was written to {out}" in capsys.readouterr().err and not out.exists()
