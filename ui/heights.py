@@ -25,6 +25,7 @@ from posetracker.types import PoseSequence
 
 NOT_GIVEN = round(MIN_HEIGHT_M - 0.01, 2)  # the height field's lowest value, shown as "estimated"
 ESTIMATED = "estimated"
+MEASURED = "measured"  # the empty field of a person sized by several cameras or a calibrated floor, not estimated
 APPLY_DELAY_MS = 300  # the fields settle (arrow keys held, spin buttons) before the result is re-scaled
 NOTE = ("Enter a person's standing height in metres to put them in true size: the whole-file result "
         "(3-D view and Export) is re-scaled at once. Live poses keep their size on screen; their exports use "
@@ -128,19 +129,19 @@ class HeightSpin(QDoubleSpinBox):
 
     refused = Signal(str)  # a message for the user: what was typed is no stature
 
-    def __init__(self, start: float | None = None, parent: QWidget | None = None):
+    def __init__(self, start: float | None = None, parent: QWidget | None = None, empty: str = ESTIMATED):
         super().__init__(parent)
         self.setRange(NOT_GIVEN, MAX_HEIGHT_M)
         self.setDecimals(2)
         self.setSingleStep(0.01)
         self.setSuffix(" m")
-        self.setSpecialValueText(ESTIMATED)
+        self.setSpecialValueText(empty)  # what an empty field reads: ESTIMATED, or MEASURED
         self.setKeyboardTracking(False)  # typing "1.6" applies on Enter / leaving the field, not at "1"
         self.setCorrectionMode(QDoubleSpinBox.CorrectionMode.CorrectToPreviousValue)
         self.setValue(NOT_GIVEN)
         self.start = start
         self.setToolTip(f"Standing height in metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, e.g. 1.72; 172 is read as "
-                        "centimetres, 1,72 as 1.72); empty or stepped below the lowest: estimated from the video")
+                        "centimetres, 1,72 as 1.72); empty or stepped below the lowest: as the video reads them")
 
     def height(self) -> float | None:
         return field_height(self.value())
@@ -170,7 +171,7 @@ class HeightSpin(QDoubleSpinBox):
 
     def valueFromText(self, text: str) -> float:  # noqa: N802 - Qt override
         bare = self._bare(text)
-        if not bare or bare == ESTIMATED:
+        if not bare or bare == self.specialValueText():
             return NOT_GIVEN
         cm = typed_centimetres(bare)
         return cm if cm is not None else super().valueFromText(text.replace(",", "."))
@@ -178,7 +179,7 @@ class HeightSpin(QDoubleSpinBox):
     def fixup(self, text: str) -> str:
         """Editing finished on what is no stature ("17", "0.3"): say so; the field returns to its value."""
         bare = self._bare(text)
-        if bare and bare != ESTIMATED:
+        if bare and bare != self.specialValueText():
             self.refused.emit(f"{bare} is no standing height: type metres ({MIN_HEIGHT_M:g}-{MAX_HEIGHT_M:g}, "
                               "e.g. 1.72) or centimetres (172); the field kept its value")
         return text
@@ -206,7 +207,7 @@ class HeightsPanel(QWidget):
         self.note.setWordWrap(True)
         self.note.setObjectName("heights_note")
         self.empty = QLabel("No people tracked yet.")
-        self.clear_button = QPushButton("All estimated")
+        self.clear_button = QPushButton("Clear heights")  # each person as read: estimated, or measured
         self.clear_button.setToolTip("Forget every height given: each person as the video reads them")
         self.clear_button.clicked.connect(self.clear_heights)
         self.rows = QWidget()
@@ -300,7 +301,8 @@ class HeightsPanel(QWidget):
         for row, person in enumerate(self.people, start=1):
             tid = person.track_id
             reads = QLabel(estimated_text(person))
-            spin = HeightSpin(person.stature_m)
+            measured = person.source in ("multi-view", "floor")  # sized by the cameras, not estimated
+            spin = HeightSpin(person.stature_m, empty=MEASURED if measured else ESTIMATED)
             spin.setObjectName(f"height_{tid}")
             start = values.get(tid, given.get(tid, self.everyone))
             spin.set_height(start)

@@ -198,6 +198,27 @@ def test_centimetres_and_a_decimal_comma_are_read_as_meant_and_other_typos_said(
         assert any(m.startswith(f"{typed} is no standing height") for m in window.banner.messages()), typed
 
 
+def test_people_sized_by_cameras_or_a_floor_read_measured_not_estimated(qtbot):
+    """A person triangulated by several cameras (or sized by a calibrated floor) read "1.39 m (several cameras)"
+    beside a height field reading "estimated", which invites a height that then rescales a measured person."""
+    from ui.heights import ESTIMATED, MEASURED, HeightsPanel, PersonHeight
+
+    panel = HeightsPanel()
+    qtbot.addWidget(panel)
+    panel.set_people([PersonHeight(0, 1.64, "multi-view"), PersonHeight(1, 1.37, "floor"),
+                      PersonHeight(2, 1.70, "estimated")])
+    assert [panel.spins[t].text() for t in (0, 1, 2)] == [MEASURED, MEASURED, ESTIMATED]
+    assert panel.clear_button.text() == "Clear heights"  # was "All estimated"
+    spin = panel.spins[0]
+    spin.show()
+    spin.lineEdit().selectAll()
+    qtbot.keyClicks(spin.lineEdit(), "1.6")
+    qtbot.keyClick(spin.lineEdit(), Qt.Key.Key_Return)
+    assert spin.height() == 1.6
+    spin.set_height(None)
+    assert spin.text() == MEASURED and spin.height() is None
+
+
 def test_live_poses_keep_their_size_and_their_export_is_finished_with_the_heights(qtbot, window, clip, tmp_path):
     window.state.loop = True
     window.open_source(str(clip))  # live
