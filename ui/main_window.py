@@ -336,6 +336,8 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, WindowCalibration, Wi
     # ------------------------------------------------------------------ mode, model
 
     def set_mode(self, mode: str) -> None:
+        if self.views_result_kept():
+            return
         if mode == "offline":
             self.process_whole_file()
         elif self.state.mode != "live" or self.sequence is not None:
@@ -366,6 +368,8 @@ class MainWindow(WindowEvents, WindowResults, WindowViews, WindowCalibration, Wi
 
     def process_whole_file(self) -> None:
         """Offline mode: bidirectional pass over the whole file, then play the result."""
+        if self.views_result_kept():
+            return
         if classify(self.state.source) != "file" or self.source_info is None or self.source_info.is_live:
             self.show_error("Offline processing needs a video file: open one first.")
             self.show_mode("live")

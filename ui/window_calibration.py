@@ -48,6 +48,8 @@ class WindowCalibration:
         --calibration``: its tracking starts with it); a file that cannot be read or a camera whose image size
         is not the source's is a message, and the previous calibration stays. True when it is used."""
         spec = self.state.source if source is None else source
+        if source is None and self.views_result_kept():  # the cameras' result has its calibration
+            return False
         if classify(spec) == "recording":
             self.show_error("A recording replays the poses it recorded: open its video or the camera to track it "
                             "with a calibration.")

@@ -177,6 +177,19 @@ class WindowViews:
             return partial(ReplaySession, seq)
         return partial(view_replay, seen_from(seq, result.cameras, self._view_shown, result.offsets))
 
+    def views_result_kept(self) -> bool:
+        """True, with a message, where a several-camera result is shown: tracking its first video again (Process
+        whole file, the Mode, a calibration) replaced it with that one video's, silently, under the banner that
+        still said the cameras' result was shown."""
+        result = self.views_result
+        if result is None:
+            return False
+        self.show_error(f"This is the result of {len(result.views)} calibrated cameras, kept: File > Open several "
+                        "cameras… tracks them again; File > Open video tracks one video alone (Export the result "
+                        "first to keep it).")
+        self.show_mode("live" if result.sequence.metadata.get("mode") == "live" else "offline")  # as it was tracked
+        return True
+
     def forget_views(self) -> None:
         """Another source or result: no several-camera result, the Camera picker hidden, the Source panel's
         camera line the source's own again."""

@@ -248,6 +248,37 @@ def test_heights_given_with_views_scale_the_result_when_it_comes(qtbot, tmp_path
     window.close()
 
 
+@gui
+def test_tracking_the_first_video_again_keeps_the_cameras_result(qtbot, tmp_path):
+    """Process whole file (or the Mode, or Calibration…) on a several-camera result re-tracked its first video
+    alone and replaced the triangulated result, under a banner still saying the cameras' result was shown."""
+    from posetracker.depth.camera_meta import CameraFov
+    from posetracker.motion.finish import finish_sequence
+    from posetracker.multiview.fuse import fuse_views
+    from posetracker.multiview.process import ViewsResult
+    from test_multiview import CAMERAS, moving_body
+    from test_multiview_fuse import _view_sequences
+    from ui.main_window import MainWindow
+
+    fused = fuse_views(CAMERAS, _view_sequences([moving_body(20), moving_body(20, shift=(0.0, 1.2, 0.0))]))
+    seq, _ = finish_sequence(fused, CameraFov(60.0, "user", "calibration"), rigid_bones=True)
+    views = [str(make_video(tmp_path / f"{c.name}.mp4", frames=24)) for c in CAMERAS]
+    window = MainWindow(services=fake_services())
+    qtbot.addWidget(window)
+    window.show_views_result(ViewsResult(views, seq, [], list(CAMERAS), [0, 0, 0, 0], []))
+    wait_until(qtbot, lambda: window.source_info is not None, 10)
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam0"]))
+    for again in (window.process_whole_file, lambda: window.set_mode("live"), lambda: window.load_calibration([calib])):
+        again()
+        qtbot.wait(300)
+        assert window.views_result is not None and window.sequence is seq and window.calibration is None
+        assert any(m.startswith("This is the result of 4 calibrated cameras, kept") for m in window.banner.messages())
+        assert window.state.mode == "offline"
+    window.open_source(views[1])  # another source still opens (and drops the result, as before)
+    assert window.views_result is None
+    window.close()
+
+
 @pytest.fixture
 def trial_clips(tmp_path):
     """The real trial's 4 views cut to their first 10 frames (cam01-04.mp4) and its calibration."""
