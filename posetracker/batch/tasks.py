@@ -142,8 +142,9 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
     """Join a video's chunks (``results``: :func:`track_chunk`'s, in order) and write its outputs, atomically
     each, as for a video tracked in one piece (a Ray task's body; runs in-process too). Returns its manifest
     record: ``failed`` with the first failed chunk's error, if any; ``seconds`` is the chunks' time and its own;
-    ``warnings``, where there are any: the finishing step's (``motion.finish``: ids that may have swapped)."""
-    from posetracker.export import get_exporter
+    ``warnings``, where there are any: the finishing step's (``motion.finish``: ids that may have swapped) and the
+    exports' (a person a format could not take)."""
+    from posetracker.export import get_exporter, write_reporting
     from posetracker.motion.finish import finish_sequence
     from posetracker.motion.heights import parse_heights
     from posetracker.tracking.join import join_parts
@@ -162,12 +163,14 @@ def finish_chunks(path: str, rel: str, out_dir: str, settings: BatchSettings, mo
         # as posetracker process finishes it (bones rigid since the join; no swap repair: process's default)
         seq, warnings = finish_sequence(seq, results[0].get("camera"), rigid_bones=True,
                                         heights=parse_heights(settings.height))
-        if warnings:
-            record["warnings"] = warnings
         written: list[str] = []
         for fmt, target in output_paths(Path(out_dir), Path(rel), settings.formats).items():
             target.parent.mkdir(parents=True, exist_ok=True)
-            written += [str(p) for p in get_exporter(fmt).write(seq, target, force=True)]
+            files, warned = write_reporting(get_exporter(fmt), seq, target, force=True)
+            written += [str(p) for p in files]
+            warnings = [*warnings, *warned]  # a person a format could not take (BVH: a joint never seen)
+        if warnings:
+            record["warnings"] = warnings
         record.update(status="done", frames=len(seq), outputs=written,
                       video_seconds=float(seq.frames[-1].timestamp - seq.frames[0].timestamp) + 1.0 / seq.fps)
     except _ChunkFailed as exc:
