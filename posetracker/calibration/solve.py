@@ -126,8 +126,8 @@ def calibrate_views(found: Sequence[dict[int, BoardView]], sizes: Sequence[tuple
     least = 1 if intrinsics else MIN_VIEWS
     for n, (views, size, name) in enumerate(zip(found, sizes, names)):
         if len(views) < least:
-            raise BoardCalibrationError(f"{name}: the {board.describe()} was found in {len(views)} frame(s) (need "
-                                        f"{least}): check the board's size and kind, and that it is whole and "
+            raise BoardCalibrationError(f"camera {name}: the {board.describe()} was found in {len(views)} frame(s) "
+                                        f"(need {least}): check the board's size and kind, and that it is whole and "
                                         "sharp in the frames")
         if intrinsics:
             K, dist = intrinsics[n].K, intrinsics[n].dist
@@ -173,13 +173,15 @@ def _intrinsics(views: dict[int, BoardView], size: tuple[int, int], board: Board
     try:
         rms, K, dist, rvecs, _ = cv2.calibrateCamera(obj, img, tuple(int(v) for v in size), None, None, flags=flags)
     except cv2.error as exc:
-        raise BoardCalibrationError(f"{name}: OpenCV could not calibrate from the board's views: {exc}") from None
+        raise BoardCalibrationError(f"camera {name}: OpenCV could not calibrate from the board's views: "
+                                    f"{exc}") from None
     normals = np.array([cv2.Rodrigues(r)[0][:, 2] for r in rvecs])
     spread = float(np.degrees(np.arccos(np.clip(normals @ normals.T, -1, 1))).max())
     if spread < MIN_TILT_DEG:
-        raise BoardCalibrationError(f"{name}: the board faces the camera the same way in every view (its tilt varies "
-                                    f"by {spread:.1f} degrees; need {MIN_TILT_DEG:g}): the focal length cannot be told "
-                                    "from its distance; tilt the board towards and away from the camera as you move it")
+        raise BoardCalibrationError(f"camera {name}: the board faces the camera the same way in every view (its tilt "
+                                    f"varies by {spread:.1f} degrees; need {MIN_TILT_DEG:g}): the focal length cannot "
+                                    "be told from its distance; tilt the board towards and away from the camera as "
+                                    "you move it")
     d = np.zeros(5)
     d[:min(5, dist.size)] = np.asarray(dist, np.float64).ravel()[:5]
     return np.asarray(K, np.float64), d, float(rms)

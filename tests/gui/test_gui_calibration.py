@@ -305,7 +305,8 @@ def test_the_board_dialog_says_what_went_wrong(qtbot, tmp_path, board_clips):
     dialog.rows.setValue(6)
     assert dialog.start_run()
     wait_until(qtbot, lambda: not dialog.running(), 120)
-    assert dialog.message.text().startswith("Cam1: the checkerboard 7x6, squares 80 mm was found in 0 frame(s)")
+    message = dialog.message.text()  # was "Cam1: the ...", the camera's name capitalised
+    assert message.startswith("Camera cam1: the checkerboard 7x6, squares 80 mm was found in 0 frame(s)")
     assert "color" in dialog.message.styleSheet() and not (tmp_path / "new.toml").exists()
     dialog.kind.setCurrentIndex(0)
     dialog.rows.setValue(5)
