@@ -20,7 +20,7 @@ from typing import Any
 from posetracker.multiview.calibration import CameraCalibration
 from posetracker.multiview.live_sources import PairStats
 from posetracker.multiview.one_view import fit_camera
-from posetracker.multiview.process import ViewsError, ViewsResult
+from posetracker.multiview.process import NO_PEOPLE, ViewsError, ViewsResult
 
 # progress(the pairing so far, seconds since the sources started)
 LiveProgress = Callable[[PairStats, float], None]
@@ -127,8 +127,9 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
              f"{len(seq)} instants in {seconds:.1f} s ({stats.instants / seconds:.1f} per s; frames dropped per "
              f"source {stats.dropped}; {'paired by time' if paced else 'in lock step'}), {len(cameras)} views, "
              f"{people} {'person' if people == 1 else 'people'} in 3-D"]
-    return ViewsResult([str(s) for s in sources], seq, notes + warnings, list(cameras), [0] * len(cameras), lines,
-                       kept if videos is not None else None)
+    nobody = [] if people else [NO_PEOPLE]  # written as asked, but said, as offline
+    return ViewsResult([str(s) for s in sources], seq, nobody + notes + warnings, list(cameras), [0] * len(cameras),
+                       lines, kept if videos is not None else None)
 
 
 def _keeper(folder, opened, cameras, keeping):

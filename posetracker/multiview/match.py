@@ -103,6 +103,8 @@ def match_tracks(cameras: Sequence[CameraCalibration], tracks: Sequence[Mapping[
     """
     nodes = [tr for view in tracks for tr in view.values()]
     n = len(nodes)
+    if n == 0:  # nobody tracked in any view (an empty room, dark views): no one to match
+        return []
     cost = np.full((n, n), np.nan)
     present = np.array([tr.present for tr in nodes]).reshape(n, -1)
     overlap = (present[:, None] & present[None]).any(-1)

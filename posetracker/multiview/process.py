@@ -24,6 +24,9 @@ from posetracker.multiview.calibration import (CalibrationError, CameraCalibrati
 from posetracker.multiview.one_view import fit_camera
 from posetracker.types import PoseSequence
 
+NO_PEOPLE = ("no person was matched across the views and triangulated: no one in view, a clip too short (a person is "
+             "matched on 10 frames seen by two views), views that do not see the same people at the same time, or a "
+             "calibration that is not these cameras'")
 # progress(view index, frames done in that view, its frame count or None)
 ViewProgress = Callable[[int, int, "int | None"], None]
 
@@ -227,6 +230,8 @@ def process_views(views: Sequence[str], cameras: Sequence[CameraCalibration], ma
     camera = CameraFov(calibrated_fov(cameras[0]), "user", f"calibration {calibration_name}, camera {cameras[0].name}")
     seq, warnings = finish_sequence(fused, camera, rigid_bones=rigid_bones, heights=heights,
                                     repair_swaps=repair_swaps)
+    if not seq.track_ids():  # written as asked, but said: an empty result is no answer
+        warnings = [NO_PEOPLE, *warnings]
     return ViewsResult([str(v) for v in views], seq, warnings, adjusted_cameras(cameras, seq), list(offsets),
                        describe(seq.metadata["multiview"]))
 

@@ -152,3 +152,21 @@ def test_ctrl_c_during_several_views_says_nothing_was_written(tmp_path, capsys, 
     out = tmp_path / "o.json"
     assert main(["process", "cam01.mp4", "cam02.mp4", "--calibration", calib, "--out", str(out)]) == 130
     assert f"interrupted: nothing was written to {out}" in capsys.readouterr().err and not out.exists()
+
+
+def test_a_result_with_nobody_in_it_says_why_it_may_be(tmp_path):
+    """Six frames, or videos of other cameras: '0 people in 3-D', exit 0 and nothing else said."""
+    from posetracker.multiview.process import NO_PEOPLE
+    from posetracker.skeletons import load_skeleton
+    from posetracker.types import PoseFrame, PoseSequence
+
+    class Nobody:  # a session that sees no one
+        def run(self, source, fps, total=None, progress=None, cancel=None, metadata=None):
+            skeleton = load_skeleton("human18")
+            frames = [PoseFrame.empty(i, i / 30, skeleton.num_joints, (64, 96)) for i in range(6)]
+            return PoseSequence(frames, fps=30.0, skeleton=skeleton, metadata=dict(metadata or {}))
+
+    views = [write_clip(tmp_path / "cam01.mp4", frames=6), write_clip(tmp_path / "cam02.mp4", frames=6)]
+    cameras = read_calibration(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
+    result = process_views(views, cameras, lambda fov: Nobody(), calibration_name="calib.toml")
+    assert not result.sequence.track_ids() and result.warnings[0] == NO_PEOPLE
