@@ -314,10 +314,15 @@ def read_calibration(path: str | Path, fmt: str | None = None) -> list[CameraCal
 def read_calibrations(paths: list[str | Path]) -> list[CameraCalibration]:
     """The cameras of several calibration files (e.g. one OpenCV file per camera), in order, in metres
     (:func:`in_metres`); names must differ."""
+    twice = [p for i, p in enumerate(paths) if Path(p).resolve() in [Path(q).resolve() for q in paths[:i]]]
+    if twice:
+        raise CalibrationError(f"{twice[0]} is given twice: give each calibration file once")
     cams = [c for p in paths for c in read_calibration(p)]
     names = [c.name.lower() for c in cams]
     if len(set(names)) != len(names):
-        raise CalibrationError(f"two cameras share a name in {', '.join(map(str, paths))}: {[c.name for c in cams]}")
+        shared = sorted({c.name for c in cams if names.count(c.name.lower()) > 1})
+        raise CalibrationError(f"two cameras share a name ({', '.join(shared)}) in {', '.join(map(str, paths))}: "
+                               "each camera once")
     return in_metres(cams)
 
 

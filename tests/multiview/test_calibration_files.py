@@ -170,3 +170,14 @@ def test_a_result_with_nobody_in_it_says_why_it_may_be(tmp_path):
     cameras = read_calibration(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))
     result = process_views(views, cameras, lambda fov: Nobody(), calibration_name="calib.toml")
     assert not result.sequence.track_ids() and result.warnings[0] == NO_PEOPLE
+
+
+def test_a_calibration_file_given_twice_is_said_so(tmp_path):
+    from posetracker.multiview.calibration import read_calibrations
+
+    calib = write_toml(tmp_path / "calib.toml", ["cam01", "cam02"])
+    with pytest.raises(CalibrationError, match=r"calib\.toml is given twice"):  # was "two cameras share a name in
+        read_calibrations([calib, calib])                                  # calib.toml, calib.toml: ['cam01', ...]"
+    other = write_toml(tmp_path / "other.toml", ["cam02", "cam03"])
+    with pytest.raises(CalibrationError, match=r"two cameras share a name \(cam02\) in "):
+        read_calibrations([calib, other])
