@@ -115,7 +115,12 @@ def read_view(files: str | Path | Sequence[str | Path], video: str | None = None
         raise CalibrationError(f"{', '.join(Path(p).name for p in paths)} has {len(cameras)} cameras "
                                f"({', '.join(names)}): choose one")
     else:
-        chosen = camera_named(cameras, Path(video).stem)
+        try:
+            chosen = camera_named(cameras, Path(video).stem)
+        except CalibrationError:
+            raise CalibrationError(f"{Path(video).name} names no camera of the calibration ({', '.join(names)}): "
+                                   "its file name must contain its camera's name, e.g. "
+                                   f"{names[0]}{Path(video).suffix}") from None
     return CalibratedView(chosen, tuple(paths), names)
 
 

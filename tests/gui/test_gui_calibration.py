@@ -35,7 +35,8 @@ def test_one_view_picks_its_camera_and_checks_the_frames(tmp_path, calib):
     assert read_view(calib, camera="cam03").camera.name == "cam03"
     with pytest.raises(CalibrationError, match=r"has 3 cameras \(cam01, cam02, cam03\): choose one"):
         read_view(calib)
-    with pytest.raises(CalibrationError, match="no camera 'side'"):
+    with pytest.raises(CalibrationError, match=r"side.mp4 names no camera of the calibration \(cam01, cam02, cam03\): "
+                                               r"its file name must contain its camera's name, e.g. cam01.mp4"):
         read_view(calib, "side.mp4")
     fov = view.camera_fov()
     assert fov.source == "user" and fov.detail == "calibration calib.toml, camera cam02"
