@@ -1,7 +1,8 @@
 """Agreement of detected heel strikes with hand-counted ones (``tests/data/gait_hand_events.json``).
 
 The hand file lists clips (a path under ../shared, the frames to ``evaluate`` and
-the heel-strike frames, feet not told apart). :func:`clip_agreement` runs
+the heel-strike frames, feet not told apart; ``held_out`` for a clip counted after the
+contact thresholds were chosen on the others). :func:`clip_agreement` runs
 :func:`~posetracker.analysis.gait.analyse_gait` on a tracked clip and matches the
 heel strikes of both feet inside the window to the hand ones, one to one, within a
 tolerance (:func:`match_events`). ``studies/tools/gait_agreement.py`` prints the table of
@@ -26,6 +27,7 @@ class HandClip:
     fps: float
     evaluate: tuple[int, int]  # first and last frame compared, inclusive
     heel_strikes: tuple[int, ...]
+    held_out: bool = False  # counted after the contact thresholds were chosen (on the other clips)
 
 
 @dataclass(frozen=True)
@@ -81,9 +83,13 @@ def load_hand_events(path: str | Path) -> list[HandClip]:
     data = json.loads(Path(path).read_text())
     try:
         clips = [HandClip(c["path"], float(c["fps"]), (int(c["evaluate"][0]), int(c["evaluate"][1])),
-                          tuple(int(f) for f in c["heel_strikes"])) for c in data["clips"]]
+                          tuple(int(f) for f in c["heel_strikes"]), bool(c.get("held_out", False)))
+                 for c in data["clips"]]
     except (KeyError, TypeError, IndexError) as exc:
         raise ValueError(f"{path}: not a hand-event file ({exc!r})") from None
+    for raw in data["clips"]:
+        if not isinstance(raw.get("held_out", False), bool):
+            raise ValueError(f"{path}: {raw['path']}: held_out must be true or false, not {raw['held_out']!r}")
     for c in clips:
         lo, hi = c.evaluate
         if not all(lo <= f <= hi for f in c.heel_strikes):

@@ -6,7 +6,9 @@
 Tracks every clip of tests/data/gait_hand_events.json offline (one person, the shipped
 model; a few minutes on two CPU cores), or reads DIR/<clip stem>.json when --poses holds
 it (the tracked poses are saved there on the first run), and prints one Markdown table
-row per clip: hand events, found, missed, extra and the mean absolute frame error.
+row per clip: hand events, found, missed, extra and the mean absolute frame error, then
+an "all" row over the clips the contact thresholds were chosen on and an "all (held out)"
+row over the clips marked "held_out" (counted after the thresholds were chosen).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     print("| clip | frames evaluated | hand | found | missed (hand frames) | extra (detected frames) | MAE (frames) "
           "| mean error | cadence hand / detected (steps/min) |")
     print("|---|---|---|---|---|---|---|---|---|")
-    total = {"hand": 0, "found": 0, "extra": 0, "abs": 0.0}
+    totals = {held_out: {"hand": 0, "found": 0, "extra": 0, "abs": 0.0} for held_out in (False, True)}
     for clip in load_hand_events(args.hand):
         video = args.shared / clip.path
         if not video.exists():
@@ -74,16 +76,21 @@ def main(argv: list[str] | None = None) -> int:
         lo, hi = clip.evaluate
         detected = [f for f in detected_heel_strikes(seq, settings) if lo <= f <= hi]
         cadence = f"{step_cadence(list(clip.heel_strikes), clip.fps):.1f} / {step_cadence(detected, clip.fps):.1f}"
-        print(f"| {Path(clip.path).name} | {lo}-{hi} | {len(a.truth)} | {len(a.found)} | {len(a.missed)} "
-              f"{list(a.missed)} | {len(a.extra)} {list(a.extra)} | {a.mae_frames:.2f} | {a.errors.mean():+.2f} "
-              f"| {cadence} |")
+        name = Path(clip.path).name + (" (held out)" if clip.held_out else "")
+        errors = f"{a.mae_frames:.2f} | {a.errors.mean():+.2f}" if a.found else "- | -"
+        print(f"| {name} | {lo}-{hi} | {len(a.truth)} | {len(a.found)} | {len(a.missed)} "
+              f"{list(a.missed)} | {len(a.extra)} {list(a.extra)} | {errors} | {cadence} |")
+        total = totals[clip.held_out]
         total["hand"] += len(a.truth)
         total["found"] += len(a.found)
         total["extra"] += len(a.extra)
         total["abs"] += float(abs(a.errors).sum())
-    if total["found"]:
-        print(f"| all | | {total['hand']} | {total['found']} | {total['hand'] - total['found']} | {total['extra']} "
-              f"| {total['abs'] / total['found']:.2f} | | |")
+    for held_out, label in ((False, "all"), (True, "all (held out)")):
+        total = totals[held_out]
+        if total["hand"]:
+            mae = f"{total['abs'] / total['found']:.2f}" if total["found"] else "-"
+            print(f"| {label} | | {total['hand']} | {total['found']} ({100 * total['found'] / total['hand']:.0f} %) "
+                  f"| {total['hand'] - total['found']} | {total['extra']} | {mae} | | |")
     return 0
 
 
