@@ -189,9 +189,9 @@ class TrackingSession(FramePeople):
         self.stream.reset()
         self._pending: deque[Pending] = deque()
         self.whole_track_report: dict = {}  # offline: what motion.whole_track changed (the metadata's entries)
-        # one subject (max people 1): every detection continues its track, so it keeps one id
-        oks = {"oks_threshold": 0.0} if self.config.people.max_people == 1 else {}
-        self.tracker = PoseTracker(self.spec, fix_swaps=self.config.motion.fix_swaps, **oks)
+        # one subject (max people 1): every detection within a body's reach continues its track, so it keeps one id
+        tracker = PoseTracker.one_subject if self.config.people.max_people == 1 else PoseTracker
+        self.tracker = tracker(self.spec, fix_swaps=self.config.motion.fix_swaps)
         self.tracker.reset(first_id)
         self.smoother = LiveSolve(PoseSmoother(self.spec, mode)) if mode == "live" else PoseSmoother(self.spec, mode)
         self.sides = LiveSides(self.spec)  # live: people seen from behind, left and right by their facing

@@ -44,6 +44,7 @@ number of numpy calls whatever the number of people.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -53,6 +54,12 @@ from posetracker.skeletons import SkeletonSpec
 from posetracker.tracking.mirror import crossed_pairs, mirror_pairs, permute_joints, swap_permutation
 from posetracker.tracking.similarity import oks_matrix
 from posetracker.types import PoseFrame, ShapeError
+
+#: one subject (``max_jump``): how far a body may move per second beyond the jump, in its own sizes (a sprinter
+#: covers ~5 m/s, three statures a second)
+BODY_SPEED = 4.0
+#: the session's ``max_jump`` for one subject: half its size in one frame, on top of BODY_SPEED
+ONE_SUBJECT_JUMP = 0.5
 
 _FIELDS = ("xy", "known", "observed", "vel", "vbody", "t", "area", "hits", "ids")
 
@@ -81,6 +88,12 @@ class PoseTracker:
                    drifted prediction still clears it). 0: any detection
                    continues a live track (one subject, max people 1: a
                    misread frame must not start a second id).
+    max_jump:      with ``oks_threshold`` 0 (one subject), a detection whose centre (the mean of the joints seen
+                   in both) lies farther from both a track's prediction's and its last position's than its size (the
+                   square root of its keypoint-box area) x (``max_jump`` + ``BODY_SPEED`` x the seconds since its last
+                   match) does not continue it (an animal read end to end keeps its centre, and its track):
+                   the subject the detector picked changed (max people 1 on a clip with two people), and gliding
+                   one track from one person to the other is no motion. None: no such limit.
     min_confidence: joints below it are ignored (not used for matching/motion).
     min_joints:    confident joints a detection needs to start a track.
     joint_horizon: seconds the per-joint part of the velocity is extrapolated
@@ -96,6 +109,7 @@ class PoseTracker:
         min_hits: int = 3,
         oks_threshold: float = 0.2,
         *,
+        max_jump: float | None = None,
         min_confidence: float = 0.3,
         min_joints: int = 3,
         joint_horizon: float = 0.1,
@@ -108,6 +122,7 @@ class PoseTracker:
         self.max_age = float(max_age)
         self.min_hits = int(min_hits)
         self.oks_threshold = float(oks_threshold)
+        self.max_jump = None if max_jump is None else float(max_jump)
         self.min_confidence = float(min_confidence)
         self.min_joints = int(min_joints)
         self.joint_horizon = float(joint_horizon)
@@ -116,6 +131,13 @@ class PoseTracker:
         self.pairs = mirror_pairs(spec)
         self.sigmas = joint_sigmas(spec)
         self.reset()
+
+    @classmethod
+    def one_subject(cls, spec: SkeletonSpec, **kwargs) -> PoseTracker:
+        """A tracker for one subject (max people 1): any detection within a body's reach (``ONE_SUBJECT_JUMP``)
+        continues the track, so a misread frame starts no second id, and one out of reach (the detector picked
+        another person) starts a new one."""
+        return cls(spec, oks_threshold=0.0, max_jump=ONE_SUBJECT_JUMP, **kwargs)
 
     def reset(self, first_id: int = 0) -> None:
         """Drop every track; new ids start at ``first_id``."""
@@ -195,6 +217,8 @@ class PoseTracker:
                               np.concatenate([self.area, self.area]), det_xy, det_ok, det_area, self.sigmas,
                               self.min_area)  # (2N, D): the predictions' rows, then the last positions'
             sim = np.maximum(both[:n], both[n:])
+            if self.max_jump is not None:
+                sim = np.where(self._within_reach(pred, det_xy, det_ok, t), sim, -1.0)
             rows, cols = self._match(sim)
             if rows.size and self.fix_swaps and self.pairs.size:
                 frame, det_xy, det_ok = self._unswap(frame, rows, cols, pred, det_xy, det_ok)
@@ -224,6 +248,20 @@ class PoseTracker:
         return dataclasses.replace(frame, track_ids=out)
 
     __call__ = update
+
+    def _within_reach(self, pred: np.ndarray, det_xy: np.ndarray, det_ok: np.ndarray, t: float) -> np.ndarray:
+        """(N, D) bool: detection d's centre lies within track n's reach (``max_jump``) of its prediction's ``pred``
+        (N, K, 2) or of its last position's, each centre the mean of the joints seen in both; a pair with no joint
+        seen in both is within reach (nothing says otherwise)."""
+        reach = np.sqrt(np.maximum(self.area, self.min_area)) * (self.max_jump + BODY_SPEED * np.maximum(t - self.t, 0.0))
+        near = np.zeros((self.num_tracks, det_xy.shape[0]), bool)
+        for at in (pred, self.xy):
+            both = (self.known[:, None] & det_ok[None] & np.isfinite(at).all(-1)[:, None])[..., None]  # (N, D, K, 1)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # no joint in both: an all-nan slice
+                gap = np.nanmean(np.where(both, det_xy[None] - at[:, None], np.nan), axis=2)  # (N, D, 2)
+            near |= ~(np.linalg.norm(gap, axis=-1) > reach[:, None])  # nan (nothing to compare) counts as near
+        return near
 
     def _match(self, sim: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Hungarian matching, confirmed tracks first: a tentative track (e.g. a duplicate

@@ -212,14 +212,31 @@ def test_seek_back_resets() -> None:
 
 
 def test_one_subject_keeps_one_id_through_a_misread_frame() -> None:
-    """oks_threshold 0 (the session's choice for max people 1): a detection far from the
-    prediction (a frame read tail to head) still continues the track; 0.2 starts a new one."""
+    """One subject (``PoseTracker.one_subject``, the session's for max people 1): a detection far from the
+    prediction for one frame (another blob read as the subject) starts no second id: it stays unconfirmed and
+    the subject's track goes on; a subject read end to end keeps its centre and its id; 0.2 (several people)
+    starts new ids."""
     rng = np.random.default_rng(0)
     frames = [([0], [person(100 + 2 * i, 120, rng)]) for i in range(10)]
     frames[6] = ([0], [person(400, 300, rng)])  # one misread frame, far away
+    frames[8] = ([0], [(STANDING * [1, -1]) + [116, 120]])  # read upside down, in place
     frames += [([0], [person(120 + 2 * i, 120, rng)]) for i in range(10, 16)]
-    assert ids_of(run(PoseTracker(SPEC, oks_threshold=0.0), frames), 0, 2) == {0}
+    result = run(PoseTracker.one_subject(SPEC), frames)
+    assert ids_of(result, 0, 2) - {-1} == {0} and result[6][0] == -1 and result[8][0] == 0
+    assert ids_of(run(PoseTracker(SPEC, oks_threshold=0.0), frames), 0, 2) == {0}  # any detection: the glitch too
     assert len(ids_of(run(PoseTracker(SPEC), frames), 0, 2)) > 1
+
+
+def test_one_subject_that_changes_gets_a_new_id() -> None:
+    """Max people 1 on a clip with two people: the one person the detector keeps moves from one to the other,
+    900 px away, and stays there. The second person gets a new id; continuing the first's id (any detection
+    continues) made the motion solve glide one body across the image between the two."""
+    rng = np.random.default_rng(0)
+    frames = [([0], [person(200 + 2 * i, 300, rng)]) for i in range(10)]
+    frames += [([1], [person(1100 - 3 * i, 500, rng)]) for i in range(10, 30)]
+    result = run(PoseTracker.one_subject(SPEC), frames)
+    assert ids_of(result, 0, 2) == {0} and ids_of(result, 1, 13) == {1}
+    assert ids_of(run(PoseTracker(SPEC, oks_threshold=0.0), frames), 1, 13) == {0}
 
 
 def test_session_tracks_one_subject_with_any_match() -> None:
@@ -228,6 +245,6 @@ def test_session_tracks_one_subject_with_any_match() -> None:
 
     net = PoseNet(SPEC)
     assert TrackingSession(net, SessionConfig(network=NetworkSettings(runtime="torch"),
-                                              people=PeopleSettings(max_people=1))).tracker.oks_threshold == 0.0
+                                              people=PeopleSettings(max_people=1))).tracker.max_jump is not None
     assert TrackingSession(net, SessionConfig(network=NetworkSettings(runtime="torch"),
                                               people=PeopleSettings(max_people=2))).tracker.oks_threshold == 0.2
