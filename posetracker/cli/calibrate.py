@@ -40,11 +40,11 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
         return 2
     intrinsics = None
     if args.intrinsics:
-        from posetracker.multiview.calibration import CalibrationError, camera_named, read_calibrations
+        from posetracker.multiview.calibration import CalibrationError, camera_of_video, read_calibrations
 
         try:
             known = read_calibrations(args.intrinsics)
-            intrinsics = [known[0] if len(known) == 1 and len(args.videos) == 1 else camera_named(known, Path(v).stem)
+            intrinsics = [known[0] if len(known) == 1 and len(args.videos) == 1 else camera_of_video(known, v)
                           for v in args.videos]
         except (CalibrationError, OSError, ValueError) as exc:
             print(calibration_error(args.intrinsics, exc, "--intrinsics"), file=sys.stderr)

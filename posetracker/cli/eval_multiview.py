@@ -93,10 +93,10 @@ def format_scores(views: dict, peer_name: str | None) -> str:
 def cmd_eval_multiview(args: argparse.Namespace) -> int:
     from posetracker.evaluation.multiview_reference import evaluate_views
     from posetracker.export.json_io import read_sequence
-    from posetracker.multiview.calibration import camera_named, read_calibrations
+    from posetracker.multiview.calibration import camera_of_video, read_calibrations
 
     cameras = read_calibrations(args.calibration)
-    chosen = [camera_named(cameras, Path(v).stem) for v in args.views]
+    chosen = [camera_of_video(cameras, v) for v in args.views]
     if args.peer and len(args.peer) != len(args.views):
         raise ValueError(f"--peer: one readings file per view ({len(args.views)}), got {len(args.peer)}")
     sequences = [read_sequence(p) for p in _results_for(args)]

@@ -355,6 +355,17 @@ def unit_note(cameras: list[CameraCalibration]) -> str:
             f"{1000 * rig_extent(cameras):.0f} units from each other or its origin: no room's metres)")
 
 
+def camera_of_video(cameras: list[CameraCalibration], video: str | Path) -> CameraCalibration:
+    """The camera whose name ``video``'s file name contains (:func:`camera_named`); a CalibrationError that says how
+    to name the file where none does."""
+    try:
+        return camera_named(cameras, Path(video).stem)
+    except CalibrationError:
+        raise CalibrationError(f"{Path(video).name} names no camera of the calibration "
+                               f"({', '.join(c.name for c in cameras)}): its file name must contain its camera's name, "
+                               f"e.g. {cameras[0].name}{Path(video).suffix}") from None
+
+
 def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibration:
     """The camera called ``name`` (case-insensitive), or one whose name is contained in it (``cam01`` in
     ``cam01.mp4``'s stem); the error lists the cameras."""

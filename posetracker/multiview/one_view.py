@@ -18,7 +18,7 @@ from pathlib import Path
 
 from posetracker.depth.camera_meta import CameraFov
 from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
-                                               read_calibrations)
+                                               camera_of_video, read_calibrations)
 from posetracker.types import PoseSequence
 
 SCALE_TOLERANCE = 0.01  # relative difference of the two sides' scales still taken as the same camera scaled
@@ -115,12 +115,7 @@ def read_view(files: str | Path | Sequence[str | Path], video: str | None = None
         raise CalibrationError(f"{', '.join(Path(p).name for p in paths)} has {len(cameras)} cameras "
                                f"({', '.join(names)}): choose one")
     else:
-        try:
-            chosen = camera_named(cameras, Path(video).stem)
-        except CalibrationError:
-            raise CalibrationError(f"{Path(video).name} names no camera of the calibration ({', '.join(names)}): "
-                                   "its file name must contain its camera's name, e.g. "
-                                   f"{names[0]}{Path(video).suffix}") from None
+        chosen = camera_of_video(cameras, video)
     return CalibratedView(chosen, tuple(paths), names)
 
 

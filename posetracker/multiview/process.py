@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
-                                               read_calibrations, unit_note)
+                                               camera_of_video, read_calibrations, unit_note)
 from posetracker.multiview.one_view import fit_camera
 from posetracker.types import PoseSequence
 
@@ -98,14 +98,7 @@ def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str]
     if len(cameras) < len(views):
         raise CalibrationError(f"the calibration has {len(cameras)} camera{'s' * (len(cameras) != 1)} "
                                f"({_names(cameras)}) for {len(views)} videos: each video needs its own camera")
-    chosen = []
-    for view in views:
-        try:
-            chosen.append(camera_named(list(cameras), Path(view).stem))
-        except CalibrationError:
-            raise CalibrationError(f"{Path(view).name} names no camera of the calibration ({_names(cameras)}): each "
-                                   "video's file name must contain its camera's name, e.g. "
-                                   f"{cameras[0].name}{Path(view).suffix}") from None
+    chosen = [camera_of_video(list(cameras), view) for view in views]
     for i, cam in enumerate(chosen):
         for j in range(i):
             if Path(views[i]).resolve() == Path(views[j]).resolve():
