@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import os
 import tempfile
 import warnings
 from collections.abc import Iterator
@@ -220,7 +221,7 @@ def quantise(float_path: Path, ranges: dict[str, list[float]], dst: Path,
                             activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, nodes_to_quantize=nodes,
                             calibrate_method=CalibrationMethod.Percentile, calibration_cache_path=str(cache))
         dst.parent.mkdir(parents=True, exist_ok=True)
-        tmp_dst = dst.with_suffix(".tmp")
+        tmp_dst = dst.with_suffix(f".{os.getpid()}.tmp")  # two processes quantising at once do not share a file
         onnx.save(onnx.load(str(out)), str(tmp_dst))
         tmp_dst.replace(dst)
     return dst
