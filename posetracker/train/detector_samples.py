@@ -128,13 +128,14 @@ def crop_matrix(centre: np.ndarray, crop_px: float, rng: np.random.Generator | N
                 aug: AugmentConfig) -> tuple[np.ndarray, bool]:
     """(2, 3) affine source px -> input px of a top-down crop: the ``crop_px`` square around ``centre`` (2,)
     scaled to the input (:mod:`posetracker.decoding.top_down`), then (``rng``) rotated / scaled about the
-    input's centre, the centre shifted by up to 5% of the crop (the whole-frame pass finds it only roughly),
-    and flipped."""
+    input's centre, the centre shifted by up to ``aug.crop_shift`` of the crop on each axis (the whole-frame
+    pass finds it only roughly), and flipped."""
     c = INPUT_SIZE / 2.0
     s = INPUT_SIZE / crop_px
     cx, cy = float(centre[0]), float(centre[1])
     if rng is not None:
-        cx, cy = cx + rng.uniform(-0.05, 0.05) * crop_px, cy + rng.uniform(-0.05, 0.05) * crop_px
+        shift = aug.crop_shift
+        cx, cy = cx + rng.uniform(-shift, shift) * crop_px, cy + rng.uniform(-shift, shift) * crop_px
     to_input = np.array([[s, 0, c - cx * s], [0, s, c - cy * s], [0, 0, 1]], np.float64)
     if rng is None:
         return to_input[:2], False

@@ -47,12 +47,14 @@ class AugmentConfig:
     blur: float = 0.0  # chance of a Gaussian blur
     background: float = 0.0  # chance that the floor around the animals becomes a texture from ``backgrounds``
     backgrounds: tuple[str, ...] = ()  # image folders (a config gives them relative to its data_root)
+    crop_shift: float = 0.05  # top-down crops: the centre moved by up to this fraction of the crop, each axis
 
     def key(self) -> list:
         extra = [self.grey, self.invert, self.gamma, self.blur, self.background,
                  ["/".join(Path(b).parts[-2:]) for b in self.backgrounds]]
         return [self.variants, self.rotate_deg, list(self.scale), self.flip, self.colour,
-                *([self.defocus] if self.defocus else []), *(extra if self.photometric or self.background else [])]
+                *([self.defocus] if self.defocus else []), *(extra if self.photometric or self.background else []),
+                *([["crop_shift", self.crop_shift]] if self.crop_shift != 0.05 else [])]
 
     @property
     def photometric(self) -> bool:

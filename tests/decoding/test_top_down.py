@@ -193,3 +193,18 @@ def test_an_animal_not_found_is_searched_where_the_last_frame_had_it():
     assert with_missing(one, last, 1, FLY.root, 160).num_people == 1  # the count is met
     assert with_missing(one, None, 2, FLY.root, 160).num_people == 1  # nothing known yet
     assert with_missing(one, last[:1], 2, FLY.root, 160).num_people == 1  # the one known is the one found
+
+
+def test_training_crops_move_the_centre_by_up_to_crop_shift():
+    """The crop model learns to read an animal whose centre the whole-frame pass placed off by crop_shift."""
+    def offsets(shift):
+        rng = np.random.default_rng(1)
+        aug = AugmentConfig(rotate_deg=0.0, scale=(1.0, 1.0), flip=False, colour=0.0, crop_shift=shift)
+        out = []
+        for _ in range(400):
+            m, _ = crop_matrix(np.array([500.0, 400.0]), 160, rng, aug)
+            out.append(m @ [500.0, 400.0, 1.0] - 128)  # where the labelled centre lands, from the input's middle
+        return np.abs(np.array(out)) / 256  # as a fraction of the crop
+    default, wide = offsets(0.05), offsets(0.15)
+    assert default.max() <= 0.05 + 1e-9 and wide.max() <= 0.15 + 1e-9 and wide.max() > 0.12
+    assert AugmentConfig().key() == AugmentConfig(crop_shift=0.05).key() != AugmentConfig(crop_shift=0.15).key()
