@@ -85,14 +85,14 @@ class AnimalCrops(SecondLook):
         crop_px, root, known = session.spec.top_down["crop_px"], session.spec.root, session.config.people.known_count
         read = people
         people = read_crops(read, meta.frame, root, crop_px, session._crop_people, keep=known, turns=session.crop_turns,
-                            rounds=session.crop_rounds)
+                            rounds=session.crop_rounds, search=session.crop_search)
         if tracked:  # a known number of animals, one not read: searched where the last frame had it
             missing = with_missing(people, getattr(session, "_last_roots", None), known, root, crop_px)
             if missing.num_people > people.num_people:
                 extra = missing.take(np.arange(people.num_people, missing.num_people))
                 people = read_crops(DecodedPeople.concat([read, extra]), meta.frame, root, crop_px,
                                     session._crop_people, keep=known, turns=session.crop_turns,
-                                    rounds=session.crop_rounds)
+                                    rounds=session.crop_rounds, search=session.crop_search)
                 people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
         return people
 

@@ -69,7 +69,7 @@ from posetracker.pipeline_live import torch_threads as _threads
 from posetracker.refiners import RefinerChain, default_refiners, load_chain
 from posetracker.session_config import (  # noqa: F401 (re-exported)
     LIVE_CENTRE_EVERY, LIVE_CROP_ROUNDS, LIVE_CROP_TURNS, TILE_GRID, DepthSettings, Mode, MotionSettings, NetworkSettings, PeopleSettings, RefineSettings,
-    SessionConfig,
+    SessionConfig, top_down_reading,
 )
 from posetracker.skeletons import SkeletonSpec
 from posetracker.tracked_crops import tracked_crops_for
@@ -124,12 +124,8 @@ class TrackingSession(FramePeople):
         if self.crop_model is not None and self.config.network.runtime == "auto":  # the crops' batch in ONNX Runtime
             self.crop_model.accelerate(self.config.network.threads,  # live: its 8-bit body where it ships
                                        int8=self.config.network.int8 and self.config.mode == "live")
-        own_turns = int(self.spec.top_down.get("turns", 1))  # top-down: turned reads of each crop (RefineSettings)
-        self.crop_turns = self.config.refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS)
-                                                            if self.config.mode == "live" else own_turns)
-        self.crop_rounds = self.config.refine.crop_rounds or (LIVE_CROP_ROUNDS if self.config.mode == "live"
-                                                              else int(self.spec.top_down.get("rounds", 1)))
-        self.centre_every = self.config.refine.centre_every or (LIVE_CENTRE_EVERY if self.config.mode == "live" else 1)
+        self.crop_turns, self.crop_rounds, self.crop_search, self.centre_every = top_down_reading(
+            self.spec.top_down, self.config.refine, self.config.mode)  # top-down: how each animal's crop is read
         self.tracked_crops = tracked_crops_for(self)  # live top-down: crops where the last frame had the animals
         tiles = self.config.refine.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video

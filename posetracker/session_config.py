@@ -32,6 +32,7 @@ TILE_GRID = {"image": 2, "offline": 1, "live": 1}
 
 LIVE_CROP_TURNS = 2  # live: at most this many turned reads of an animal's crop (RefineSettings.crop_turns)
 LIVE_CROP_ROUNDS = 1  # live: each animal's crop read once (RefineSettings.crop_rounds)
+SEARCH_SHIFT = 0.15  # offline top-down: an unsure animal's crop read again this fraction of the crop around it
 LIVE_CENTRE_EVERY = 3  # live top-down: the whole-frame centre model every this many frames (RefineSettings.centre_every)
 
 
@@ -115,6 +116,10 @@ class RefineSettings:
     # reading of its root (read_crops); None: the skeleton's top_down rounds offline, LIVE_CROP_ROUNDS live (fly13:
     # 3 offline: the held-out walking flies 11.56 -> 8.56 px at 2.2x the CPU a frame, studies/fly13.md)
     crop_rounds: int | None = None
+    # top-down modes: an animal read unsurely is read again from crops this fraction of the crop around it
+    # (decoding.top_down.search_unsure); None: SEARCH_SHIFT offline, 0 (none) live (fly13 offline: held-out walking
+    # flies found 90 -> 100 %, studies/fly13.md)
+    crop_search: float | None = None
     # live top-down modes with a crop model (fly13): the whole-frame centre model reads every centre_every-th frame
     # (and any frame whose crops, placed where the last frame read the animals, lose one: tracked_crops); None:
     # LIVE_CENTRE_EVERY live, 1 offline (1: every frame, through the live stream)
@@ -127,6 +132,8 @@ class RefineSettings:
             raise ValueError(f"crop_turns must be 1, 2, 4 or 8, got {self.crop_turns}")
         if self.crop_rounds is not None and self.crop_rounds not in (1, 2, 3):
             raise ValueError(f"crop_rounds must be 1, 2 or 3, got {self.crop_rounds}")
+        if self.crop_search is not None and not 0.0 <= self.crop_search <= 0.5:
+            raise ValueError(f"crop_search must be in [0, 0.5] (a fraction of the crop), got {self.crop_search}")
         if self.centre_every is not None and self.centre_every < 1:
             raise ValueError(f"centre_every must be >= 1, got {self.centre_every}")
         if self.tile_grid is not None and self.tile_grid < 1:
@@ -194,3 +201,14 @@ class SessionConfig:
         if isinstance(values["refine"].get("refiners"), list):
             values["refine"]["refiners"] = tuple(values["refine"]["refiners"])
         return cls(mode=settings.get("mode", "live"), **{g: GROUPS[g](**v) for g, v in values.items()})
+
+
+def top_down_reading(top_down: Mapping[str, Any], refine: RefineSettings, mode: Mode) -> tuple[int, int, float, int]:
+    """(crop turns, crop rounds, crop search, centre every) of a session of a top-down mode whose skeleton says
+    ``top_down`` (its turns and rounds): ``refine``'s where given, else the mode's defaults (RefineSettings)."""
+    live = mode == "live"
+    own_turns = int(top_down.get("turns", 1))
+    turns = refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if live else own_turns)
+    rounds = refine.crop_rounds or (LIVE_CROP_ROUNDS if live else int(top_down.get("rounds", 1)))
+    search = refine.crop_search if refine.crop_search is not None else 0.0 if live else SEARCH_SHIFT
+    return turns, rounds, search, refine.centre_every or (LIVE_CENTRE_EVERY if live else 1)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 
 import cv2
 import numpy as np
@@ -37,6 +38,7 @@ from posetracker.decoding.people import DecodedPeople
 REPEAT_FRAC = 0.1  # two readings whose joints lie a mean < this x the crop side apart are one animal
 MAP_KEYS = ("heatmaps", "offsets", "vectors", "depth")
 CROP_INPUT = 256  # the side crops are cut at: the network's input (model.preprocess.INPUT_SIZE; numpy only here)
+UNSURE = 0.2  # search_unsure: a reading whose mean joint confidence is under this is searched around
 
 
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:
@@ -137,14 +139,63 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
-               keep: int | None = None, turns: int = 1, rounds: int = 1) -> DecodedPeople:
+               keep: int | None = None, turns: int = 1, rounds: int = 1, search: float = 0.0) -> DecodedPeople:
     """:func:`read_crops_once` ``rounds`` times, each round's crops centred on the last round's readings of the
     root: a crop model reads an animal best at the centre it was trained on, and its own reading of the root
     is nearer the truth than the whole-frame pass's (fly13 offline, held-out walking flies, every joint 11.56 px
-    with one round, 9.77 with 2, 8.56 with 3; the thorax 10.7 -> 8.2 -> 6.9 px; studies/fly13.md)."""
+    with one round, 9.77 with 2, 8.56 with 3; the thorax 10.7 -> 8.2 -> 6.9 px; studies/fly13.md).
+    With ``search`` > 0, each round also reads an unsure animal again around its reading (:func:`search_unsure`).
+    """
     for _ in range(rounds):
-        people = read_crops_once(people, rgb, root, crop_px, read, size, keep, turns)
+        people = read_crops_once(people, rgb, root, crop_px, read, size, None if search else keep, turns)
+        if search:
+            people = search_unsure(people, rgb, root, crop_px, read, size, turns, search)
+            people = people if keep is None or people.num_people <= keep else people.take(most_confident(people, keep))
     return people
+
+
+def _sureness(confidence: np.ndarray) -> np.ndarray:
+    """(P, K) joint confidences -> (P,) mean over the joints read at all (confidence > 0); 0 where none is."""
+    read = confidence > 0
+    return np.where(read, confidence, 0.0).sum(-1) / np.maximum(read.sum(-1), 1)
+
+
+def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
+                  read: Callable[[np.ndarray], list[DecodedPeople]], size: int, turns: int, shift: float,
+                  unsure: float = UNSURE) -> DecodedPeople:
+    """Each animal read from a crop with a mean joint confidence under ``unsure`` read again from crops centred
+    ``shift`` x ``crop_px`` from its root in 8 directions (each alone, ``turns`` turns); the surest reading
+    replaces it where it is surer, its root within 2 x ``shift`` x ``crop_px`` of the old one and not within a
+    quarter crop of another animal's root (a crop that reached the neighbour).
+
+    A crop model reads the animal centred in its crop; where the whole-frame pass puts an animal's centre on its
+    head (the centre model on flies ~2.7x larger than it learnt: the centred-pair clip's 384 px frames), the
+    crop's reading is unsure (mean joint confidence ~0.1) and stays there round after round; a crop on the body
+    reads it surely, and the next round centres on that (studies/fly13.md, held-out walking flies found 90 ->
+    100 %)."""
+    sure = _sureness(people.confidence)
+    kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
+    turns_at = np.arange(8) * np.pi / 4
+    steps = np.stack([np.cos(turns_at), np.sin(turns_at)], axis=1) * shift * crop_px  # (8, 2) px
+    for p in np.flatnonzero(sure < unsure):
+        start = people.keypoints[p, root].astype(np.float64)
+        if not np.isfinite(start).all():
+            continue
+        others = np.delete(kp[:, root], p, axis=0).astype(np.float64)
+        best = sure[p]
+        for step in steps:
+            seed = people.take(np.array([p]))
+            moved = seed.keypoints.copy()
+            moved[0, root] = start + step
+            r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, turns)
+            at = r.keypoints[0, root].astype(np.float64) if r.num_people else np.full(2, np.nan)
+            if not np.isfinite(at).all() or np.linalg.norm(at - start) > 2 * shift * crop_px \
+                    or (len(others) and np.nanmin(np.linalg.norm(others - at, axis=-1), initial=np.inf) < crop_px / 4):
+                continue
+            s = float(_sureness(r.confidence)[0])
+            if s > best:
+                best, kp[p], conf[p], pred[p] = s, r.keypoints[0], r.confidence[0], r.predicted[0]
+    return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
 
 
 def read_crops_once(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,

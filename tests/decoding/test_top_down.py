@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import centred_person, crop_window, cut_crop, read_crops
+from posetracker.decoding.top_down import centred_person, crop_window, cut_crop, read_crops, search_unsure
 from posetracker.model.preprocess import INPUT_SIZE
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
@@ -208,3 +208,41 @@ def test_training_crops_move_the_centre_by_up_to_crop_shift():
     default, wide = offsets(0.05), offsets(0.15)
     assert default.max() <= 0.05 + 1e-9 and wide.max() <= 0.15 + 1e-9 and wide.max() > 0.12
     assert AugmentConfig().key() == AugmentConfig(crop_shift=0.05).key() != AugmentConfig(crop_shift=0.15).key()
+
+
+def _blob_reader(k: int, size: int = 256):
+    """A stand-in crop model: reads the bright blob surely (0.9) when it lies within 8 % of the crop's centre, and
+    otherwise, as a crop model trained on centred animals does, an animal at the crop's centre unsurely (0.1)."""
+    def read(crops):
+        out = []
+        for c in crops:
+            ys, xs = np.nonzero(c[..., 0] > 100)
+            at = np.array([xs.mean(), ys.mean()]) if xs.size else np.array([np.nan, np.nan])
+            near = xs.size and np.linalg.norm(at - size / 2) < 0.08 * size
+            xy, conf = (at, 0.9) if near else (np.full(2, size / 2), 0.1)
+            kp = np.tile(xy, (1, k, 1)).astype(np.float32)
+            out.append(DecodedPeople(kp, np.full((1, k), conf, np.float32), np.array([conf], np.float32),
+                                     np.zeros((1, k)), kp.copy()))
+        return out
+    return read
+
+
+def test_an_unsure_reading_is_searched_around_until_a_crop_reads_it_surely():
+    k, crop_px = FLY.num_joints, 160.0
+    rgb = np.zeros((600, 600, 3), np.uint8)
+    rgb[296:305, 296:305] = 255  # the animal's body at (300, 300)
+    seed_xy = np.full((1, k, 2), (324.0, 300.0), np.float32)  # the whole-frame pass put its centre on its head
+    seed = DecodedPeople(seed_xy, np.full((1, k), 0.3, np.float32), np.array([0.5], np.float32), np.zeros((1, k)),
+                         seed_xy.copy())
+    read = _blob_reader(k)
+    plain = read_crops(seed, rgb, FLY.root, crop_px, read, turns=2, rounds=3)
+    assert plain.confidence.max() == pytest.approx(0.1)  # round after round at the head, unsure
+    found = read_crops(seed, rgb, FLY.root, crop_px, read, turns=2, rounds=3, search=0.15)
+    assert found.confidence.min() == pytest.approx(0.9)
+    np.testing.assert_allclose(found.keypoints[0, FLY.root], (300, 300), atol=1.5)
+    # a surer reading that lies on another animal (a quarter crop from its root) is not taken
+    other = DecodedPeople(np.full((1, k, 2), (300.0, 310.0), np.float32), np.full((1, k), 0.9, np.float32),
+                          np.array([0.9], np.float32), np.zeros((1, k)), np.full((1, k, 2), (300.0, 310.0), np.float32))
+    both = DecodedPeople.concat([plain, other])
+    kept = search_unsure(both, rgb, FLY.root, crop_px, read, 256, 2, 0.15)
+    np.testing.assert_allclose(kept.keypoints[0], plain.keypoints[0])

@@ -17,7 +17,7 @@ OLD_FLAT = """{"mode": "offline", "lookahead": 2, "chunk": 12, "overlap": 4, "ma
  "fit_input": false, "low_light": false, "refiners": ["crop", "graph"], "crop_budget_ms": 20.0, "tile_grid": 3,
  "crop_turns": 4, "two_stage": false}"""
 
-NEWER_THAN_FLAT = {"crop_weights", "crop_rounds", "centre_every"}  # RefineSettings.crop_weights (issue #47), crop_rounds, centre_every (#49)
+NEWER_THAN_FLAT = {"crop_weights", "crop_rounds", "crop_search", "centre_every"}  # RefineSettings.crop_weights (issue #47), crop_rounds, crop_search, centre_every (#49)
 
 
 def test_an_old_flat_file_reads_back_into_the_groups() -> None:

@@ -21,7 +21,7 @@ class _Session:
 
     def __init__(self):
         self.config = SessionConfig(mode="offline", people=PeopleSettings(max_people=2, known_count=2))
-        self.spec, self.crop_turns, self.crop_rounds = load_skeleton("fly13"), 1, 1
+        self.spec, self.crop_turns, self.crop_rounds, self.crop_search = load_skeleton("fly13"), 1, 1, 0.0
         self.crops = 0
 
     def _crop_people(self, crops: np.ndarray) -> list[DecodedPeople]:
