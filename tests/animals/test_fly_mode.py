@@ -9,8 +9,9 @@ from conftest import shared_path
 
 
 def test_fly_held_out_scores():
-    """models/refiners-and-animals.md: 2.44 px mean on frames 800-999, 1 of 400 flies reversed; here every 10th
-    of those frames (40 flies) with two flies known to be there, as ``--animals 2``."""
+    """The shipped pair on frames 800-999 read as stills (each frame alone, offline: 8 turns, 3 rounds, the search):
+    2.56 px mean, 399 of 400 flies found (frame 980 misses one), none reversed (studies/fly13.md, 2026-12-07);
+    here every 10th of those frames (40 flies, frame 980 among them) with two flies known to be there."""
     from posetracker.evaluation.held_out import evaluate_items
     from posetracker.model.weights import load_posenet
     from posetracker.session import PeopleSettings, RefineSettings, SessionConfig, TrackingSession
@@ -25,9 +26,9 @@ def test_fly_held_out_scores():
                                                                      refine=RefineSettings(refiners=())))
     assert session.crop_turns == 8
     s = evaluate_items(session.process_image, held_out[::10], cols, fly)
-    assert len(held_out) == 200 and s["found"] == 40
-    assert s["mean_px"] == pytest.approx(2.44, abs=0.3) and s["reversed"] == 0 and s["oriented"] == 40
-    assert s["pck@0.1"] == pytest.approx(0.963, abs=0.02)
+    assert len(held_out) == 200 and s["found"] >= 39
+    assert s["mean_px"] == pytest.approx(2.27, abs=0.3) and s["reversed"] == 0 and s["oriented"] == s["found"]
+    assert s["pck@0.1"] == pytest.approx(0.953, abs=0.02)
 
 
 def test_the_shipped_fly_mode_reads_eight_turns_offline_and_two_live():
