@@ -48,6 +48,13 @@ def _companion(net, ranges, path):
     return path
 
 
+def _feature_gap(float_path, q_path, crops) -> float:
+    """||float - 8-bit|| / ||float|| of the two graphs' head features (N, C, h, w) on ``crops``."""
+    a = _session(float_path, 1).run(["head_features"], {"images": crops})[0]
+    b = _session(q_path, 1).run(["head_features"], {"images": crops})[0]
+    return float(np.linalg.norm(a - b) / np.linalg.norm(a))
+
+
 def _heat_gap(float_path, q_path, crops) -> tuple[float, float]:
     """(mean, max) abs difference of the two graphs' heatmaps (N, K, h, w) on ``crops``."""
     a = _session(float_path, 1).run(["heatmaps"], {"images": crops})[0]
@@ -74,11 +81,13 @@ def test_the_8_bit_crop_graph_reads_a_synthetic_crop_close_to_float_and_broken_r
     mean, worst = _heat_gap(float_path, q_path, crop)
     assert 0 < mean < 0.003 and worst < 0.5, (mean, worst)  # 8 bits: close, not equal (measured 3e-4, 0.26)
 
-    # broken quantisation: every range a hundredth as wide (the activations clipped) reads far off
+    # broken quantisation: every range a hundredth as wide (the activations clipped) reads far off. Compared on the
+    # features the heads read (relative L2 gap): the heatmaps of a synthetic dark-on-light crop are faint (peak 0.13
+    # for the crop model of 2026-12-07), so an 8-bit graph that reads nothing is near them too
+    assert _feature_gap(float_path, q_path, crop) < 0.15  # measured 0.06
     narrow = {k: [lo / 100, hi / 100] for k, (lo, hi) in ranges.items()}
     broken = quantised_still_path(net, _companion(net, narrow, tmp_path / "narrow.int8.safetensors"))
-    b_mean, b_worst = _heat_gap(float_path, broken, crop)
-    assert not (b_mean < 0.003 and b_worst < 0.5), (b_mean, b_worst)  # measured 0.022, 0.70
+    assert _feature_gap(float_path, broken, crop) > 0.5  # measured 0.83
 
 
 def test_a_companion_of_other_weights_gives_no_8_bit_graph(tmp_path, monkeypatch):
