@@ -154,12 +154,6 @@ def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float
     return people
 
 
-def _sureness(confidence: np.ndarray) -> np.ndarray:
-    """(P, K) joint confidences -> (P,) mean over the joints read at all (confidence > 0); 0 where none is."""
-    read = confidence > 0
-    return np.where(read, confidence, 0.0).sum(-1) / np.maximum(read.sum(-1), 1)
-
-
 def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                   read: Callable[[np.ndarray], list[DecodedPeople]], size: int, turns: int, shift: float,
                   unsure: float = UNSURE) -> DecodedPeople:
@@ -173,7 +167,7 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
     crop's reading is unsure (mean joint confidence ~0.1) and stays there round after round; a crop on the body
     reads it surely, and the next round centres on that (studies/fly13.md, held-out walking flies found 90 ->
     100 %)."""
-    sure = _sureness(people.confidence)
+    sure = np.nan_to_num(people.confidence).mean(-1)  # (P,) as most_confident: a joint not read counts 0
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     turns_at = np.arange(8) * np.pi / 4
     steps = np.stack([np.cos(turns_at), np.sin(turns_at)], axis=1) * shift * crop_px  # (8, 2) px
@@ -182,9 +176,8 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
         if not np.isfinite(start).all():
             continue
         others = np.delete(kp[:, root], p, axis=0).astype(np.float64)
-        best = sure[p]
+        best, seed = sure[p], people.take(np.array([p]))
         for step in steps:
-            seed = people.take(np.array([p]))
             moved = seed.keypoints.copy()
             moved[0, root] = start + step
             r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, turns)
@@ -192,7 +185,7 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
             if not np.isfinite(at).all() or np.linalg.norm(at - start) > 2 * shift * crop_px \
                     or (len(others) and np.nanmin(np.linalg.norm(others - at, axis=-1), initial=np.inf) < crop_px / 4):
                 continue
-            s = float(_sureness(r.confidence)[0])
+            s = float(np.nan_to_num(r.confidence[0]).mean())
             if s > best:
                 best, kp[p], conf[p], pred[p] = s, r.keypoints[0], r.confidence[0], r.predicted[0]
     return DecodedPeople(kp, conf, people.scores, people.depth_reads, pred)
