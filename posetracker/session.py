@@ -94,8 +94,8 @@ class TrackingSession(FramePeople):
         self.notices: list[str] = []  # problems that do not stop tracking (for the app to show)
         kinds = self.config.refine.refiners
         if kinds is None:
-            kinds = default_refiners(self.spec.name, self.config.mode, refiners_dir)
-            if missing := [k for k in default_refiners(self.spec.name, self.config.mode) if k not in kinds]:
+            kinds = default_refiners(self.spec, self.config.mode, refiners_dir)
+            if missing := [k for k in default_refiners(self.spec, self.config.mode) if k not in kinds]:
                 self.notices.append(f"{self.config.mode} mode runs without its default refiner(s) {', '.join(missing)}: "
                                     f"no {self.spec.name} weights for them beside the model in {refiners_dir} "
                                     f"(copy them there from the shipped models, or name refiners to use)")

@@ -287,12 +287,6 @@ class ModelPanel(QWidget):
             box.toggled.connect(lambda _on: self.refiners_changed.emit(self.checked_refiners()))
             layout.insertWidget(len(self.refiner_boxes), box)
             self.refiner_boxes.append(box)
-        from posetracker.refiners import DEFAULT_REFINERS
-
-        always = [refiner_label(k).split(" (")[0] for k in DEFAULT_REFINERS["offline"] if k in names]
-        if always:  # ui.services.real_session adds them to whole-file processing, ticked or not
-            extra = f"Process whole file always runs: {', '.join(always)}."
-            note = f"{note} {extra}" if note else extra
         self.refiner_note.setText(note or "")
         self.refiner_note.setVisible(bool(note) or not names)
         if not names and not note:

@@ -71,7 +71,7 @@ def session_config(choice: ModelChoice):
     kinds = None if choice.refiners is None else tuple(choice.refiners)
     if kinds is not None and choice.mode == "offline":  # whole-file processing adds the offline defaults
         folder = Path(weights).parent if weights else None
-        kinds += tuple(k for k in default_refiners(spec.name, "offline", folder) if k not in kinds)
+        kinds += tuple(k for k in default_refiners(spec, "offline", folder) if k not in kinds)
     config = SessionConfig(mode=choice.mode, network=NetworkSettings(lookahead=choice.lookahead, threads=1),
                            people=PeopleSettings(max_people=choice.max_people,
                                                  known_count=choice.max_people if choice.exact_count else None),
@@ -96,22 +96,26 @@ RefinerLister = Callable[[str], tuple[list[str], str | None]]
 
 def refiner_names(skeleton: str = "human18") -> tuple[list[str], str | None]:
     """Refiner kinds with trained weights for ``skeleton`` (a user mode's: in its folder), and a note for the
-    user (or None). Never raises: a broken registry or plug-in becomes the note."""
+    user (or None): which of them whole-file processing always runs (the mode's offline defaults,
+    :func:`session_config`). Never raises: a broken registry or plug-in becomes the note."""
     mode = None
     try:
         from posetracker import refiners
 
         mode = user_mode_for(skeleton)
-        if mode is not None:
-            names = list(refiners.available_refiners(load_skeleton(mode.skeleton).name, mode.folder))
-        else:
-            names = list(refiners.available_refiners(skeleton))
+        spec = load_skeleton(mode.skeleton if mode is not None else skeleton)
+        folder = mode.folder if mode is not None else None
+        names = list(refiners.available_refiners(spec.name, folder) if folder else refiners.available_refiners(spec.name))
+        always = [refiners.refiner_label(k).split(" (")[0] for k in refiners.default_refiners(spec, "offline", folder)
+                  if k in names]
         errors = refiners.plugin_errors()
     except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
         return [], f"Refiners could not be loaded: {exc}"
     notes = [] if names else [f"No refiners are trained for {mode.name if mode else skeleton}."]
     if errors:
         notes.append("Broken refiner plug-ins: " + "; ".join(f"{n}: {e}" for n, e in sorted(errors.items())))
+    if always:
+        notes.append(f"Process whole file always runs: {', '.join(always)}.")
     return names, " ".join(notes) or None
 
 

@@ -33,7 +33,9 @@ log = logging.getLogger(__name__)
 # models/refiners-and-animals.md has 1,500 steps in 14.7 min (mouse4) and studies/fly13.md 1,500 in
 # 17.7 min (85-100 a minute). Assumed: the user's machine is about as fast (a faster one finishes early), the
 # training runs on one thread (TRAIN_THREADS) and the config's batch is 16. The budget counts training steps
-# only: reading the labelled frames (8 warped copies each) and scoring the held-out frames come on top.
+# only: reading the labelled frames (8 warped copies each), the heatmap refiner (the import's 800 steps per 1,500,
+# ~1.5 steps/s beside another training job on the same VM, 2026-12-07: ~0.47 x the detector's time) and scoring the
+# held-out frames come on top.
 STEPS_PER_MINUTE = 78
 TRAIN_THREADS = 1  # one thread, like the app's live session: the app stays responsive while it trains
 DEFAULT_MINUTES = 5  # a short first run (~390 steps); the shipped mouse mode had 1,500
@@ -244,7 +246,8 @@ class TrainDialog(WorkerDialog):
             text = f"≈ {steps} training steps at ~{STEPS_PER_MINUTE} steps a minute on one CPU thread"
         else:
             text = f"≈ {max(1, round(steps / STEPS_PER_MINUTE))} min of training on one CPU thread"
-        self.length_hint.setText(text + "; reading the frames and scoring come on top.")
+        self.length_hint.setText(text + "; the heatmap refiner (about half as long again), reading the frames and "
+                                        "scoring come on top.")
 
     # ------------------------------------------------------------------ running
 

@@ -11,7 +11,6 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from pathlib import Path
 
 from posetracker.defaults import DEFAULT_MAX_PEOPLE
@@ -62,38 +61,16 @@ def cmd_detector(args: argparse.Namespace) -> int:
 
 
 def cmd_refiner(args: argparse.Namespace) -> int:
-    import torch
-
     from posetracker.model.weights import load_posenet
-    from posetracker.refiners import RefinerError, build_refiner, refiner_path, save_refiner
-    from posetracker.train.detector import first_features, graph_refiner_loss, heatmap_refiner_loss, run_training
+    from posetracker.train.detector_run import TrainingError, train_refiner
 
     cfg, spec, train_items, val_items, cols = _setup(args)
     weights = Path(args.weights) if args.weights else cfg.out_path
-    net = load_posenet(weights, spec)
-    data = _samples(cfg, spec, net, train_items, cols)
-    params = cfg.heatmap if args.kind == "heatmap" else cfg.graph
-    refiner = build_refiner(args.kind, spec, **params)
+    data = _samples(cfg, spec, load_posenet(weights, spec), train_items, cols)
     try:
-        refiner.check_budget(net)  # method B step 5: detector and refiner together stay small
-    except RefinerError as exc:
+        _, history = train_refiner(cfg, spec, weights, data, args.kind, args.steps, args.out, _log)
+    except TrainingError as exc:
         raise SystemExit(f"error: {exc}") from None
-    gen = torch.Generator().manual_seed(cfg.seed + 1)
-    t1 = time.time()
-    net.eval()
-
-    def loss(b):
-        feats = first_features(net, b["taps"], train=False)
-        if args.kind == "heatmap":
-            return heatmap_refiner_loss(net, refiner, feats, b["images"], b["tgt"], cfg, gen)
-        return graph_refiner_loss(net, refiner, feats, b["tgt"], cfg, gen)
-
-    steps = args.steps or (cfg.heatmap_steps if args.kind == "heatmap" else cfg.graph_steps)
-    history = run_training(loss, [{"params": list(refiner.parameters()), "lr": cfg.lr}], data, spec, cfg, steps,
-                           _log, args.kind)
-    path = Path(args.out) if args.out else refiner_path(args.kind, spec.name, weights.parent)
-    save_refiner(refiner.eval(), path, params, detector=weights.name)
-    _log(f"wrote {path} ({(time.time() - t1) / 60:.1f} min of training)")
     if args.log:
         _write_log(Path(args.log), history)
     return 0

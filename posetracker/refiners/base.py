@@ -166,20 +166,24 @@ def available_refiners(skeleton: str = "human18", models_dir: Path = MODELS_DIR)
 DEFAULT_REFINERS: dict[str, tuple[str, ...]] = {"offline": ("crop",), "live": ("crop-fast",)}
 
 
-def default_refiners(skeleton: str, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
+def default_refiners(skeleton: str | SkeletonSpec, mode: str, models_dir: Path | None = None) -> tuple[str, ...]:
     """The kinds a ``skeleton`` session runs by default in ``mode``: the skeleton's own (``refiners`` in its YAML,
-    e.g. mouse4's heatmap and graph refiners), else ``DEFAULT_REFINERS[mode]``; of those, the ones with weights
-    for it in ``models_dir`` (None: shipped); live mode's only where more than one CPU is usable
-    (``cpu_threads.usable_cpus``: they run on the live pipeline's second thread)."""
+    e.g. mouse4's heatmap and graph refiners, or a user-trained mode's, ``train.user_mode``), else
+    ``DEFAULT_REFINERS[mode]``; of those, the ones with weights for it in ``models_dir`` (None: shipped); live
+    mode's only where more than one CPU is usable (``cpu_threads.usable_cpus``: they run on the live pipeline's
+    second thread). ``skeleton``: a loaded skeleton, or a shipped one's name."""
     from posetracker.cpu_threads import usable_cpus
 
     if mode == "live" and usable_cpus() < 2:
         return ()
-    try:
-        own = load_skeleton(skeleton).refiners
-    except Exception:  # noqa: BLE001 - a skeleton not found by name (a user's file given by path): the product's
-        own = {}
-    have = available_refiners(skeleton, Path(models_dir) if models_dir is not None else MODELS_DIR)
+    name = skeleton if isinstance(skeleton, str) else skeleton.name
+    if isinstance(skeleton, str):
+        try:
+            skeleton = load_skeleton(skeleton)
+        except Exception:  # noqa: BLE001 - a name not shipped: the product's defaults
+            skeleton = None
+    own = skeleton.refiners if skeleton is not None else {}
+    have = available_refiners(name, Path(models_dir) if models_dir is not None else MODELS_DIR)
     return tuple(k for k in own.get(mode, DEFAULT_REFINERS.get(mode, ())) if k in have)
 
 

@@ -15,7 +15,7 @@ Progress = Callable[[int, int, str], None]  # (done, total: 0 = unknown, what is
 Cancel = Callable[[], bool]
 Log = Callable[[str], None]
 
-REPORT_REFINERS = ("none", "graph")  # the held-out report's refiner combinations
+REPORT_REFINERS = ("none", "graph", "heatmap", "heatmap+graph")  # the held-out report's refiner combinations
 
 
 class TrainingCancelled(Exception):
@@ -149,6 +149,67 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     save_posenet(net, out, source=src, trained="heads")
     log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
     return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
+
+
+def train_refiner(cfg, spec, weights: Path, data, kind: str, steps: int | None = None, out: str | Path | None = None,
+                  log: Log = _stderr, step_progress: Callable[[int, int, dict[str, float]], None] | None = None,
+                  cancel: Cancel | None = None) -> tuple[Path, list[dict[str, float]]]:
+    """``posetracker train refiner``: a ``kind`` refiner ("heatmap": method B; "graph": method C as a plug-in)
+    trained on the frozen detector ``weights`` for ``steps`` (default ``cfg.heatmap_steps`` / ``cfg.graph_steps``)
+    on ``data`` (:func:`detector_samples` of that detector's body), saved to ``out`` (default
+    ``refiner-<kind>-<skeleton>.safetensors`` beside ``weights``) only when every step ran -> (path, per-step
+    losses). TrainingError when the refiner would break its size budget beside the detector; ``cancel()`` True
+    between steps raises :class:`TrainingCancelled`."""
+    import torch
+
+    from posetracker.model.weights import load_posenet
+    from posetracker.refiners import RefinerError, build_refiner, refiner_path, save_refiner
+    from posetracker.train.detector import first_features, graph_refiner_loss, heatmap_refiner_loss, run_training
+
+    net = load_posenet(weights, spec).eval()
+    params = cfg.heatmap if kind == "heatmap" else cfg.graph
+    refiner = build_refiner(kind, spec, **params)
+    try:
+        refiner.check_budget(net)  # method B step 5: detector and refiner together stay small
+    except RefinerError as exc:
+        raise TrainingError(str(exc)) from None
+    gen = torch.Generator().manual_seed(cfg.seed + 1)
+    t1 = time.time()
+
+    def loss(b):
+        feats = first_features(net, b["taps"], train=False)
+        if kind == "heatmap":
+            return heatmap_refiner_loss(net, refiner, feats, b["images"], b["tgt"], cfg, gen)
+        return graph_refiner_loss(net, refiner, feats, b["tgt"], cfg, gen)
+
+    steps = steps or (cfg.heatmap_steps if kind == "heatmap" else cfg.graph_steps)
+    history = run_training(loss, [{"params": list(refiner.parameters()), "lr": cfg.lr}], data, spec, cfg, steps,
+                           log, kind, step_progress, cancel)
+    if len(history) < steps:
+        raise TrainingCancelled(f"{kind} refiner training cancelled after {len(history)} of {steps} steps")
+    path = Path(out) if out else refiner_path(kind, spec.name, Path(weights).parent)
+    save_refiner(refiner.eval(), path, params, detector=Path(weights).name)
+    log(f"wrote {path} ({(time.time() - t1) / 60:.1f} min of training)")
+    return path, history
+
+
+def helping_refiners(scores: dict[str, dict]) -> tuple[str, ...]:
+    """The refiners a trained mode runs by default, from :func:`held_out_report`'s ``scores``: of the
+    combinations that read the held-out frames better than none (PCK@0.1 not lower, as many animals found, mean
+    error lower), the one with the lowest mean error; () where none does (or nothing was scored)."""
+    base = scores.get("none")
+    if not base:
+        return ()
+
+    def better(r: dict) -> bool:
+        try:
+            return (r["found"] >= base["found"] and r["pck@0.1"] >= base["pck@0.1"]
+                    and r["mean_px"] < base["mean_px"])
+        except (KeyError, TypeError):  # a score missing (None: nothing found)
+            return False
+
+    helping = [(r["mean_px"], combo) for combo, r in scores.items() if combo != "none" and better(r)]
+    return tuple(min(helping)[1].split("+")) if helping else ()
 
 
 def resume_detector(net, done, name: str):

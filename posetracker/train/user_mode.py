@@ -10,9 +10,12 @@ held-out-eval`` do on the command line):
 - :func:`~posetracker.train.detector_run.train_detector`: the shared training of ``posetracker train
   detector`` (samples, FPN + heads + graph refiner jointly, the detector and its graph refiner saved side
   by side);
-- :func:`train_user_mode`: that, then the held-out report (refiners "none" and "graph") written beside
-  the weights as ``report.json``; with progress and cancel for the app;
-- :func:`install_user_mode`: an import folder's skeleton, weights, refiner and report -> a mode folder.
+- :func:`train_user_mode`: that, then the heatmap refiner (method B) on the frozen detector (``train refiner
+  --kind heatmap``), the held-out report (no refiner, each refiner, both) written beside the weights as
+  ``report.json``, and the combination that read the held-out frames better than none
+  (``detector_run.helping_refiners``) made the mode's default (``refiners:`` in its skeleton YAML, as the
+  shipped modes have it); with progress and cancel for the app;
+- :func:`install_user_mode`: an import folder's skeleton, weights, refiners and report -> a mode folder.
 
 The user modes folder (:func:`user_modes_dir`): ``$POSETRACKER_MODES`` or ``~/.local/share/posetracker/modes``::
 
@@ -20,6 +23,7 @@ The user modes folder (:func:`user_modes_dir`): ``$POSETRACKER_MODES`` or ``~/.l
         <name>.yaml                        the skeleton (its ``name:`` is <name>)
         posenet-<name>.safetensors         the detector: written LAST, a mode is listed once it is there
         refiner-graph-<name>.safetensors   its graph refiner (read beside the weights, like models/)
+        refiner-heatmap-<name>.safetensors its heatmap refiner
         report.json                        held-out scores, steps, sizes, source project
         training/                          (modes made by create_user_mode) the import: normalized.json,
                                            train.yaml, <name>.yaml, for ``posetracker train ... --config
@@ -45,7 +49,7 @@ from typing import Any
 
 from posetracker.train.detector_run import (  # noqa: F401 - TrainingCancelled, TrainingError: this API's errors too
     REPORT_REFINERS, Cancel, Log, Progress, TrainingCancelled, TrainingError, _stderr, detector_samples, held_out_report,
-    load_training, train_detector,
+    helping_refiners, load_training, train_detector, train_refiner,
 )
 
 REPORT = "report.json"
@@ -69,7 +73,7 @@ class UserModeResult:
 
     name: str
     weights: Path
-    refiner: Path
+    refiner: Path  # the graph refiner, trained with the detector
     report: dict
     report_path: Path
     history: list[dict[str, float]] = field(default_factory=list)
@@ -174,7 +178,8 @@ def _place(src: Path, dst: Path, move: bool) -> None:
 def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path | None = None,
                       replace: bool = False, move: bool = False) -> UserMode:
     """Copy (``move``: move) a trained import's ``<name>.yaml``, ``posenet-<name>.safetensors``,
-    ``refiner-graph-<name>.safetensors`` and ``report.json`` into ``<modes_dir>/<name>/``. The weights go
+    ``refiner-graph-<name>.safetensors``, ``refiner-heatmap-<name>.safetensors`` (where trained) and ``report.json``
+    into ``<modes_dir>/<name>/``. The weights go
     last, so the mode is listed only once whole. TrainingError when a file is missing or the mode exists
     (unless ``replace``)."""
     from posetracker.refiners import refiner_path
@@ -185,13 +190,13 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
     if not replace and read_user_mode(folder) is not None:
         raise TrainingError(f"A mode called {name!r} already exists in {root}; choose another name.")
     skeleton, weights = _mode_files(src, name)
-    refiner = refiner_path("graph", name, src)
+    refiners = [refiner_path(kind, name, src) for kind in ("graph", "heatmap")]
     missing = [str(p) for p in (skeleton, weights) if not p.is_file()]
     if missing:
         raise TrainingError(f"cannot install mode {name!r}: missing {', '.join(missing)} (train it first)")
     folder.mkdir(parents=True, exist_ok=True)
     _place(skeleton, folder / skeleton.name, move=False)  # the import keeps its skeleton (train.yaml names it)
-    for extra in (refiner, src / REPORT):
+    for extra in (*refiners, src / REPORT):
         if extra.is_file():
             _place(extra, folder / extra.name, move)
     _place(weights, folder / weights.name, move)
@@ -206,11 +211,13 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
 def train_user_mode(config_path: str | Path, steps: int | None = None, progress: Progress | None = None,
                     cancel: Cancel | None = None, log: Log | None = None, out: str | Path | None = None,
                     threads: int = 1) -> UserModeResult:
-    """Train the detector and graph refiner of a ``train detector`` config (:func:`train_detector`), then
-    score them on its held-out frames without and with the refiner; writes ``report.json`` beside the
-    weights. ``progress(done, total, message)``: per frame while reading features, per training step, per
-    held-out frame. ``cancel()`` True raises :class:`TrainingCancelled` (between steps; the weights are
-    written only after the last step, atomically, so a cancelled run leaves none behind)."""
+    """Train the detector and graph refiner of a ``train detector`` config (:func:`train_detector`), then the
+    heatmap refiner on the frozen detector (``heatmap_steps``, or as many of ``steps`` in the config's
+    proportion), score them on its held-out frames with each refiner combination and make the one that beats
+    none the mode's default (module docstring); writes ``report.json`` beside the weights. ``progress(done,
+    total, message)``: per frame while reading features, per training step, per held-out frame. ``cancel()``
+    True raises :class:`TrainingCancelled` (between steps; each weights file is written only after its last
+    step, atomically, so a cancelled run leaves no detector behind)."""
     import torch
 
     log = log or _stderr
@@ -226,30 +233,54 @@ def train_user_mode(config_path: str | Path, steps: int | None = None, progress:
             if progress is not None:
                 progress(done, total, f"Reading labelled frames: {done} / {total}")
 
-        def step(done: int, total: int, losses: dict[str, float]) -> None:
-            if progress is not None:
-                progress(done, total, f"Training: step {done} / {total}, loss {losses['loss']:.3f}")
+        def stage(what: str):
+            def step(done: int, total: int, losses: dict[str, float]) -> None:
+                if progress is not None:
+                    progress(done, total, f"{what}: step {done} / {total}, loss {losses['loss']:.3f}")
+            return step
+
+        kept = {}
+
+        def samples(net):
+            kept["data"] = detector_samples(cfg, spec, net, train_items, cols, log, features)
+            return kept["data"]
 
         features(0, len(train_items))
-        run = train_detector(cfg, spec, train_items, val_items, cols, steps, out, log,
-                             lambda net: detector_samples(cfg, spec, net, train_items, cols, log, features),
-                             step, cancel)
+        run = train_detector(cfg, spec, train_items, val_items, cols, steps, out, log, samples,
+                             stage("Training"), cancel)
+        heatmap_steps = cfg.heatmap_steps if steps is None else max(1, round(steps * cfg.heatmap_steps / cfg.steps))
+        heatmap, _ = train_refiner(cfg, spec, run.weights, kept["data"], "heatmap", heatmap_steps, log=log,
+                                   step_progress=stage("Training the heatmap refiner"), cancel=cancel)
         scores = held_out_report(spec, run.weights, val_items, cols, REPORT_REFINERS, threads, progress, cancel, log) \
             if val_items else {}
     finally:
         torch.set_num_threads(previous_threads)
+    default = helping_refiners(scores)
+    if Path(cfg.skeleton).suffix in (".yaml", ".yml") and Path(cfg.skeleton).is_file():  # an import's skeleton
+        set_default_refiners(Path(cfg.skeleton), default)
     report = {
         "name": spec.name, "keypoints": [spec.joint_names[k] for k in spec.labelled_joints],
         "data": str(cfg.data_path), "trained": time.strftime("%Y-%m-%d %H:%M:%S"),
         "steps": len(run.history), "minutes": round(run.minutes, 2), "train_items": run.train_items,
         "samples": run.samples, "held_out_items": len(val_items),
         "final_loss": run.history[-1]["loss"] if run.history else None,
-        "held_out": scores,
+        "heatmap_refiner_steps": heatmap_steps, "held_out": scores, "default_refiners": list(default),
     }
     report = _plain(report)
     path = run.weights.parent / REPORT
     path.write_text(json.dumps(report, indent=2), encoding="utf-8")
     return UserModeResult(spec.name, run.weights, run.refiner, report, path, run.history)
+
+
+def set_default_refiners(skeleton_yaml: Path, kinds: tuple[str, ...]) -> None:
+    """``refiners: {offline: kinds, live: kinds}`` as the last top-level key of a mode's skeleton YAML (any
+    earlier ``refiners:`` line replaced; comments kept), which ``refiners.default_refiners`` reads for a session
+    of the mode (live mode runs them only where two CPUs are usable, as for the shipped modes)."""
+    lines = [ln for ln in skeleton_yaml.read_text(encoding="utf-8").splitlines() if not ln.startswith("refiners:")]
+    listed = "[" + ", ".join(kinds) + "]"
+    lines.append(f"refiners: {{offline: {listed}, live: {listed}}}  # what read the held-out frames better than "
+                 "no refiner (report.json)")
+    skeleton_yaml.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 def create_user_mode(project: str | Path, name: str, steps: int | None = None, progress: Progress | None = None,
@@ -323,6 +354,10 @@ def format_report(report: dict) -> str:
         found = f"{r.get('found', 0)}/{r.get('instances', 0)}"
         lines.append(f"{combo:<10}{_cell(r.get('pck@0.1'), '.3f'):>9}{_cell(r.get('pck@0.2'), '.3f'):>9}"
                      f"{_cell(r.get('mean_px'), '.1f'):>9}{_cell(r.get('median_px'), '.1f'):>11}{found:>9}")
+    if "default_refiners" in report:
+        chosen = report["default_refiners"]
+        lines.append("Runs by default: " + (" + ".join(chosen) + " (better than no refiner on these frames)" if chosen
+                                            else "no refiner (none read these frames better)"))
     lines.append("")
     lines.append("PCK@t: share of labelled keypoints within t x the animal's size")
     lines.append("(the longer side of the box around its labelled keypoints).")

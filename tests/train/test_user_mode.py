@@ -19,6 +19,7 @@ from posetracker.importers import import_project
 from posetracker.refiners import available_refiners
 from posetracker.session import RefineSettings, SessionConfig, TrackingSession
 from posetracker.skeletons import load_skeleton
+from posetracker.train.detector_run import helping_refiners
 from posetracker.train.user_mode import (
     TrainingCancelled, TrainingError, create_user_mode, format_report, install_user_mode, mode_name, train_user_mode,
     user_mode_for, user_modes, user_modes_dir,
@@ -59,8 +60,8 @@ def test_train_install_list_and_open(modes, project):
     assert result.name == "My_mouse" and len(result.history) == 3
     folder = modes / "My_mouse"
     assert sorted(p.name for p in folder.iterdir()) == [
-        "My_mouse.yaml", "posenet-My_mouse.safetensors", "refiner-graph-My_mouse.safetensors", "report.json",
-        "training"]
+        "My_mouse.yaml", "posenet-My_mouse.safetensors", "refiner-graph-My_mouse.safetensors",
+        "refiner-heatmap-My_mouse.safetensors", "report.json", "training"]
     assert not list(folder.rglob("*.partial")) and not list(folder.rglob("*.tmp"))
     assert result.weights == folder / "posenet-My_mouse.safetensors" and result.refiner.is_file()
 
@@ -68,17 +69,22 @@ def test_train_install_list_and_open(modes, project):
     messages = [m for _, _, m in seen]
     assert messages[0].startswith("Importing")
     assert any(m.startswith("Reading labelled frames: 2 / 2") for m in messages)
-    steps = [(d, t) for d, t, m in seen if m.startswith("Training")]
+    steps = [(d, t) for d, t, m in seen if m.startswith("Training:")]
     assert steps == [(1, 3), (2, 3), (3, 3)]
+    heatmap = [(d, t) for d, t, m in seen if m.startswith("Training the heatmap refiner")]
+    assert heatmap == [(1, 2), (2, 2)]  # the config's 800 of 1,500 steps, in proportion to the 3 asked
     assert any("Scoring the held-out frames (no refiner)" in m for m in messages)
     assert any("Scoring the held-out frames (graph refiner)" in m for m in messages)
+    assert any("Scoring the held-out frames (heatmap+graph refiner)" in m for m in messages)
     assert messages[-1].startswith("Installing")
 
     # the report: held-out scores for no refiner and the graph refiner, saved beside the mode
     report = json.loads((folder / "report.json").read_text())
     assert report == result.report and report["steps"] == 3 and report["held_out_items"] == 1
     assert report["train_items"] == 2 and report["project"] == str(project.resolve())
-    assert set(report["held_out"]) == {"none", "graph"}
+    assert set(report["held_out"]) == {"none", "graph", "heatmap", "heatmap+graph"}
+    assert report["heatmap_refiner_steps"] == 2 and tuple(report["default_refiners"]) == helping_refiners(
+        report["held_out"])
     for r in report["held_out"].values():
         assert {"pck@0.1", "pck@0.2", "mean_px", "median_px", "found", "instances"} <= set(r)
         assert r["instances"] == 1 and 0.0 <= r["pck@0.1"] <= r["pck@0.2"] <= 1.0
@@ -91,7 +97,10 @@ def test_train_install_list_and_open(modes, project):
     assert mode.report["steps"] == 3 and user_mode_for(str(mode.skeleton)) == mode
     assert user_mode_for("mouse4") is None
     spec = load_skeleton(mode.skeleton)
-    assert spec.name == "My_mouse" and available_refiners(spec.name, mode.folder) == ["graph"]
+    assert spec.name == "My_mouse" and available_refiners(spec.name, mode.folder) == ["graph", "heatmap"]
+    assert spec.refiners == {"offline": tuple(report["default_refiners"]), "live": tuple(report["default_refiners"])}
+    default = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(mode="offline"))
+    assert default.refiners.names == list(report["default_refiners"])  # none chosen: what beat none
     session = TrackingSession.open(str(mode.skeleton), mode.weights, SessionConfig(refine=RefineSettings(refiners=("graph",))))
     assert session.refiners.names == ["graph"]
     frame = session.process_image(cv2.imread(str(project / "labeled-data/m1/img000.png"))[:, :, ::-1].copy())
@@ -104,7 +113,8 @@ def test_train_install_list_and_open(modes, project):
     assert options[-1].user and (options[-1].skeleton, options[-1].label) == (
         str(mode.skeleton), "Animal (My_mouse, user-trained)")
     assert not any(o.user for o in options[:-1])
-    assert refiner_names(str(mode.skeleton)) == (["graph"], None)
+    names, note = refiner_names(str(mode.skeleton))
+    assert names == ["graph", "heatmap"] and (note is None) == (not report["default_refiners"])
     for kind in ("live", "offline"):
         app_session = real_session(ModelChoice(str(mode.skeleton), kind, refiners=("graph",)))
         assert app_session.spec.name == "My_mouse" and app_session.refiners.names == ["graph"]
@@ -171,6 +181,54 @@ def test_cli_train_detector_on_the_shared_code(modes, project, tmp_path, capsys)
     assert "2 training items x 1 variants = 2 samples" in err and "wrote" in err
     assert (out / "posenet-m.safetensors").is_file() and (out / "refiner-graph-m.safetensors").is_file()
     assert len(json.loads((out / "posenet-m.losses.json").read_text())) == 2
+    # method B on the frozen detector, by the same code as the app's modes
+    assert main(["train", "refiner", "--kind", "heatmap", "--config", str(out / "train.yaml"), "--steps", "2",
+                 "--log", str(out / "heatmap.json")]) == 0
+    assert (out / "refiner-heatmap-m.safetensors").is_file() and len(json.loads((out / "heatmap.json").read_text())) == 2
+    (out / "refiner-heatmap-m.safetensors").unlink()
     mode = install_user_mode(out, "m")  # a command-line import installs as a mode too (copied)
     assert (out / "posenet-m.safetensors").is_file() and [m.name for m in user_modes()] == ["m"]
     assert mode.report == {} and available_refiners("m", mode.folder) == ["graph"]
+    assert load_skeleton(mode.skeleton).refiners == {}  # not scored: the product's defaults (none for "m")
+
+
+
+def _score(pck: float, mean: float, found: int = 10) -> dict:
+    return {"pck@0.1": pck, "mean_px": mean, "found": found, "instances": 10}
+
+
+def test_the_default_refiners_are_what_beat_none_on_the_held_out_frames():
+    none = _score(0.50, 6.0)
+    assert helping_refiners({"none": none, "graph": _score(0.55, 5.0), "heatmap": _score(0.60, 4.0),
+                             "heatmap+graph": _score(0.62, 4.5)}) == ("heatmap",)  # the lowest mean error
+    assert helping_refiners({"none": none, "heatmap+graph": _score(0.52, 5.5)}) == ("heatmap", "graph")
+    # lower mean error but a lower PCK, fewer animals found, or nothing found: not better
+    assert helping_refiners({"none": none, "graph": _score(0.45, 5.0), "heatmap": _score(0.60, 4.0, found=9),
+                             "heatmap+graph": {"pck@0.1": 0.7, "mean_px": None, "found": 10}}) == ()
+    assert helping_refiners({}) == () and helping_refiners({"none": none}) == ()
+
+
+def test_default_refiners_written_to_a_skeleton_are_what_its_sessions_run(tmp_path, monkeypatch):
+    """A user mode's default refiners (its skeleton YAML's ``refiners:``) are what a session of it runs when
+    none are chosen, in the mode's own folder; written again, the line is replaced, comments kept."""
+    from posetracker.refiners import build_refiner, default_refiners, refiner_path, save_refiner
+    from posetracker.train.user_mode import set_default_refiners
+
+    monkeypatch.setattr("posetracker.cpu_threads.usable_cpus", lambda: 2)
+    mouse = load_skeleton("mouse4")
+    text = (Path(__file__).parents[2] / "posetracker/skeletons/mouse4.yaml").read_text().replace(
+        "name: mouse4", "name: mine").replace("refiners:", "# refiners:")
+    yaml_path = tmp_path / "mine.yaml"
+    yaml_path.write_text(text)
+    spec = load_skeleton(yaml_path)
+    for kind in ("graph", "heatmap"):
+        save_refiner(build_refiner(kind, spec), refiner_path(kind, "mine", tmp_path), {})
+    assert default_refiners(spec, "offline", tmp_path) == ()  # no refiners: line: the product's (crop: none here)
+    set_default_refiners(yaml_path, ("heatmap", "graph"))
+    set_default_refiners(yaml_path, ("graph",))
+    spec = load_skeleton(yaml_path)
+    assert yaml_path.read_text().count("refiners:") == 2 and yaml_path.read_text().startswith("# mouse4")
+    assert spec.refiners == {"offline": ("graph",), "live": ("graph",)}
+    for mode in ("offline", "live"):
+        assert default_refiners(spec, mode, tmp_path) == ("graph",)
+    assert default_refiners(spec, "offline") == ()  # not in the shipped models folder
