@@ -74,17 +74,23 @@ def phase_as_dict(phase: ContactPhase, point: np.ndarray) -> dict[str, Any]:
             "point_m": [round(float(v), 6) for v in point]}
 
 
-def scaled_record(feet: dict[str, Any], scale: dict[int, float], height: float | None = None) -> dict[str, Any]:
+def scaled_record(feet: dict[str, Any], scale: dict[int, float], height: float | None = None,
+                  centres: dict[int, np.ndarray] | None = None) -> dict[str, Any]:
     """The ``metadata["feet"]`` record ``feet`` for the same people with person t's world scaled by ``scale[t]``
     about the camera's centre, the floor frame's camera height (``translation[1]``) set to ``height`` (None: kept).
     With H, H' the camera's heights before and after, person t's floor Y_t goes to H' - s (H - Y_t), their ankle
     height and largest shift times s, and each held point q (their own floor frame) to s q - (s - 1) (t_x, 0, t_z)
-    (t: the frame's translation). People not in ``scale`` keep their floor where it is. The input is not changed."""
+    (t: the frame's translation). ``centres`` {t: (T, 3) camera metres per frame, NaN where absent}: person t was
+    scaled about these points of the floor (Y = 0: triangulated people, ``motion.heights.kept_points``) instead;
+    the floor stays, Y_t goes to s Y_t and each held point about the phase's mean centre. People not in ``scale``
+    keep their floor where it is. The input is not changed."""
     floor = feet["floor"]
     t = [float(v) for v in floor["translation"]]
     new_h = t[1] if height is None else float(height)
     k = {str(tid): float(v) for tid, v in scale.items()}
-    person_floor = {tid: new_h - k.get(tid, 1.0) * (t[1] - float(y)) for tid, y in floor["person_floor"].items()}
+    about = {str(tid): c for tid, c in (centres or {}).items() if str(tid) in k}
+    person_floor = {tid: (k[tid] * float(y) if tid in about else new_h - k.get(tid, 1.0) * (t[1] - float(y)))
+                    for tid, y in floor["person_floor"].items()}
     report = dict(floor.get("report") or {})
     if height is not None:
         report["camera_height_m"] = round(new_h, 4)
@@ -95,11 +101,29 @@ def scaled_record(feet: dict[str, Any], scale: dict[int, float], height: float |
     people = {}
     for tid, person in (feet.get("people") or {}).items():
         s = k.get(tid, 1.0)
-        moved = [{**ph, "point_m": [round(s * v - (s - 1.0) * o, 6) for v, o in zip(ph["point_m"], (t[0], 0.0, t[2]))]}
+        moved = [{**ph, "point_m": _moved_point(ph, s, (t[0], 0.0, t[2]), floor, about.get(tid),
+                                                float(floor["person_floor"].get(tid, 0.0)), person_floor.get(tid, 0.0))}
                  for ph in person.get("phases", [])]
         people[tid] = {**person, "phases": moved, **({"largest_shift_m": round(person["largest_shift_m"] * s, 4)}
                                                      if "largest_shift_m" in person else {})}
     return {**feet, "floor": new_floor, "people": people}
+
+
+def _moved_point(phase: dict[str, Any], s: float, origin: tuple[float, float, float], floor: dict[str, Any],
+                 centres: np.ndarray | None, y_before: float, y_after: float) -> list[float]:
+    """A held phase's point (its person's floor frame) after scaling by ``s`` about the camera's centre (floor-frame
+    point ``origin``: (t_x, 0, t_z)), or about the mean of ``centres`` (T, 3) over the phase's frames."""
+    q = np.asarray(phase["point_m"], np.float64)
+    if centres is None:
+        return [round(float(v), 6) for v in s * q - (s - 1.0) * np.asarray(origin)]
+    c = np.asarray(centres, np.float64)[int(phase["start"]):int(phase["stop"])]
+    c = c[np.isfinite(c).all(-1)]
+    if not len(c):
+        return [round(float(v), 6) for v in q]
+    o = c.mean(0) @ np.asarray(floor["rotation"], np.float64).T + np.asarray(floor["translation"], np.float64)
+    o[1] = 0.0
+    whole = q + np.array([0.0, y_before, 0.0])  # the floor frame
+    return [round(float(v), 6) for v in o + s * (whole - o) - np.array([0.0, y_after, 0.0])]
 
 
 def held_phases(feet: dict[str, Any]) -> dict[int, list[ContactPhase]]:

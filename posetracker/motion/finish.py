@@ -15,7 +15,8 @@ Before tracking, :func:`camera_before` decides the camera a front end tracks wit
 3. where a track's distance runs away at the image border (a person leaving, their id handed to someone
    behind), those frames dropped and the track split there (``motion.border_exits``; ``metadata["border_exits"]``
    where any); ``metadata["camera"]``: the field of view used and where it came from (``CameraFov.as_dict``);
-   then the heights the user gave (each such person scaled to theirs about the camera's centre) and everyone's
+   then the heights the user gave (each such person scaled to theirs about the camera's centre; triangulated
+   people about the floor point under their root, where the cameras measured them) and everyone's
    stature and bone lengths with where they came from, ``metadata["people"]`` (``motion.heights``);
 4. close encounters of two tracks into ``metadata["encounters"]`` (``tracking.encounters``, from the 2-D
    keypoints); with ``repair_swaps`` the suspected id swaps are swapped back and listed in

@@ -6,6 +6,10 @@ points is scaled about the camera's centre by ``given / measured`` (the measured
 :func:`posetracker.analysis.stature.stature`, the median over the track's frames). Scaling along the camera's
 rays keeps every pixel where it was (x, y px unchanged; depth and world scaled), so the 2-D overlay is the same
 and bones, world coordinates, BVH, TRC and gait are in the given person's metres; joint angles do not change.
+People triangulated from several calibrated cameras are already where the cameras measured them: each frame of
+theirs is scaled about the calibrated floor's point under their root instead (:func:`kept_points`), so their
+body takes the given size and their path and stance feet stay (scaled about the camera's centre, a person 2 %
+smaller moved ~8 cm towards it and their feet off the floor).
 
 :func:`apply_heights` runs in the finishing step (``motion.finish.finish_sequence``) after the camera, so every
 front end (``process``, ``batch``, the app) writes the same; ``posetracker export --height`` applies it to a
@@ -159,9 +163,41 @@ def apply_heights(seq: PoseSequence, heights: Heights | None = None) -> tuple[Po
         warnings.append(f"heights given for track ids not in the result: {', '.join(map(str, missing))} "
                         f"(ids present: {', '.join(map(str, ids))})")
     _follow_shared_floor(seq, tracks, scale, people)
-    frames = [scaled_frame(f, scale) for f in seq.frames] if scale else seq.frames
+    about = kept_points(seq) if scale else None
+    frames = [scaled_frame(f, scale, None if about is None else about[i]) for i, f in enumerate(seq.frames)] \
+        if scale else seq.frames
     return dataclasses.replace(seq, frames=frames, metadata=_held_feet({**(seq.metadata or {}), "people": people},
-                                                                     scale)), warnings
+                                                                     scale, about)), warnings
+
+
+def kept_points(seq: PoseSequence) -> list[dict[int, np.ndarray]] | None:
+    """Where each frame's triangulated people are scaled about: per frame {track id: (3,) m, the first camera's
+    frame}, the point of the calibrated floor under the person's root (the root itself without a floor; the mean of
+    their joints without a root), so that a person sized to a given height stays where the cameras measured them,
+    feet on the floor. None for one view's people (scaled about the camera's centre: their pixels stay)."""
+    meta = seq.metadata or {}
+    if "multiview" not in meta:
+        return None
+    floor = meta.get("floor")
+    R = None if floor is None else np.asarray(floor["rotation"], np.float64)  # camera -> Y-up floor world
+    t = None if floor is None else np.asarray(floor["translation"], np.float64)
+    root = seq.skeleton.root
+    out: list[dict[int, np.ndarray]] = []
+    for f in seq.frames:
+        points: dict[int, np.ndarray] = {}
+        for p, tid in enumerate(f.track_ids if f.world is not None else ()):
+            w = np.asarray(f.world[p], np.float64)  # (K, 3)
+            ok = np.isfinite(w).all(-1)
+            if not ok.any():
+                continue
+            c = w[root] if ok[root] else w[ok].mean(0)
+            if R is not None:
+                q = R @ c + t
+                q[1] = 0.0  # down to the floor
+                c = R.T @ (q - t)
+            points[int(tid)] = c
+        out.append(points)
+    return out
 
 
 def _follow_shared_floor(seq: PoseSequence, tracks: dict, scale: dict[int, float], people: dict[str, dict]) -> None:
@@ -186,11 +222,12 @@ def _follow_shared_floor(seq: PoseSequence, tracks: dict, scale: dict[int, float
                  bones_m=_bones(tracks[t].world[tracks[t].present] * g, seq))
 
 
-def _held_feet(meta: dict, scale: dict[int, float]) -> dict:
+def _held_feet(meta: dict, scale: dict[int, float], about: list[dict[int, np.ndarray]] | None = None) -> dict:
     """``meta`` with the feet step's record (``metadata["feet"]``, a finished result) moved with the people scaled
-    (``analysis.held_ground.scaled_record``), so that every export still finds the held feet where they are: the
-    floor frame's camera height goes with the people on its floor (a calibrated floor stays), and the shared
-    floor's record (``metadata["shared_floor"]``) with it."""
+    (``analysis.held_ground.scaled_record``; ``about``: :func:`kept_points`, triangulated people scaled about their
+    floor points), so that every export still finds the held feet where they are: the floor frame's camera height
+    goes with the people on its floor (a calibrated floor stays), and the shared floor's record
+    (``metadata["shared_floor"]``) with it."""
     feet = meta.get("feet") or {}
     if not scale or "floor" not in feet or all(v == 1.0 for v in scale.values()):
         return meta
@@ -200,7 +237,10 @@ def _held_feet(meta: dict, scale: dict[int, float]) -> dict:
     on = [v for t, v in scale.items() if abs(float(floor["person_floor"].get(str(t), 1.0))) < 1e-6]
     height = None if "floor" in meta or not on else float(floor["translation"][1]) * math.exp(
         sum(math.log(v) for v in on) / len(on))
-    out = {**meta, "feet": scaled_record(feet, scale, height)}
+    centres = None
+    if about is not None:  # {track id: (T, 3)} of the frames' points, NaN where the person is absent
+        centres = {tid: np.array([a.get(tid, (np.nan,) * 3) for a in about], np.float64) for tid in scale}
+    out = {**meta, "feet": scaled_record(feet, scale, height, centres)}
     if "shared_floor" in meta and meta["shared_floor"].get("scaled"):
         shared = meta["shared_floor"]
         out["shared_floor"] = {**shared, **({"camera_height_m": round(height, 4)} if height is not None else {}),
@@ -234,14 +274,17 @@ def floor_scales(seq: PoseSequence, min_points: int = MIN_FLOOR_POINTS) -> dict[
     return out
 
 
-def scaled_frame(frame, scale: dict[int, float]):
-    """A PoseFrame with person p's depth and world multiplied by ``scale[track id]`` (others as they are)."""
+def scaled_frame(frame, scale: dict[int, float], about: dict[int, np.ndarray] | None = None):
+    """A PoseFrame with person p's world scaled by ``scale[track id]`` about ``about[track id]`` ((3,) m; None or
+    absent: the camera's centre, i.e. world and depth multiplied), depth with the world's z; x, y px and everyone
+    else as they are."""
     s = np.array([scale.get(int(t), 1.0) for t in frame.track_ids], np.float32)  # (P,)
     if (s == 1.0).all():
         return frame
+    o = np.array([(about or {}).get(int(t), np.zeros(3)) for t in frame.track_ids], np.float32).reshape(-1, 3)
     keypoints = frame.keypoints.copy()
-    keypoints[..., 2] *= s[:, None]
-    world = None if frame.world is None else frame.world * s[:, None, None]
+    keypoints[..., 2] = o[:, None, 2] + s[:, None] * (keypoints[..., 2] - o[:, None, 2])
+    world = None if frame.world is None else o[:, None] + s[:, None, None] * (frame.world - o[:, None])
     return dataclasses.replace(frame, keypoints=keypoints, world=world)
 
 

@@ -147,3 +147,50 @@ def test_one_calibrated_view_sizes_people_by_its_floor():
     assert {p["stature_source"] for p in given.metadata["people"].values()} == {"given"}
     _, _, triangulated = _calibrated_scene(depth_scales=(1.0, 1.15), people_on_it=True)
     assert {p["stature_source"] for p in apply_heights(triangulated)[0].metadata["people"].values()} == {"estimated"}
+
+
+def test_a_height_given_to_triangulated_people_keeps_them_where_the_cameras_measured_them():
+    """Several calibrated cameras measure where a person stands; a given height sizes their body, not their place.
+    Scaled about the camera's centre (as one view's people are), a person 2 % smaller moved ~10 cm towards the
+    camera and their stance feet ~3 cm off the calibrated floor; now each frame is scaled about the floor point
+    under the person's root. A finished result exported again moves its held feet the same way."""
+    from posetracker.analysis.held_ground import held_ground
+    from posetracker.analysis.stature import stature
+    from posetracker.motion.feet import plant_feet
+    from posetracker.motion.heights import Heights, apply_heights
+
+    sc, _, seq = _calibrated_scene()
+    seq = dataclasses.replace(seq, metadata={**seq.metadata, "multiview": {"cameras": ["cam", "cam2"]}})
+    world = np.stack([f.world[0] for f in seq.frames]).astype(np.float64)
+    measured = stature(world, np.ones(world.shape[:2], bool), seq.skeleton)
+    given = round(0.98 * measured, 3)
+    out, warnings = apply_heights(seq, Heights(given))
+    assert warnings == [] and out.metadata["people"]["0"]["stature_source"] == "given"
+    after = np.stack([f.world[0] for f in out.frames]).astype(np.float64)
+    assert stature(after, np.ones(after.shape[:2], bool), seq.skeleton) == pytest.approx(given, rel=1e-3)
+    frame = ground_from_sequence(seq).frame
+    root = seq.skeleton.root
+    before_f, after_f = frame.to_floor(world[:, root]), frame.to_floor(after[:, root])
+    np.testing.assert_allclose(after_f[:, [0, 2]], before_f[:, [0, 2]], atol=1e-4)  # same place on the floor
+    np.testing.assert_allclose(after_f[:, 1], before_f[:, 1] * given / measured, rtol=1e-4)
+    report = ground_from_sequence(out).frame.report["people"]["0"]
+    assert report["stance_ankle_height_m"] == pytest.approx(ANKLE * given / measured, abs=0.002)  # still standing
+    for f in out.frames:  # depth is the world's z
+        np.testing.assert_allclose(f.keypoints[0, :, 2], f.world[0, :, 2], rtol=1e-5)
+
+    # a finished result (feet held) given a height afterwards: its held points stay under the scaled ankles
+    def off(result) -> float:  # the farthest a held ankle is from its phase's recorded point, m
+        ground = held_ground(result)
+        ankles = np.stack([f.world[0] for f in result.frames]).astype(np.float64)
+        worst = 0.0
+        for phase, rec in zip(ground.phases[0], result.metadata["feet"]["people"]["0"]["phases"]):
+            joint = seq.skeleton.index(("left_ankle", "right_ankle")[phase.foot])
+            own = ground.frame.to_person_floor(ankles[phase.start:phase.stop, joint], 0)
+            worst = max(worst, float(np.abs(own - np.asarray(rec["point_m"])).max()))
+        return worst
+
+    held, _ = plant_feet(seq)
+    again, _ = apply_heights(held, Heights(given))
+    assert held_ground(again).frame.person_floor[0] == pytest.approx(0.0, abs=1e-9)
+    assert len(held_ground(again).phases[0]) >= 4
+    assert off(again) < off(held) + 0.005  # each phase about its mean floor point: the root moves over a stance
