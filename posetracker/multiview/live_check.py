@@ -61,8 +61,8 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     """The live set-up of ``sources`` (cameras ``camera:N``, video files, ``lavfi:GRAPH``) with the calibration
     files: each source opened by ``opener`` (default ``capture.open_source``; a camera reads its first frame) and
     closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
-    its size is not its camera's (the run scales the camera, or warns of another aspect), a ``problem`` where it
-    cannot be opened; and the first thing that stops the set-up. A source in ``known`` (an earlier check's
+    its size is not its camera's but the same camera scaled (the run scales it), a ``problem`` where it
+    cannot be opened or its frames have another aspect than its camera's; and the first thing that stops the set-up. A source in ``known`` (an earlier check's
     ViewInfo) is not opened again: its frames, rate and size are taken from it. ``names``: each source's camera
     (``--cameras``). Never raises."""
     from posetracker.capture import open_source
@@ -89,7 +89,9 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
             except Exception as exc:  # noqa: BLE001 - a camera's driver may raise anything: said, never raised
                 trouble = f"cannot be {'opened' if is_camera(source) else 'read'}: {exc}"
         if cam is not None and size is not None:
-            note = fit_camera(cam, size)[1]
+            fitted, note = fit_camera(cam, size)
+            if fitted.image_size != tuple(size):  # another aspect: not this camera's frames (the run refuses it)
+                trouble, note = trouble or note, ""
         infos.append(ViewInfo(str(source), frames, fps, size, cam.name if cam else None, trouble, note))
     if len(sources) < 2:
         problem = "Add at least two sources (videos or connected cameras), one per calibrated camera."

@@ -41,7 +41,8 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     its tests point at fake cameras). ``keep_frames``: a folder where each connected camera's paired frames are kept
     as a video (``live_videos.ViewVideos``; ``ViewsResult.kept``), so the result can be played over them; a fault
     there is a warning, the tracking goes on.
-    Raises ViewsError (a source or a session that cannot be opened: code 2; no instant tracked, a source failing
+    Raises ViewsError (a source or a session that cannot be opened, a source whose frames have another aspect than
+    its camera's: code 2; no instant tracked, a source failing
     before the first: code 1)."""
     from posetracker.capture import CaptureError, open_source
     from posetracker.multiview.fuse import calibrated_fov
@@ -60,8 +61,12 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
             s.close()
         raise ViewsError(str(exc)) from None
     fitted = [fit_camera(c, tuple(s.size)) for s, c in zip(opened, cameras)]
-    scaled = [n for (c, n), cam in zip(fitted, cameras) if n and c is not cam]  # said, not warned about
-    notes = [n for (c, n), cam in zip(fitted, cameras) if n and c is cam]  # another aspect: a warning
+    if other := [n for (c, n), s in zip(fitted, opened) if c.image_size != tuple(s.size)]:  # another aspect
+        for s in opened:
+            s.close()
+        raise ViewsError(f"{other[0]}; set the source to its calibrated size or calibrate it at this one")
+    scaled = [n for _, n in fitted if n]  # the same camera scaled: said
+    notes: list[str] = []
     cameras = [c for c, _ in fitted]
     paced = paced or any(s.is_live for s in opened)
     kept, keeping = [None] * len(opened), [v for v, s in enumerate(opened) if s.is_live]

@@ -183,6 +183,28 @@ def test_a_camera_that_cannot_be_opened_is_said_and_nothing_is_lost(qtbot, tmp_p
     assert dialog.live.isEnabled() and not dialog.live_note.isVisible()  # no camera left: Live is free again
 
 
+def test_cameras_of_another_aspect_than_calibrated_are_refused_not_run_with_a_warning(qtbot, tmp_path):
+    """Cameras giving 4:3 frames calibrated at 16:9 (the same camera at another mode, or another camera): their
+    calibration does not fit the frames. The dialog said so only as a note and the run went on with a warning,
+    triangulating through the wrong cameras; now the dialog says it as the problem, Start stays off, and the
+    library call refuses it as ``process`` refuses such a video."""
+    from posetracker.multiview.live_run import run_live_sources
+    from posetracker.multiview.process import ViewsError
+    from posetracker.multiview.calibration import read_calibrations
+
+    calib = str(write_toml(tmp_path / "calib.toml", ["cam01", "cam02"]))  # 160x120
+    services = camera_services(size=(160, 90))
+    window, dialog = views_dialog(qtbot, services, calib)
+    choose_cameras(dialog, 0, 1)
+    assert "(another aspect)" in dialog.message.text() and not dialog.start.isEnabled() and not dialog.start_run()
+    assert dialog.table.item(0, 5).text().startswith("the frames are 160x90 but camera cam01 was calibrated at 160x120")
+    cameras = read_calibrations([calib])
+    with pytest.raises(ViewsError, match="another aspect.*calibrate it at this one") as caught:
+        run_live_sources(["camera:0", "camera:1"], cameras, lambda fov: object(), calibration_name="calib.toml",
+                         opener=lambda source: services.open_camera(int(source.split(":")[1])))
+    assert caught.value.code == 2
+
+
 @pytest.mark.skipif(not lavfi_available(), reason="this PyAV has no lavfi")
 def test_stand_in_cameras_are_the_apps_cameras():
     """``main.py --stand-in-cameras SOURCE ...`` (demos, screenshots without hardware): camera:N opens SOURCE N."""
