@@ -47,7 +47,7 @@ def _cmd_process(args: argparse.Namespace) -> int:
 
         return process_views(args)
     if args.cameras:
-        print("error: --cameras names the calibrated camera of each of several live sources", file=sys.stderr)
+        print("error: --cameras names the calibrated camera of each of several videos or live sources", file=sys.stderr)
         return 2
     args.input = args.input[0]
     from posetracker.capture import CaptureError, open_source
@@ -188,9 +188,9 @@ def add_process_parser(sub) -> None:
                          "(frames paired by time, those the model cannot keep up with dropped); default: every "
                          "frame in lock step. Cameras are always paired by time")
     pr.add_argument("--cameras", nargs="+", metavar="NAME",
-                    help="live mode, several sources: each source's camera in the calibration, in the sources' "
-                         "order (camera:0 camera:1 --cameras cam03 cam01); default: the camera a source's name "
-                         "names, else the calibration's cameras in order")
+                    help="several videos or sources: each one's camera in the calibration, in their order "
+                         "(GX01.MP4 GX02.MP4 --cameras cam03 cam01); default: the camera a file's name names (live "
+                         "sources: else the calibration's cameras in order)")
     pr.add_argument("--keep-frames", metavar="DIR", default=None,
                     help="live mode, several sources: keep each connected camera's frames as DIR/CAMERA.mp4 (frame "
                          "i = the result's frame i), to play the result over them later")

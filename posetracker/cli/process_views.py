@@ -37,11 +37,8 @@ def process_views(args: argparse.Namespace) -> int:
         from posetracker.cli.process_live_views import process_live_views as run_live
 
         return run_live(args)
-    if args.cameras:
-        print("error: --cameras is for --mode live (offline, each video's file name names its camera)", file=sys.stderr)
-        return 2
     try:
-        cameras = cameras_for_views(read_calibrations(args.calibration), views)
+        cameras = cameras_for_views(read_calibrations(args.calibration), views, args.cameras)
     except (CalibrationError, OSError, ValueError) as exc:
         print(calibration_error(args.calibration, exc), file=sys.stderr)
         return 2

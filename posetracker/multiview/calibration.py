@@ -17,7 +17,7 @@ import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import cv2
 import numpy as np
@@ -364,6 +364,22 @@ def camera_of_video(cameras: list[CameraCalibration], video: str | Path) -> Came
         raise CalibrationError(f"{Path(video).name} names no camera of the calibration "
                                f"({', '.join(c.name for c in cameras)}): its file name must contain its camera's name, "
                                f"e.g. {cameras[0].name}{Path(video).suffix}") from None
+
+
+def cameras_by_name(cameras: Sequence[CameraCalibration], names: Sequence[str], count: int,
+                    what: str) -> list[CameraCalibration]:
+    """The cameras ``names`` names (``--cameras cam03 cam01``: exact names, any case), one per each of ``count``
+    ``what``s (sources, videos), each a different camera; CalibrationError that says what is wrong otherwise."""
+    if len(names) != count:
+        raise CalibrationError(f"{len(names)} camera names for {count} {what}s: name one per {what}")
+    exact = {c.name.lower(): c for c in cameras}
+    missing = [n for n in names if n.lower() not in exact]
+    if missing:
+        raise CalibrationError(f"no camera {missing[0]!r} in the calibration; cameras: "
+                               f"{', '.join(c.name for c in cameras)}")
+    if len({n.lower() for n in names}) != len(names):
+        raise CalibrationError(f"a camera is named for two {what}s ({', '.join(names)}): each {what} needs its own")
+    return [exact[n.lower()] for n in names]
 
 
 def camera_named(cameras: list[CameraCalibration], name: str) -> CameraCalibration:

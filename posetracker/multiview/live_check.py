@@ -14,7 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from posetracker.capture import CAMERA_PREFIX, FrameSource
-from posetracker.multiview.calibration import CalibrationError, CameraCalibration, camera_named, unit_note
+from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, camera_named, cameras_by_name,
+                                               unit_note)
 from posetracker.multiview.process import ViewInfo, ViewsCheck, read_or_say
 
 Opener = Callable[[str], FrameSource]  # a source's text -> the opened source (posetracker.capture.open_source)
@@ -32,16 +33,7 @@ def cameras_for_sources(cameras: Sequence[CameraCalibration], sources: Sequence[
     for ``cam01.mp4``; any other source's whole text, ``lavfi:movie=cam01.mp4``) when every source names a
     different one, else the calibration's cameras in order when there are as many; CalibrationError otherwise."""
     if names:
-        if len(names) != len(sources):
-            raise CalibrationError(f"{len(names)} camera names for {len(sources)} sources: name one per source")
-        exact = {c.name.lower(): c for c in cameras}
-        missing = [n for n in names if n.lower() not in exact]
-        if missing:
-            raise CalibrationError(f"no camera {missing[0]!r} in the calibration; cameras: "
-                                   f"{', '.join(c.name for c in cameras)}")
-        if len({n.lower() for n in names}) != len(names):
-            raise CalibrationError(f"a camera is named for two sources ({', '.join(names)}): each source needs its own")
-        return [exact[n.lower()] for n in names]
+        return cameras_by_name(cameras, names, len(sources), "source")
     keys = [Path(s).stem if Path(s).is_file() else s for s in sources]
     try:
         chosen = [camera_named(list(cameras), k) for k in keys]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from posetracker.multiview.calibration import (CalibrationError, CameraCalibration, calibration_floor, camera_named,
-                                               camera_of_video, read_calibrations, unit_note)
+                                               camera_of_video, cameras_by_name, read_calibrations, unit_note)
 from posetracker.multiview.one_view import fit_camera
 from posetracker.types import PoseSequence
 
@@ -92,13 +92,17 @@ def _names(cameras: Sequence[CameraCalibration]) -> str:
     return ", ".join(c.name for c in cameras)
 
 
-def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str]) -> list[CameraCalibration]:
-    """Each view's camera: the one named in its file name (``cam01`` in ``cam01.mp4``); CalibrationError when the
-    calibration has fewer cameras than videos, a video names none, or two videos name the same one."""
+def cameras_for_views(cameras: Sequence[CameraCalibration], views: Sequence[str],
+                      names: Sequence[str] | None = None) -> list[CameraCalibration]:
+    """Each view's camera: the one ``names`` names for it (``process ... --cameras cam03 cam01``, one per video:
+    files whose names carry no camera's, e.g. a GoPro's GX010123.MP4), else the one named in its file name
+    (``cam01`` in ``cam01.mp4``); CalibrationError when the calibration has fewer cameras than videos, a video
+    names none, or two videos name the same one."""
     if len(cameras) < len(views):
         raise CalibrationError(f"the calibration has {len(cameras)} camera{'s' * (len(cameras) != 1)} "
                                f"({_names(cameras)}) for {len(views)} videos: each video needs its own camera")
-    chosen = [camera_of_video(list(cameras), view) for view in views]
+    chosen = cameras_by_name(cameras, names, len(views), "video") if names else \
+        [camera_of_video(list(cameras), view) for view in views]
     for i, cam in enumerate(chosen):
         for j in range(i):
             if Path(views[i]).resolve() == Path(views[j]).resolve():

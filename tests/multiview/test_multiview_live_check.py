@@ -117,7 +117,25 @@ def test_cameras_named_for_the_sources_as_process_cameras_takes_them(tmp_path, c
     check = check_sources(sources, [str(tmp_path / "four.toml")], opener, names=["cam04", "cam02"])
     assert check.ready and [v.camera for v in check.views] == ["cam04", "cam02"]
     assert cli_main(["process", "a.mp4", "--cameras", "cam01"]) == 2
-    assert "--cameras names the calibrated camera of each of several live sources" in capsys.readouterr().err
-    assert cli_main(["process", "a.mp4", "b.mp4", "--calibration", str(tmp_path / "four.toml"), "--cameras",
-                     "cam01", "cam02"]) == 2
-    assert "--cameras is for --mode live" in capsys.readouterr().err
+    assert "--cameras names the calibrated camera of each of several videos or live sources" in \
+        capsys.readouterr().err
+
+
+def test_cameras_named_for_videos_whose_file_names_name_none(tmp_path, capsys):
+    """Offline, a video's camera was only ever read from its file name (GX010123.MP4 names none: rename the files);
+    ``--cameras`` was refused there. Now it names each video's camera, as for live sources."""
+    from posetracker.cli import main as cli_main
+    from posetracker.multiview.process import cameras_for_views
+
+    cams = read_calibrations([write_toml(tmp_path / "four.toml", ["cam01", "cam02", "cam03", "cam04"])])
+    videos = ["GX010123.MP4", "GX020123.MP4"]
+    assert [c.name for c in cameras_for_views(cams, videos, ["cam03", "CAM01"])] == ["cam03", "cam01"]
+    with pytest.raises(CalibrationError, match="GX010123.MP4 names no camera"):
+        cameras_for_views(cams, videos)
+    for names, says in ((["cam03"], "1 camera names for 2 videos"), (["cam03", "cam03"], "named for two videos")):
+        with pytest.raises(CalibrationError, match=says):
+            cameras_for_views(cams, videos, names)
+    assert cli_main(["process", str(tmp_path / videos[0]), str(tmp_path / videos[1]), "--calibration",
+                     str(tmp_path / "four.toml"), "--cameras", "cam01", "cam02"]) == 2
+    err = capsys.readouterr().err  # past the cameras, to the videos (absent here)
+    assert "--cameras" not in err and "names no camera" not in err and "GX010123.MP4" in err
