@@ -349,10 +349,10 @@ def format_report(report: dict) -> str:
         return "\n".join(lines)
     lines.append(f"Held-out frames: {report.get('held_out_items', '?')} (never trained on).")
     lines.append("")
-    lines.append(f"{'refiner':<10}{'PCK@0.1':>9}{'PCK@0.2':>9}{'mean px':>9}{'median px':>11}{'found':>9}")
+    lines.append(f"{'refiner':<14}{'PCK@0.1':>9}{'PCK@0.2':>9}{'mean px':>9}{'median px':>11}{'found':>9}")
     for combo, r in scores.items():
         found = f"{r.get('found', 0)}/{r.get('instances', 0)}"
-        lines.append(f"{combo:<10}{_cell(r.get('pck@0.1'), '.3f'):>9}{_cell(r.get('pck@0.2'), '.3f'):>9}"
+        lines.append(f"{combo:<14}{_cell(r.get('pck@0.1'), '.3f'):>9}{_cell(r.get('pck@0.2'), '.3f'):>9}"
                      f"{_cell(r.get('mean_px'), '.1f'):>9}{_cell(r.get('median_px'), '.1f'):>11}{found:>9}")
     if "default_refiners" in report:
         chosen = report["default_refiners"]
