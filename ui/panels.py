@@ -278,6 +278,7 @@ class ModelPanel(QWidget):
         layout = self.refiners.layout()
         for box in self.refiner_boxes:
             layout.removeWidget(box)
+            box.hide()  # gone at once, not when the event loop deletes it (no box drawn over the new ones)
             box.deleteLater()
         self.refiner_boxes = []
         for kind in names:
