@@ -53,10 +53,10 @@ def check_sources(sources: Sequence[str], calibration: Sequence[str], opener: Op
     """The live set-up of ``sources`` (cameras ``camera:N``, video files, ``lavfi:GRAPH``) with the calibration
     files: each source opened by ``opener`` (default ``capture.open_source``; a camera reads its first frame) and
     closed again, its frames (None: live), rate and size, its camera (:func:`cameras_for_sources`), a ``note`` where
-    its size is not its camera's but the same camera scaled (the run scales it), a ``problem`` where it
-    cannot be opened or its frames have another aspect than its camera's; and the first thing that stops the set-up. A source in ``known`` (an earlier check's
-    ViewInfo) is not opened again: its frames, rate and size are taken from it. ``names``: each source's camera
-    (``--cameras``). Never raises."""
+    its size is not its camera's but the same camera scaled (the run scales it), a ``problem`` where it cannot be
+    opened or its frames have another aspect than its camera's; and the first thing that stops the set-up. A source
+    in ``known`` (an earlier check's ViewInfo) is not opened again: its frames, rate and size are taken from it.
+    ``names``: each source's camera (``--cameras``). Never raises."""
     from posetracker.capture import open_source
     from posetracker.multiview.live_run import fit_camera
 

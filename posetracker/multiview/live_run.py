@@ -42,8 +42,7 @@ def run_live_sources(sources: Sequence[str], cameras: Sequence[CameraCalibration
     as a video (``live_videos.ViewVideos``; ``ViewsResult.kept``), so the result can be played over them; a fault
     there is a warning, the tracking goes on.
     Raises ViewsError (a source or a session that cannot be opened, a source whose frames have another aspect than
-    its camera's: code 2; no instant tracked, a source failing
-    before the first: code 1)."""
+    its camera's: code 2; no instant tracked, a source failing before the first: code 1)."""
     from posetracker.capture import CaptureError, open_source
     from posetracker.multiview.fuse import calibrated_fov
     from posetracker.multiview.live import LiveViews, describe_live, live_sequence, run_live_views

@@ -179,8 +179,7 @@ def install_user_mode(import_dir: str | Path, name: str, modes_dir: str | Path |
                       replace: bool = False, move: bool = False) -> UserMode:
     """Copy (``move``: move) a trained import's ``<name>.yaml``, ``posenet-<name>.safetensors``,
     ``refiner-graph-<name>.safetensors``, ``refiner-heatmap-<name>.safetensors`` (where trained) and ``report.json``
-    into ``<modes_dir>/<name>/``. The weights go
-    last, so the mode is listed only once whole. TrainingError when a file is missing or the mode exists
+    into ``<modes_dir>/<name>/``. The weights go last, so the mode is listed only once whole. TrainingError when a file is missing or the mode exists
     (unless ``replace``)."""
     from posetracker.refiners import refiner_path
 
@@ -216,8 +215,8 @@ def train_user_mode(config_path: str | Path, steps: int | None = None, progress:
     proportion), score them on its held-out frames with each refiner combination and make the one that beats
     none the mode's default (module docstring); writes ``report.json`` beside the weights. ``progress(done,
     total, message)``: per frame while reading features, per training step, per held-out frame. ``cancel()``
-    True raises :class:`TrainingCancelled` (between steps; each weights file is written only after its last
-    step, atomically, so a cancelled run leaves no detector behind)."""
+    True raises :class:`TrainingCancelled` (between steps, or held-out frames; each weights file is written only
+    after its last step, atomically, and those of a run cancelled later are removed: it leaves no detector behind)."""
     import torch
 
     log = log or _stderr
@@ -249,10 +248,15 @@ def train_user_mode(config_path: str | Path, steps: int | None = None, progress:
         run = train_detector(cfg, spec, train_items, val_items, cols, steps, out, log, samples,
                              stage("Training"), cancel)
         heatmap_steps = cfg.heatmap_steps if steps is None else max(1, round(steps * cfg.heatmap_steps / cfg.steps))
-        heatmap, _ = train_refiner(cfg, spec, run.weights, kept["data"], "heatmap", heatmap_steps, log=log,
-                                   step_progress=stage("Training the heatmap refiner"), cancel=cancel)
-        scores = held_out_report(spec, run.weights, val_items, cols, REPORT_REFINERS, threads, progress, cancel, log) \
-            if val_items else {}
+        try:
+            train_refiner(cfg, spec, run.weights, kept["data"], "heatmap", heatmap_steps, log=log,
+                          step_progress=stage("Training the heatmap refiner"), cancel=cancel)
+            scores = held_out_report(spec, run.weights, val_items, cols, REPORT_REFINERS, threads, progress, cancel,
+                                     log) if val_items else {}
+        except TrainingCancelled:  # a run cancelled after its detector: no half-trained mode left to install
+            for done in (run.weights, run.refiner, run.weights.parent / f"refiner-heatmap-{spec.name}.safetensors"):
+                done.unlink(missing_ok=True)
+            raise
     finally:
         torch.set_num_threads(previous_threads)
     default = helping_refiners(scores)

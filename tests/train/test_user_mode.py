@@ -158,6 +158,13 @@ def test_cancel_leaves_no_weights(modes, project, tmp_path):
                         progress=lambda d, t, m: steps.append(d) if m.startswith("Training") else None)
     assert steps == [1, 2]
     assert not list(out.glob("*.safetensors*")) and not (out / "report.json").exists()
+    # cancelled while the heatmap refiner trains: the detector and graph refiner already written are removed
+    seen = []
+    with pytest.raises(TrainingCancelled):
+        train_user_mode(out / "train.yaml", steps=3, cancel=lambda: any("heatmap" in m for m in seen),
+                        progress=lambda d, t, m: seen.append(m))
+    assert any(m.startswith("Training the heatmap refiner") for m in seen)
+    assert not list(out.glob("*.safetensors*")) and not (out / "report.json").exists()
     with pytest.raises(TrainingError, match="missing"):
         install_user_mode(out, "m")
 
@@ -215,7 +222,6 @@ def test_default_refiners_written_to_a_skeleton_are_what_its_sessions_run(tmp_pa
     from posetracker.train.user_mode import set_default_refiners
 
     monkeypatch.setattr("posetracker.cpu_threads.usable_cpus", lambda: 2)
-    mouse = load_skeleton("mouse4")
     text = (Path(__file__).parents[2] / "posetracker/skeletons/mouse4.yaml").read_text().replace(
         "name: mouse4", "name: mine").replace("refiners:", "# refiners:")
     yaml_path = tmp_path / "mine.yaml"
