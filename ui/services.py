@@ -80,6 +80,19 @@ def session_config(choice: ModelChoice):
     return spec, weights, config
 
 
+def mode_refiners(skeleton: str, mode: str) -> tuple[str, ...]:
+    """The refiners a ``skeleton`` session (a shipped name, or a user mode's YAML path: its own folder's) runs by
+    default in ``mode``, as ``posetracker process`` without --refiners; () where it cannot be read."""
+    from posetracker.refiners import default_refiners
+
+    user = user_mode_for(skeleton)
+    try:
+        spec = load_skeleton(user.skeleton if user is not None else skeleton)
+    except Exception:  # noqa: BLE001 - an unreadable skeleton is said where it is opened
+        return ()
+    return default_refiners(spec, mode, user.folder if user is not None else None)
+
+
 def open_camera(index: int) -> FrameSource:
     return WebcamSource(index)
 

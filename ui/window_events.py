@@ -124,10 +124,11 @@ class WindowEvents:
 
     def on_skeleton_chosen(self, name: str) -> None:
         if name != self.state.skeleton:
-            from posetracker.refiners import default_refiners
+            from .services import mode_refiners
 
-            # the chosen kinds it has, plus the refiners the skeleton runs by default (mouse4: heatmap and graph)
-            own = tuple(k for k in default_refiners(name, "live") if k not in self.state.refiners)
+            # the chosen kinds it has, plus the refiners the skeleton runs by default (mouse4: heatmap and graph; a
+            # user-trained mode: what beat none on its held-out frames)
+            own = tuple(k for k in mode_refiners(name, "live") if k not in self.state.refiners)
             self.state.refiners = tuple(self.state.refiners) + own
             self.set_skeleton(name)
             self.restart_live()

@@ -115,9 +115,19 @@ def test_train_install_list_and_open(modes, project):
     assert not any(o.user for o in options[:-1])
     names, note = refiner_names(str(mode.skeleton))
     assert names == ["graph", "heatmap"] and (note is None) == (not report["default_refiners"])
+    from posetracker.train.user_mode import set_default_refiners
+    from ui.services import mode_refiners
+
+    assert mode_refiners(str(mode.skeleton), "offline") == tuple(report["default_refiners"])
+    set_default_refiners(mode.skeleton, ())  # the defaults fixed (this tiny run's scores are a draw)
     for kind in ("live", "offline"):
         app_session = real_session(ModelChoice(str(mode.skeleton), kind, refiners=("graph",)))
         assert app_session.spec.name == "My_mouse" and app_session.refiners.names == ["graph"]
+    set_default_refiners(mode.skeleton, ("heatmap",))  # what the app ticks when the mode is chosen: its own folder's
+    assert mode_refiners(str(mode.skeleton), "offline") == ("heatmap",) and mode_refiners("nope", "live") == ()
+    assert refiner_names(str(mode.skeleton))[1] == "Process whole file always runs: Heatmap refiner."
+    offline = real_session(ModelChoice(str(mode.skeleton), "offline", refiners=("graph",)))
+    assert offline.refiners.names == ["heatmap", "graph"]  # whole-file processing adds the mode's offline defaults
 
     # the name is now taken; shipped names and empty ones never were free
     with pytest.raises(TrainingError, match="already exists"):
