@@ -116,11 +116,11 @@ def refiner_names(skeleton: str = "human18") -> tuple[list[str], str | None]:
         from posetracker import refiners
 
         mode = user_mode_for(skeleton)
-        spec = load_skeleton(mode.skeleton if mode is not None else skeleton)
-        folder = mode.folder if mode is not None else None
-        names = list(refiners.available_refiners(spec.name, folder) if folder else refiners.available_refiners(spec.name))
-        always = [refiners.refiner_label(k).split(" (")[0] for k in refiners.default_refiners(spec, "offline", folder)
-                  if k in names]
+        if mode is not None:
+            names = list(refiners.available_refiners(load_skeleton(mode.skeleton).name, mode.folder))
+        else:
+            names = list(refiners.available_refiners(skeleton))
+        always = [refiners.refiner_label(k).split(" (")[0] for k in mode_refiners(skeleton, "offline") if k in names]
         errors = refiners.plugin_errors()
     except Exception as exc:  # noqa: BLE001 - a broken plug-in must not stop the app
         return [], f"Refiners could not be loaded: {exc}"
