@@ -85,14 +85,14 @@ class AnimalCrops(SecondLook):
         crop_px, root, known = session.spec.top_down["crop_px"], session.spec.root, session.config.people.known_count
         read = people
         people = read_crops(read, meta.frame, root, crop_px, session._crop_people, keep=known, turns=session.crop_turns,
-                            rounds=session.crop_rounds, search=session.crop_search)
+                            rounds=session.crop_rounds, search=session.crop_search, align=session.spec.crop_align)
         if tracked:  # a known number of animals, one not read: searched where the last frame had it
             missing = with_missing(people, getattr(session, "_last_roots", None), known, root, crop_px)
             if missing.num_people > people.num_people:
                 extra = missing.take(np.arange(people.num_people, missing.num_people))
                 people = read_crops(DecodedPeople.concat([read, extra]), meta.frame, root, crop_px,
-                                    session._crop_people, keep=known, turns=session.crop_turns,
-                                    rounds=session.crop_rounds, search=session.crop_search)
+                                    session._crop_people, keep=known, turns=session.crop_turns, rounds=session.crop_rounds,
+                                    search=session.crop_search, align=session.spec.crop_align)
                 people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
         return people
 
@@ -183,7 +183,8 @@ class CropModel:
 def crop_refiners(session) -> None:
     """A top-down session's maps- and people-stage refiners (methods B, C) moved onto its crop model, whose
     reading is the animals' keypoints (the centre model's only places the crops): the refiners ``fly13``'s
-    files hold were trained on its crop model (``configs/fly13-crops-refiners.yaml``). Frame-stage refiners stay.
+    files hold were trained on its crop model (``configs/fly13-crops.yaml``, ``fly13-crops-heatmap.yaml``). Frame-stage
+    refiners stay.
     No crop model, or no such refiner: unchanged."""
     model = getattr(session, "crop_model", None)
     if model is None or not session.refiners.needs_maps:

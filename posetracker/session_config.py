@@ -207,8 +207,8 @@ def top_down_reading(top_down: Mapping[str, Any], refine: RefineSettings, mode: 
     """(crop turns, crop rounds, crop search, centre every) of a session of a top-down mode whose skeleton says
     ``top_down`` (its turns and rounds): ``refine``'s where given, else the mode's defaults (RefineSettings)."""
     live = mode == "live"
-    own_turns = int(top_down.get("turns", 1))
-    turns = refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if live else own_turns)
+    own_turns = int(top_down.get("turns", 1))  # an aligned crop model's turns find a new animal's heading: all kept
+    turns = refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if live and not top_down.get("align") else own_turns)
     rounds = refine.crop_rounds or (LIVE_CROP_ROUNDS if live else int(top_down.get("rounds", 1)))
     search = refine.crop_search if refine.crop_search is not None else 0.0 if live else SEARCH_SHIFT
     return turns, rounds, search, refine.centre_every or (LIVE_CENTRE_EVERY if live else 1)

@@ -89,7 +89,7 @@ class TrackGaps:
                              np.full((1, k), np.nan), guess[None].astype(np.float32))
         self.searched += 1
         read = read_crops(seed, rgb, spec.root, crop_px, session._crop_people, turns=session.crop_turns,
-                          rounds=session.crop_rounds, search=session.crop_search)
+                          rounds=session.crop_rounds, search=session.crop_search, align=spec.crop_align)
         if not sure(read, 1, self.min_confidence) \
                 or not np.linalg.norm(read.keypoints[0, spec.root] - guess[spec.root]) <= crop_px / 4:
             return pose

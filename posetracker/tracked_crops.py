@@ -155,7 +155,7 @@ class TrackedCrops:
             for turns in sorted({self.turns or session.crop_turns, session.crop_turns}):
                 placed = read_crops(seeds, meta.frame, session.spec.root, session.spec.top_down["crop_px"],
                                     session._crop_people, keep=session.config.people.known_count, turns=turns,
-                                    rounds=session.crop_rounds)
+                                    rounds=session.crop_rounds, align=session.spec.crop_align)
                 if not (self.sure(placed, expected) and self.stayed(placed, seeds)):
                     break  # an animal lost, or its reading jumped: the centre model searches the frame
                 if turns == session.crop_turns or self.facing(placed, seeds):
@@ -219,7 +219,7 @@ class TrackedCrops:
         people = kept
         if len(others):
             new = read_crops(centres.take(others), meta.frame, root, crop_px, session._crop_people, turns=session.crop_turns,
-                             rounds=session.crop_rounds)
+                             rounds=session.crop_rounds, align=session.spec.crop_align)
             both = DecodedPeople.concat([kept, new])
             both = both.take(drop_repeats(both, np.ones(both.num_people, bool), crop_px, root=root))
             people = both if known is None or both.num_people <= known else both.take(most_confident(both, known))

@@ -46,14 +46,16 @@ def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float
     return float(centre[0]) - crop_px / 2, float(centre[1]) - crop_px / 2, float(crop_px)
 
 
-def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, turns: int = 1) -> np.ndarray:
+def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, turns: int = 1,
+                upright: float = 0.0) -> np.ndarray:
     """(2, 3) source px -> crop px of the ``window`` (x0, y0, side) scaled to size x size, turned by
-    ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen)."""
+    ``upright`` + ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen)."""
     x0, y0, side = window
     s = size / side
     m = np.array([[s, 0.0, -x0 * s], [0.0, s, -y0 * s], [0.0, 0.0, 1.0]], np.float64)
-    if turn % turns:
-        r = cv2.getRotationMatrix2D(((size - 1) / 2.0, (size - 1) / 2.0), 360.0 * turn / turns, 1.0)
+    angle = upright + 360.0 * turn / turns
+    if angle % 360.0:
+        r = cv2.getRotationMatrix2D(((size - 1) / 2.0, (size - 1) / 2.0), angle, 1.0)
         m = np.vstack([r, [0.0, 0.0, 1.0]]) @ m
     return m[:2]
 
@@ -63,6 +65,19 @@ def cut_crop(rgb: np.ndarray, window: tuple[float, float, float], size: int, tur
     """The ``window`` (x0, y0, side) of an (H, W, 3) uint8 frame, scaled to (size, size, 3) and turned as
     :func:`crop_affine` says; black outside the frame."""
     return warp_crop(rgb, crop_affine(window, size, turn, turns), size)
+
+
+def upright_turn(points: np.ndarray, ends: tuple[int, int] | None) -> float:
+    """Degrees counter-clockwise on screen that turn an animal's (K, 2) px ``points`` so its ``ends`` (front,
+    back joints) line runs back to front straight up: an aligned crop model's crops (``top_down: {align:
+    true}``) are cut so, in training around the labels and in reading around the last reading, as LEAP and
+    DeepPoseKit align flies. 0 without ``ends`` or where either end is not read."""
+    if ends is None:
+        return 0.0
+    axis = points[ends[0]].astype(np.float64) - points[ends[1]]
+    if not np.isfinite(axis).all() or not axis.any():
+        return 0.0
+    return float(np.degrees(np.arctan2(axis[1], axis[0]))) + 90.0  # image y down: up is -90 degrees
 
 
 def warp_crop(rgb: np.ndarray, affine: np.ndarray, size: int) -> np.ndarray:
@@ -139,24 +154,29 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
-               keep: int | None = None, turns: int = 1, rounds: int = 1, search: float = 0.0) -> DecodedPeople:
+               keep: int | None = None, turns: int = 1, rounds: int = 1, search: float = 0.0,
+               align: tuple[int, int] | None = None) -> DecodedPeople:
     """:func:`read_crops_once` ``rounds`` times, each round's crops centred on the last round's readings of the
     root: a crop model reads an animal best at the centre it was trained on, and its own reading of the root
     is nearer the truth than the whole-frame pass's (fly13 offline, held-out walking flies, every joint 11.56 px
     with one round, 9.77 with 2, 8.56 with 3; the thorax 10.7 -> 8.2 -> 6.9 px; studies/fly13.md).
     With ``search`` > 0, each round also reads an unsure animal again around its reading (:func:`search_unsure`).
+    An aligned crop model (``align``) reads the first round at ``turns`` turns (the seeds' heading may be unknown:
+    the centre model reads a fly's root, not which way it faces) and the later ones at one, cut upright by the
+    last round's own reading.
     """
-    for _ in range(rounds):
-        people = read_crops_once(people, rgb, root, crop_px, read, size, None if search else keep, turns)
+    for r in range(rounds):
+        t = 1 if align and r else turns
+        people = read_crops_once(people, rgb, root, crop_px, read, size, None if search else keep, t, align)
         if search:
-            people = search_unsure(people, rgb, root, crop_px, read, size, turns, search)
+            people = search_unsure(people, rgb, root, crop_px, read, size, t, search, align=align)
             people = people if keep is None or people.num_people <= keep else people.take(most_confident(people, keep))
     return people
 
 
 def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                   read: Callable[[np.ndarray], list[DecodedPeople]], size: int, turns: int, shift: float,
-                  unsure: float = UNSURE) -> DecodedPeople:
+                  unsure: float = UNSURE, align: tuple[int, int] | None = None) -> DecodedPeople:
     """Each animal read from a crop with a mean joint confidence under ``unsure`` read again from crops centred
     ``shift`` x ``crop_px`` from its root in 8 directions (each alone, ``turns`` turns); the surest reading
     replaces it where it is surer, its root within 2 x ``shift`` x ``crop_px`` of the old one and not within a
@@ -180,7 +200,7 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
         for step in steps:
             moved = seed.keypoints.copy()
             moved[0, root] = start + step
-            r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, turns)
+            r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, turns, align)
             at = r.keypoints[0, root].astype(np.float64) if r.num_people else np.full(2, np.nan)
             if not np.isfinite(at).all() or np.linalg.norm(at - start) > 2 * shift * crop_px \
                     or (len(others) and np.nanmin(np.linalg.norm(others - at, axis=-1), initial=np.inf) < crop_px / 4):
@@ -193,19 +213,22 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
 
 def read_crops_once(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                     read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
-                    keep: int | None = None, turns: int = 1) -> DecodedPeople:
+                    keep: int | None = None, turns: int = 1, align: tuple[int, int] | None = None) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
     nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay.
     With ``turns`` > 1 each crop is also read turned by each multiple of 360 / ``turns`` degrees (all in the
-    one batch) and the turns' readings are joined by :func:`agreeing_reads`. Then one reading per animal
+    one batch) and the turns' readings are joined by :func:`agreeing_reads`. With ``align`` (front, back
+    joints: an aligned crop model) each crop is first turned so the animal's reading stands upright
+    (:func:`upright_turn`). Then one reading per animal
     (:func:`drop_repeats`), and with ``keep`` (a known number of animals) the ``keep`` readings surest of
     their joints (:func:`most_confident`)."""
     chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
     if not chosen:
         return people
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
-    affines = [[crop_affine(w, size, t, turns) for t in range(turns)] for w in windows]
+    uprights = [upright_turn(people.keypoints[p], align) for p in chosen]
+    affines = [[crop_affine(w, size, t, turns, u) for t in range(turns)] for w, u in zip(windows, uprights)]
     found = read(np.stack([warp_crop(rgb, a, size) for row in affines for a in row]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     from_crop = np.zeros(people.num_people, bool)
@@ -297,4 +320,4 @@ def with_missing(people: DecodedPeople, last_roots: np.ndarray | None, known_cou
 
 
 __all__ = ["CROP_INPUT", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop", "drop_repeats",
-           "map_back", "most_confident", "point_gaps", "read_crops", "warp_crop", "with_missing"]
+           "map_back", "most_confident", "point_gaps", "read_crops", "upright_turn", "warp_crop", "with_missing"]

@@ -104,6 +104,12 @@ class SkeletonSpec:
     def num_edges(self) -> int:
         return int(self.edges.shape[0])
 
+    @property
+    def crop_align(self) -> tuple[int, int] | None:
+        """(front, back) joints an aligned crop model's crops are turned upright by (``top_down: {align:
+        true}``, :func:`posetracker.decoding.top_down.upright_turn`); None: crops are cut unturned."""
+        return self.orientation if self.top_down.get("align") else None
+
     def index(self, name: str) -> int:
         """Index of a joint by name; KeyError lists the choices."""
         try:
@@ -222,6 +228,8 @@ def spec_from_dict(data: dict[str, Any], source: str = "<dict>") -> SkeletonSpec
             raise _fail(source, f"'sigmas' has {len(sigmas)} values for {len(names)} joints")
         sigmas = np.array([np.nan if s is None else float(s) for s in sigmas], np.float64)
 
+    if isinstance(data.get("top_down"), dict) and data["top_down"].get("align") and not data.get("orientation"):
+        raise _fail(source, "top_down: align needs orientation: [front, back] (the joints a crop is turned upright by)")
     extra = []
     for pair in data.get("extra_edges") or []:
         if len(pair) != 2 or any(n not in index for n in pair):
@@ -303,18 +311,21 @@ def _orientation(raw, index: dict[str, int], source: str) -> tuple[int, int] | N
 def _top_down_options(raw, source: str) -> dict[str, Any]:
     """The optional ``top_down`` mapping: ``crop_px`` (> 0), the crop side in source pixels, and optionally
     ``crop_weights``, the file name of the crop model beside the mode's weights, ``turns`` (1, 2, 4 or 8),
-    how many turned copies of each crop are read and joined, and ``rounds`` (1, 2 or 3), how many times each
+    how many turned copies of each crop are read and joined, ``rounds`` (1, 2 or 3), how many times each
     animal is read, each round from a crop centred on the last round's reading
-    (:func:`posetracker.decoding.top_down.read_crops`)."""
+    (:func:`posetracker.decoding.top_down.read_crops`), and ``align`` (true: the crop model was trained on
+    crops turned so the animal stands upright by its ``orientation`` joints, and reads crops cut so;
+    :func:`posetracker.decoding.top_down.upright_turn`)."""
     if raw is None:
         return {}
     expected = ("{crop_px: <pixels > 0>, crop_weights: <file name, optional>, turns: <1, 2, 4 or 8, optional>, "
-                "rounds: <1, 2 or 3, optional>}")
-    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights", "turns", "rounds"}
+                "rounds: <1, 2 or 3, optional>, align: <true or false, optional>}")
+    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights", "turns", "rounds", "align"}
             or float(raw["crop_px"]) <= 0
             or ("crop_weights" in raw and (not isinstance(raw["crop_weights"], str) or not raw["crop_weights"]))
             or ("turns" in raw and raw["turns"] not in (1, 2, 4, 8))
-            or ("rounds" in raw and raw["rounds"] not in (1, 2, 3))):
+            or ("rounds" in raw and raw["rounds"] not in (1, 2, 3))
+            or ("align" in raw and not isinstance(raw["align"], bool))):
         raise _fail(source, f"top_down: expected {expected}, got {raw!r}")
     out: dict[str, Any] = {"crop_px": float(raw["crop_px"])}
     if "crop_weights" in raw:
@@ -323,6 +334,8 @@ def _top_down_options(raw, source: str) -> dict[str, Any]:
         out["turns"] = int(raw["turns"])
     if raw.get("rounds", 1) != 1:
         out["rounds"] = int(raw["rounds"])
+    if raw.get("align"):
+        out["align"] = True
     return out
 
 

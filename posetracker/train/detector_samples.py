@@ -59,6 +59,7 @@ import cv2
 import numpy as np
 import torch
 
+from posetracker.decoding.top_down import upright_turn
 from posetracker.evaluation.datasets import (
     FrameCache, LabelledItem, item_points, joint_columns, load_labelled_set, read_image,
 )
@@ -125,11 +126,12 @@ def warp_matrix(size: tuple[int, int], rng: np.random.Generator | None, aug: Aug
 
 
 def crop_matrix(centre: np.ndarray, crop_px: float, rng: np.random.Generator | None,
-                aug: AugmentConfig) -> tuple[np.ndarray, bool]:
+                aug: AugmentConfig, upright: float = 0.0) -> tuple[np.ndarray, bool]:
     """(2, 3) affine source px -> input px of a top-down crop: the ``crop_px`` square around ``centre`` (2,)
-    scaled to the input (:mod:`posetracker.decoding.top_down`), then (``rng``) rotated / scaled about the
+    scaled to the input (:mod:`posetracker.decoding.top_down`), turned ``upright`` degrees (an aligned crop
+    model's: the animal upright, ``top_down.upright_turn``), then (``rng``) rotated / scaled about the
     input's centre, the centre shifted by up to ``aug.crop_shift`` of the crop on each axis (the whole-frame
-    pass finds it only roughly), and flipped."""
+    pass finds it only roughly), and flipped (about the upright axis)."""
     c = INPUT_SIZE / 2.0
     s = INPUT_SIZE / crop_px
     cx, cy = float(centre[0]), float(centre[1])
@@ -138,8 +140,8 @@ def crop_matrix(centre: np.ndarray, crop_px: float, rng: np.random.Generator | N
         cx, cy = cx + rng.uniform(-shift, shift) * crop_px, cy + rng.uniform(-shift, shift) * crop_px
     to_input = np.array([[s, 0, c - cx * s], [0, s, c - cy * s], [0, 0, 1]], np.float64)
     if rng is None:
-        return to_input[:2], False
-    rot = np.vstack([cv2.getRotationMatrix2D((c, c), rng.uniform(-aug.rotate_deg, aug.rotate_deg),
+        return (np.vstack([cv2.getRotationMatrix2D((c, c), upright, 1.0), [0, 0, 1]]) @ to_input)[:2], False
+    rot = np.vstack([cv2.getRotationMatrix2D((c, c), upright + rng.uniform(-aug.rotate_deg, aug.rotate_deg),
                                              rng.uniform(*aug.scale)), [0, 0, 1]])
     m = rot @ to_input
     flipped = bool(aug.flip and rng.random() < 0.5)
@@ -240,7 +242,8 @@ def sample_warps(rgb: np.ndarray, pts: np.ndarray, spec: SkeletonSpec, aug: Augm
     for i, centre in enumerate(instance_centres(pts, spec.root)):
         if np.isfinite(centre).all():
             carried = pts[i : i + 1] if samples == "centred" else pts
-            out += [(*crop_matrix(centre, spec.top_down["crop_px"], r, a), carried, False) for _ in range(variants)]
+            up = upright_turn(pts[i], spec.crop_align)
+            out += [(*crop_matrix(centre, spec.top_down["crop_px"], r, a, up), carried, False) for _ in range(variants)]
     return out
 
 
@@ -253,7 +256,8 @@ def warp_and_extract(pairs: Iterable[tuple[np.ndarray, np.ndarray]], n: int, mos
     see :func:`sample_warps`; "centred" gives P = 1)."""
     from posetracker.model.weights import weights_key
 
-    crops = None if samples == "frames" or not spec.top_down else {"crop_px": spec.top_down["crop_px"]}
+    crops = None if samples == "frames" or not spec.top_down else \
+        {"crop_px": spec.top_down["crop_px"], **({"align": True} if spec.crop_align else {})}
     key = combine_key(key, "taps", 1 if aug is None else aug.variants, None if aug is None else aug.key(),
                       weights_key(net.backbone), spec.name, crops, *([samples] if samples == "centred" else []))
     hit = load_npz(entry_path("features", key, ".npz"))

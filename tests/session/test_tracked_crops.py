@@ -70,7 +70,7 @@ def test_the_centre_model_confirms_the_placed_crops_and_only_a_lost_animal_is_se
         "animal_crops": lambda s, people, meta, budget, t: every_centre.append(meta.index) or _flies(2, 0.6)})
     crops_read = []
 
-    def crops(seeds, frame, root, crop_px, read, keep=None, turns=1, rounds=1):
+    def crops(seeds, frame, root, crop_px, read, keep=None, turns=1, rounds=1, align=None):
         i = int(frame[0, 0, 0])
         crops_read.append((i, seeds.num_people, round(float(seeds.confidence.max()), 3), keep, turns))
         if keep is None:  # a centre the kept flies do not explain: frame 4 the lost fly, frame 6 nothing there
