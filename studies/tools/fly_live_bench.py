@@ -46,6 +46,8 @@ def main() -> None:
     ap.add_argument("--centre-every", type=int, help="RefineSettings.centre_every (default: the session's)")
     ap.add_argument("--weights", help="the centre model (the crop model and its 8-bit companion beside it; "
                     "default: the shipped ones)")
+    ap.add_argument("--config", help="a crop model's training config: its top_down options (e.g. align) instead of "
+                    "the shipped skeleton's")
     args = ap.parse_args()
     if args.cut:
         cut(args.cut, args.clip)
@@ -55,7 +57,12 @@ def main() -> None:
     refine = RefineSettings(centre_every=args.centre_every) if args.centre_every else RefineSettings()
     config = SessionConfig(mode="live", network=NetworkSettings(threads=1, lookahead=1),
                            people=PeopleSettings(max_people=2, known_count=args.animals), refine=refine)
-    session = TrackingSession.open("fly13", args.weights, config)
+    spec = "fly13"
+    if args.config:
+        from posetracker.train.detector import config_spec, load_detector_config
+
+        spec = config_spec(load_detector_config(args.config))
+    session = TrackingSession.open(spec, args.weights, config)
     _pipeline_run(session, args.clip, "live", args.frames)  # warm-up
     wall, cpu = [], []
     for _ in range(args.runs):

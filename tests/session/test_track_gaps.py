@@ -3,6 +3,8 @@ crop model (``posetracker.track_gaps``, issue #49)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from posetracker.decoding import DecodedPeople
@@ -21,7 +23,9 @@ class _Session:
 
     def __init__(self):
         self.config = SessionConfig(mode="offline", people=PeopleSettings(max_people=2, known_count=2))
-        self.spec, self.crop_turns, self.crop_rounds, self.crop_search = load_skeleton("fly13"), 1, 1, 0.0
+        fly = load_skeleton("fly13")  # read unturned: the stand-in reads a fly lying along x, not upright
+        self.spec = dataclasses.replace(fly, top_down={k: v for k, v in fly.top_down.items() if k != "align"})
+        self.crop_turns, self.crop_rounds, self.crop_search = 1, 1, 0.0
         self.crops = 0
 
     def _crop_people(self, crops: np.ndarray) -> list[DecodedPeople]:
