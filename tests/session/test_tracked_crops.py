@@ -131,15 +131,24 @@ def test_centre_every_is_checked():
 
 @pytest.mark.slow
 def test_two_flies_live_read_from_placed_crops_stay_on_the_flies():
-    """The shipped fly13 pair, live, two flies known, on 9 frames of SLEAP's two-fly clip: with the centre model
-    every 3rd frame it runs on 3 frames (and on demand only where a crop lost a fly), every frame reads both
-    flies, and each fly's thorax lies within 6 px of where the centre model on every frame puts it."""
+    """The shipped fly13 pair, live, two flies known, on 9 held-out frames of SLEAP's two-fly clip (990-998, where
+    the touching flies start to walk): with the centre model every 3rd frame it runs on 3 frames (and on demand only
+    where a crop lost a fly), every frame reads both flies, and each fly's thorax lies within 6 px of its label
+    (within 3.5 px with the upright crop model; the centre model on every frame re-centres the crops and is up to
+    12 px off there)."""
     from conftest import shared_path
 
     from posetracker.evaluation.datasets import FrameCache
     from posetracker.session import NetworkSettings, TrackingSession
     from posetracker.types import Frame
 
+    from posetracker.evaluation.datasets import item_points
+    from posetracker.skeletons import load_skeleton
+    from posetracker.train.detector_samples import load_split
+
+    data = shared_path("data", "animal", "sleap_flies_clip_train", "normalized.json")
+    _, held_out, cols = load_split(str(data), load_skeleton("fly13"), 0.2)
+    labels = {it.frame_idx: item_points(it, cols) for it in held_out if 990 <= it.frame_idx < 999}  # (2, K, 2) px
     video = shared_path("data", "animal", "sleap_flies_clip_train", "clip.mp4")
     with FrameCache() as cache:
         frames = [Frame(i, i / 30, cache.frame(video, 990 + i)) for i in range(9)]
@@ -155,4 +164,5 @@ def test_two_flies_live_read_from_placed_crops_stay_on_the_flies():
         roots[every] = np.stack([p.keypoints[np.argsort(p.keypoints[:, r, 0]), r, :2] for p in poses])  # (9, 2, 2)
     tracked = session.tracked_crops
     assert tracked.frames == 9 and tracked.centre_runs == 3 + tracked.on_demand and tracked.on_demand <= 3
-    assert np.linalg.norm(roots[3] - roots[1], axis=-1).max() < 6.0
+    truth = np.stack([labels[990 + i][np.argsort(labels[990 + i][:, r, 0]), r] for i in range(9)])  # (9, 2, 2)
+    assert np.linalg.norm(roots[3] - truth, axis=-1).max() < 6.0
