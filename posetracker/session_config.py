@@ -109,8 +109,9 @@ class RefineSettings:
     # people added; None: TILE_GRID's (still images 2; video 1 = the whole frame only)
     tile_grid: int | None = None
     # top-down modes: how many turned copies of each animal's crop are read (decoding.top_down.read_crops); None:
-    # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live (fly13: 8 offline, 2 live; each turn is
-    # one more crop a frame per animal: fly13 live 6.7 fps with 2, 2.1 with 8, studies/fly13.md)
+    # the skeleton's top_down turns offline, at most LIVE_CROP_TURNS live for an unaligned crop model (each turn is
+    # one more crop a frame per animal); an aligned one (fly13: 4) keeps its turns, which only a new animal's first
+    # round reads (decoding.top_down.read_crops)
     crop_turns: int | None = None
     # top-down modes: how many times each animal is read, each round from a crop centred on the last round's
     # reading of its root (read_crops); None: the skeleton's top_down rounds offline, LIVE_CROP_ROUNDS live (fly13:

@@ -9,7 +9,8 @@ model is not run (``RefineSettings.centre_every`` = k):
 
 - every frame with a last frame's animals, each read surely: each animal's crop goes to the last frame's root
   (:meth:`TrackedCrops.seeds`; their joints' confidence zeroed, so a crop that finds no animal near its centre
-  leaves it at 0), read at ``PLACED_TURNS`` (1) turns; an animal read end to end against the last frame's
+  leaves it at 0), read at ``PLACED_TURNS`` (1) turns (an aligned crop model's crop cut upright by the last
+  frame's reading, ``decoding.top_down.upright_turn``); an animal read end to end against the last frame's
   (:meth:`TrackedCrops.facing`) has the crops read again at the session's turns, whose vote decides. The placed
   crops' animals are the frame's where they read every animal surely and near the last frame's (below) and,
   on a frame the centre model read, it confirms them (:meth:`TrackedCrops.confirmed`: each has a centre of its own
@@ -27,9 +28,9 @@ model is not run (``RefineSettings.centre_every`` = k):
   finds it); where none is kept (or no last frame) or the join reads fewer animals, every centre's crop is read,
   as offline.
 
-fly13, two flies live, one core: with the centre model confirming the placed crops and only a lost fly searched,
-53-55 ms of CPU a frame (18 fps; 2.6 crops a frame), the held-out frames read in sequence -0.44 [-0.86, -0.10] px,
-walking flies -3.28 [-4.50, -2.15] (studies/fly13.md, "The centre model confirms the placed crops").
+fly13, two flies live, one core, with the upright crop model: the whole frame searched on demand in 6 of 150 frames,
+2.3 crops a frame, ~18 fps of CPU time with ``--animals 2``; held-out frames read in sequence 1.43 px, walking flies
+6.12 px (studies/fly13.md, "The centre model confirms the placed crops", "Upright crops").
 
 The centre model's stream (``model.fused``) is not pushed in this mode. ``centre_runs`` / ``frames`` count how often
 the centre model ran (scheduled and on demand, ``on_demand``), ``confirmed_runs`` the centre frames read from the
