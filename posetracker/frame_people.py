@@ -9,7 +9,7 @@
 The tiles and the top-down crops are read as stills (:meth:`FramePeople._still_people`: the network without
 temporal state, one batch) or by the skeleton's own crop model. This module imports nothing of
 ``posetracker.session``: the mixin uses the session's attributes (``net``, ``spec``, ``config``, ``refiners``,
-``decoder`` through ``_decode``, ``depth``, ``sigmas``, ``crop_model``, ``crop_turns``, ``crop_rounds``, ``times``, ``_bottom_up``).
+``decoder`` through ``_decode``, ``depth``, ``sigmas``, ``crop_model``, ``crop_reading``, ``times``, ``_bottom_up``).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ in the refiner registry, never in ``decoding/`` (which stays numpy):
 
 The first two change which people there are and where; the last refines joints only, and the joints before it
 stay the readings the tracker links by and the depth stage reads (``keeps_input``). A look runs on the session's
-attributes (``config``, ``spec``, ``refiners``, ``sigmas``, ``crop_model``, ``crop_turns``, ``crop_rounds``, the still reading
+attributes (``config``, ``spec``, ``refiners``, ``sigmas``, ``crop_model``, ``crop_reading``, the still reading
 ``_still_people`` / ``_crop_people`` / ``_read_tile`` of ``frame_people.FramePeople``); it imports nothing of
 ``posetracker.session``.
 """
@@ -84,15 +84,13 @@ class AnimalCrops(SecondLook):
     def __call__(self, session, people, meta, budget_ms, tracked):
         crop_px, root, known = session.spec.top_down["crop_px"], session.spec.root, session.config.people.known_count
         read = people
-        people = read_crops(read, meta.frame, root, crop_px, session._crop_people, keep=known, turns=session.crop_turns,
-                            rounds=session.crop_rounds, search=session.crop_search, align=session.spec.crop_align)
+        people = read_crops(read, meta.frame, root, crop_px, session._crop_people, session.crop_reading, keep=known)
         if tracked:  # a known number of animals, one not read: searched where the last frame had it
             missing = with_missing(people, getattr(session, "_last_roots", None), known, root, crop_px)
             if missing.num_people > people.num_people:
                 extra = missing.take(np.arange(people.num_people, missing.num_people))
                 people = read_crops(DecodedPeople.concat([read, extra]), meta.frame, root, crop_px,
-                                    session._crop_people, keep=known, turns=session.crop_turns, rounds=session.crop_rounds,
-                                    search=session.crop_search, align=session.spec.crop_align)
+                                    session._crop_people, session.crop_reading, keep=known)
                 people = people.take(np.flatnonzero(people.confidence.max(axis=1, initial=0.0) > 0))
         return people
 

@@ -124,8 +124,8 @@ class TrackingSession(FramePeople):
         if self.crop_model is not None and self.config.network.runtime == "auto":  # the crops' batch in ONNX Runtime
             self.crop_model.accelerate(self.config.network.threads,  # live: its 8-bit body where it ships
                                        int8=self.config.network.int8 and self.config.mode == "live")
-        self.crop_turns, self.crop_rounds, self.crop_search, self.centre_every = top_down_reading(
-            self.spec.top_down, self.config.refine, self.config.mode)  # top-down: how each animal's crop is read
+        self.crop_reading, self.centre_every = top_down_reading(  # top-down: how each animal's crop is read
+            self.spec, self.config.refine, self.config.mode)
         self.tracked_crops = tracked_crops_for(self)  # live top-down: crops where the last frame had the animals
         tiles = self.config.refine.tile_grid
         self.tile_grid = tiles if tiles is not None else TILE_GRID[self.config.mode]  # video

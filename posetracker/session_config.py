@@ -20,9 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from posetracker.decoding.top_down import CropReading
 from posetracker.defaults import DEFAULT_LOOKAHEAD, DEFAULT_MAX_PEOPLE
+
+if TYPE_CHECKING:
+    from posetracker.skeletons import SkeletonSpec
 
 Mode = Literal["live", "offline"]
 # RefineSettings.tile_grid when None: still images get 2 x 2 tiles; video not (on a one-person clip offline 12.7 ->
@@ -204,12 +208,15 @@ class SessionConfig:
         return cls(mode=settings.get("mode", "live"), **{g: GROUPS[g](**v) for g, v in values.items()})
 
 
-def top_down_reading(top_down: Mapping[str, Any], refine: RefineSettings, mode: Mode) -> tuple[int, int, float, int]:
-    """(crop turns, crop rounds, crop search, centre every) of a session of a top-down mode whose skeleton says
-    ``top_down`` (its turns and rounds): ``refine``'s where given, else the mode's defaults (RefineSettings)."""
-    live = mode == "live"
+def top_down_reading(spec: SkeletonSpec, refine: RefineSettings, mode: Mode) -> tuple[CropReading, int]:
+    """(how each animal's crop is read, centre every) in a session of a top-down mode whose skeleton says
+    ``top_down`` (its turns, rounds, align, spread and mirror): ``refine``'s where given, else the mode's defaults
+    (RefineSettings); live reads no spread and no mirrored crop (one more crop a frame per animal each)."""
+    top_down, live = spec.top_down, mode == "live"
     own_turns = int(top_down.get("turns", 1))  # an aligned crop model's turns find a new animal's heading: all kept
     turns = refine.crop_turns or (min(own_turns, LIVE_CROP_TURNS) if live and not top_down.get("align") else own_turns)
     rounds = refine.crop_rounds or (LIVE_CROP_ROUNDS if live else int(top_down.get("rounds", 1)))
     search = refine.crop_search if refine.crop_search is not None else 0.0 if live else SEARCH_SHIFT
-    return turns, rounds, search, refine.centre_every or (LIVE_CENTRE_EVERY if live else 1)
+    how = CropReading(turns, rounds, search, spec.crop_align, 0.0 if live else float(top_down.get("spread", 0.0)),
+                      spec.mirror_index if top_down.get("mirror") and not live else None)
+    return how, refine.centre_every or (LIVE_CENTRE_EVERY if live else 1)

@@ -88,8 +88,7 @@ class TrackGaps:
         seed = DecodedPeople(guess[None].astype(np.float32), np.zeros((1, k), np.float32), np.zeros(1, np.float32),
                              np.full((1, k), np.nan), guess[None].astype(np.float32))
         self.searched += 1
-        read = read_crops(seed, rgb, spec.root, crop_px, session._crop_people, turns=session.crop_turns,
-                          rounds=session.crop_rounds, search=session.crop_search, align=spec.crop_align)
+        read = read_crops(seed, rgb, spec.root, crop_px, session._crop_people, session.crop_reading)
         if not sure(read, 1, self.min_confidence) \
                 or not np.linalg.norm(read.keypoints[0, spec.root] - guess[spec.root]) <= crop_px / 4:
             return pose

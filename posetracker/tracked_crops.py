@@ -40,6 +40,7 @@ placed crops, ``partial`` those read from kept animals and the others' centres, 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -87,7 +88,7 @@ class TrackedCrops:
 
     def __init__(self, session, every: int, min_confidence: float = MIN_CONFIDENCE, turns: int | None = None):
         self.session, self.every, self.min_confidence = session, every, min_confidence
-        self.turns = turns  # turned reads of a placed crop (None: the session's crop_turns)
+        self.turns = turns  # turned reads of a placed crop (None: the session's crop_reading.turns)
         self.centre = CentreStill(session.net, session.config.network.threads, session.runtime == "onnxruntime")
         self.reset()
 
@@ -153,13 +154,13 @@ class TrackedCrops:
         placed, centres, seeds = None, None, self.seeds()
         if seeds is not None:
             expected = session.config.people.known_count or seeds.num_people
-            for turns in sorted({self.turns or session.crop_turns, session.crop_turns}):
+            for turns in sorted({self.turns or session.crop_reading.turns, session.crop_reading.turns}):
                 placed = read_crops(seeds, meta.frame, session.spec.root, session.spec.top_down["crop_px"],
-                                    session._crop_people, keep=session.config.people.known_count, turns=turns,
-                                    rounds=session.crop_rounds, align=session.spec.crop_align)
+                                    session._crop_people, replace(session.crop_reading, turns=turns, search=0.0),
+                                    keep=session.config.people.known_count)
                 if not (self.sure(placed, expected) and self.stayed(placed, seeds)):
                     break  # an animal lost, or its reading jumped: the centre model searches the frame
-                if turns == session.crop_turns or self.facing(placed, seeds):
+                if turns == session.crop_reading.turns or self.facing(placed, seeds):
                     if not out:
                         return session._people({}, meta, budget_ms, placed=placed)
                     if self.confirmed(placed, centres := self._centres(out, meta)):
@@ -219,8 +220,8 @@ class TrackedCrops:
                                 & (np.nan_to_num(d, nan=0.0).min(1, initial=np.inf) > crop_px / 4))
         people = kept
         if len(others):
-            new = read_crops(centres.take(others), meta.frame, root, crop_px, session._crop_people, turns=session.crop_turns,
-                             rounds=session.crop_rounds, align=session.spec.crop_align)
+            new = read_crops(centres.take(others), meta.frame, root, crop_px, session._crop_people,
+                             replace(session.crop_reading, search=0.0))
             both = DecodedPeople.concat([kept, new])
             both = both.take(drop_repeats(both, np.ones(both.num_people, bool), crop_px, root=root))
             people = both if known is None or both.num_people <= known else both.take(most_confident(both, known))

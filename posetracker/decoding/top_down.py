@@ -27,8 +27,8 @@ would drop that fly; its crop then reads a fly less surely than the crops around
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -41,15 +41,38 @@ CROP_INPUT = 256  # the side crops are cut at: the network's input (model.prepro
 UNSURE = 0.2  # search_unsure: a reading whose mean joint confidence is under this is searched around
 
 
+@dataclass(frozen=True)
+class CropReading:
+    """How each animal's crop is read (:func:`read_crops`; a session's from its skeleton's ``top_down`` and its mode,
+    ``session_config.top_down_reading``)."""
+
+    turns: int = 1  # each crop also read turned by each multiple of 360 / turns degrees, the readings joined
+    rounds: int = 1  # each round's crops centred on the last round's readings of the root
+    search: float = 0.0  # > 0: an unsure animal read again from crops this fraction of the crop around it
+    align: tuple[int, int] | None = None  # (front, back) joints of an aligned crop model (upright_turn)
+    spread: float = 0.0  # > 0: the last round also reads each crop turned by -spread and +spread degrees
+    mirror: tuple[int, ...] | None = None  # (K,) each joint's mirror: the last round also reads each crop mirrored
+
+    def views(self, first: bool, last: bool) -> list[tuple[float, bool]]:
+        """(degrees turned on top of the upright turn, mirrored) of each copy of a crop one round reads: the
+        ``first`` round, and every round of an unaligned model, at ``turns`` turns, the ``last`` also at the
+        spread and mirrored."""
+        turns = self.turns if first or not self.align else 1
+        spread = (-self.spread, 0.0, self.spread) if last and self.spread else (0.0,)
+        angles = [360.0 * t / turns + d for t in range(turns) for d in spread]
+        return [(a, m) for m in ((False, True) if last and self.mirror else (False,)) for a in angles]
+
+
 def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float]:
     """(x0, y0, side) of the ``crop_px`` square centred on ``centre`` (2,) source px (it may leave the frame)."""
     return float(centre[0]) - crop_px / 2, float(centre[1]) - crop_px / 2, float(crop_px)
 
 
 def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, turns: int = 1,
-                upright: float = 0.0) -> np.ndarray:
+                upright: float = 0.0, mirrored: bool = False) -> np.ndarray:
     """(2, 3) source px -> crop px of the ``window`` (x0, y0, side) scaled to size x size, turned by
-    ``upright`` + ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen)."""
+    ``upright`` + ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen), then
+    ``mirrored`` left to right about the crop's centre column."""
     x0, y0, side = window
     s = size / side
     m = np.array([[s, 0.0, -x0 * s], [0.0, s, -y0 * s], [0.0, 0.0, 1.0]], np.float64)
@@ -57,6 +80,8 @@ def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, tu
     if angle % 360.0:
         r = cv2.getRotationMatrix2D(((size - 1) / 2.0, (size - 1) / 2.0), angle, 1.0)
         m = np.vstack([r, [0.0, 0.0, 1.0]]) @ m
+    if mirrored:
+        m = np.array([[-1.0, 0.0, size - 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) @ m
     return m[:2]
 
 
@@ -85,12 +110,17 @@ def warp_crop(rgb: np.ndarray, affine: np.ndarray, size: int) -> np.ndarray:
     return cv2.warpAffine(rgb, affine, (size, size), flags=cv2.INTER_LINEAR, borderValue=(0, 0, 0))
 
 
-def map_back(people: DecodedPeople, affine: np.ndarray) -> DecodedPeople:
-    """People read in a crop's px mapped to source px by the inverse of ``affine`` (2, 3) source -> crop."""
+def map_back(people: DecodedPeople, affine: np.ndarray, mirror: tuple[int, ...] | None = None) -> DecodedPeople:
+    """People read in a crop's px mapped to source px by the inverse of ``affine`` (2, 3) source -> crop; a
+    mirrored crop's (``mirror``: (K,) each joint's mirror) with each left and right joint given back its side."""
     inv = cv2.invertAffineTransform(affine)
     move = lambda xy: (xy.astype(np.float64) @ inv[:, :2].T + inv[:, 2]).astype(np.float32)  # noqa: E731
-    return DecodedPeople(move(people.keypoints), people.confidence, people.scores, people.depth_reads,
-                         move(people.predicted))
+    if mirror is None:
+        return DecodedPeople(move(people.keypoints), people.confidence, people.scores, people.depth_reads,
+                             move(people.predicted))
+    k = list(mirror)  # a mirrored crop's depth reads (per edge) are not mapped back: nan
+    return DecodedPeople(move(people.keypoints[:, k]), people.confidence[:, k], people.scores,
+                         np.full(people.depth_reads.shape, np.nan), move(people.predicted[:, k]))
 
 
 def densest_median(points: np.ndarray, confidence: np.ndarray, radius: float) -> np.ndarray:
@@ -153,34 +183,39 @@ def centred_person(people: DecodedPeople, root: int, size: int, radius: float = 
 
 
 def read_crops(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
-               read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
-               keep: int | None = None, turns: int = 1, rounds: int = 1, search: float = 0.0,
-               align: tuple[int, int] | None = None) -> DecodedPeople:
-    """:func:`read_crops_once` ``rounds`` times, each round's crops centred on the last round's readings of the
+               read: Callable[[np.ndarray], list[DecodedPeople]], how: CropReading = CropReading(),
+               size: int = CROP_INPUT, keep: int | None = None) -> DecodedPeople:
+    """:func:`read_crops_once` ``how.rounds`` times, each round's crops centred on the last round's readings of the
     root: a crop model reads an animal best at the centre it was trained on, and its own reading of the root
     is nearer the truth than the whole-frame pass's (fly13 offline, held-out walking flies, every joint 11.56 px
     with one round, 9.77 with 2, 8.56 with 3; the thorax 10.7 -> 8.2 -> 6.9 px; studies/fly13.md).
-    With ``search`` > 0, each round also reads an unsure animal again around its reading (:func:`search_unsure`).
-    An aligned crop model (``align``) reads the first round at ``turns`` turns (the seeds' heading may be unknown:
-    the centre model reads a fly's root, not which way it faces) and the later ones at one, cut upright by the
-    last round's own reading.
+    With ``how.search`` > 0, each round also reads an unsure animal again around its reading (:func:`search_unsure`).
+    An aligned crop model (``how.align``) reads the first round at ``how.turns`` turns (the seeds' heading may be
+    unknown: the centre model reads a fly's root, not which way it faces) and the later ones at one, cut upright by
+    the last round's own reading. The last round also reads each crop at ``how.spread`` degrees either way and
+    mirrored (``how.mirror``), all joined by :func:`agreeing_reads` (fly13 offline: walking flies 5.53 -> 4.93 px,
+    the mid legs 11.3 / 7.8 -> 6.8 / 5.8; studies/fly13.md, "Each fly's last crop read 6 ways").
     """
-    for r in range(rounds):
-        t = 1 if align and r else turns
-        people = read_crops_once(people, rgb, root, crop_px, read, size, None if search else keep, t, align)
-        if search:
-            people = search_unsure(people, rgb, root, crop_px, read, size, t, search, align=align)
+    for r in range(how.rounds):
+        first, last = r == 0, r == how.rounds - 1
+        views = how.views(first, last)
+        people = read_crops_once(people, rgb, root, crop_px, read, size, None if how.search else keep, views,
+                                 how.align, how.mirror)
+        if how.search:
+            people = search_unsure(people, rgb, root, crop_px, read, size, how.views(first, False), how.search,
+                                   align=how.align)
             people = people if keep is None or people.num_people <= keep else people.take(most_confident(people, keep))
     return people
 
 
 def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
-                  read: Callable[[np.ndarray], list[DecodedPeople]], size: int, turns: int, shift: float,
-                  unsure: float = UNSURE, align: tuple[int, int] | None = None) -> DecodedPeople:
+                  read: Callable[[np.ndarray], list[DecodedPeople]], size: int, views: Sequence[tuple[float, bool]],
+                  shift: float, unsure: float = UNSURE, align: tuple[int, int] | None = None) -> DecodedPeople:
     """Each animal read from a crop with a mean joint confidence under ``unsure`` read again from crops centred
-    ``shift`` x ``crop_px`` from its root in 8 directions (each alone, ``turns`` turns); the surest reading
-    replaces it where it is surer, its root within 2 x ``shift`` x ``crop_px`` of the old one and not within a
-    quarter crop of another animal's root (a crop that reached the neighbour).
+    ``shift`` x ``crop_px`` from its root in 8 directions (each alone, at the turns of unmirrored ``views``, as
+    :func:`read_crops_once`); the surest reading replaces it where it is surer, its root within 2 x ``shift`` x
+    ``crop_px`` of the old one and not within a quarter crop of another animal's root (a crop that reached the
+    neighbour).
 
     A crop model reads the animal centred in its crop; where the whole-frame pass puts an animal's centre on its
     head (the centre model on flies ~2.7x larger than it learnt: the centred-pair clip's 384 px frames), the
@@ -200,7 +235,7 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
         for step in steps:
             moved = seed.keypoints.copy()
             moved[0, root] = start + step
-            r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, turns, align)
+            r = read_crops_once(replace(seed, keypoints=moved), rgb, root, crop_px, read, size, None, views, align)
             at = r.keypoints[0, root].astype(np.float64) if r.num_people else np.full(2, np.nan)
             if not np.isfinite(at).all() or np.linalg.norm(at - start) > 2 * shift * crop_px \
                     or (len(others) and np.nanmin(np.linalg.norm(others - at, axis=-1), initial=np.inf) < crop_px / 4):
@@ -213,32 +248,34 @@ def search_unsure(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: fl
 
 def read_crops_once(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: float,
                     read: Callable[[np.ndarray], list[DecodedPeople]], size: int = CROP_INPUT,
-                    keep: int | None = None, turns: int = 1, align: tuple[int, int] | None = None) -> DecodedPeople:
+                    keep: int | None = None, views: Sequence[tuple[float, bool]] = ((0.0, False),),
+                    align: tuple[int, int] | None = None, mirror: tuple[int, ...] | None = None) -> DecodedPeople:
     """Each person of an (H, W, 3) frame (its pixels) read again from a ``crop_px`` crop around its ``root``.
     read: crops (N, size, size, 3) uint8 -> each crop's people in crop-input pixels (one batch). The person
     nearest a crop's centre replaces that person's keypoints and confidences; scores and depth reads stay.
-    With ``turns`` > 1 each crop is also read turned by each multiple of 360 / ``turns`` degrees (all in the
-    one batch) and the turns' readings are joined by :func:`agreeing_reads`. With ``align`` (front, back
-    joints: an aligned crop model) each crop is first turned so the animal's reading stands upright
-    (:func:`upright_turn`). Then one reading per animal
+    Each crop is read once per view (degrees turned, mirrored: :meth:`CropReading.views`; all in the one batch;
+    a mirrored view only with ``mirror``, (K,) each joint's mirror) and the views' readings are joined by
+    :func:`agreeing_reads`. With ``align`` (front, back joints: an aligned crop model) each crop is first turned
+    so the animal's reading stands upright (:func:`upright_turn`). Then one reading per animal
     (:func:`drop_repeats`), and with ``keep`` (a known number of animals) the ``keep`` readings surest of
     their joints (:func:`most_confident`)."""
     chosen = [p for p in range(people.num_people) if np.isfinite(people.keypoints[p, root]).all()]
     if not chosen:
         return people
+    views = [(a, m) for a, m in views if not m or mirror is not None]
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
     uprights = [upright_turn(people.keypoints[p], align) for p in chosen]
-    affines = [[crop_affine(w, size, t, turns, u) for t in range(turns)] for w, u in zip(windows, uprights)]
+    affines = [[crop_affine(w, size, upright=u + a, mirrored=m) for a, m in views] for w, u in zip(windows, uprights)]
     found = read(np.stack([warp_crop(rgb, a, size) for row in affines for a in row]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     from_crop = np.zeros(people.num_people, bool)
     for i, p in enumerate(chosen):
         reads = []
-        for t, a in enumerate(affines[i]):
-            crop = found[i * turns + t]
+        for v, (a, (_, mirrored)) in enumerate(zip(affines[i], views)):
+            crop = found[i * len(views) + v]
             j = centred_person(crop, root, size)
             if j >= 0:
-                reads.append(map_back(crop.take(np.array([j])), a))
+                reads.append(map_back(crop.take(np.array([j])), a, mirror if mirrored else None))
         if reads:
             one = agreeing_reads(DecodedPeople.concat(reads), REPEAT_FRAC * crop_px)
             kp[p], conf[p], pred[p] = one.keypoints[0], one.confidence[0], one.predicted[0]
@@ -319,5 +356,5 @@ def with_missing(people: DecodedPeople, last_roots: np.ndarray | None, known_cou
                                                        spots.copy())])
 
 
-__all__ = ["CROP_INPUT", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop", "drop_repeats",
+__all__ = ["CROP_INPUT", "CropReading", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop", "drop_repeats",
            "map_back", "most_confident", "point_gaps", "read_crops", "upright_turn", "warp_crop", "with_missing"]

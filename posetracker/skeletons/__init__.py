@@ -313,19 +313,26 @@ def _top_down_options(raw, source: str) -> dict[str, Any]:
     ``crop_weights``, the file name of the crop model beside the mode's weights, ``turns`` (1, 2, 4 or 8),
     how many turned copies of each crop are read and joined, ``rounds`` (1, 2 or 3), how many times each
     animal is read, each round from a crop centred on the last round's reading
-    (:func:`posetracker.decoding.top_down.read_crops`), and ``align`` (true: the crop model was trained on
+    (:func:`posetracker.decoding.top_down.read_crops`), ``align`` (true: the crop model was trained on
     crops turned so the animal stands upright by its ``orientation`` joints, and reads crops cut so;
-    :func:`posetracker.decoding.top_down.upright_turn`)."""
+    :func:`posetracker.decoding.top_down.upright_turn`), and, offline, ``spread`` (0-45 degrees: the last
+    round also reads each crop turned this much either way) and ``mirror`` (true: the last round also reads
+    each crop mirrored, its left and right joints swapped back; ``top_down.CropReading``)."""
     if raw is None:
         return {}
     expected = ("{crop_px: <pixels > 0>, crop_weights: <file name, optional>, turns: <1, 2, 4 or 8, optional>, "
-                "rounds: <1, 2 or 3, optional>, align: <true or false, optional>}")
-    if (not isinstance(raw, dict) or "crop_px" not in raw or set(raw) - {"crop_px", "crop_weights", "turns", "rounds", "align"}
+                "rounds: <1, 2 or 3, optional>, align: <true or false, optional>, spread: <0-45 degrees, optional>, "
+                "mirror: <true or false, optional>}")
+    if (not isinstance(raw, dict) or "crop_px" not in raw
+            or set(raw) - {"crop_px", "crop_weights", "turns", "rounds", "align", "spread", "mirror"}
             or float(raw["crop_px"]) <= 0
             or ("crop_weights" in raw and (not isinstance(raw["crop_weights"], str) or not raw["crop_weights"]))
             or ("turns" in raw and raw["turns"] not in (1, 2, 4, 8))
             or ("rounds" in raw and raw["rounds"] not in (1, 2, 3))
-            or ("align" in raw and not isinstance(raw["align"], bool))):
+            or ("align" in raw and not isinstance(raw["align"], bool))
+            or ("spread" in raw and (isinstance(raw["spread"], bool) or not isinstance(raw["spread"], (int, float))
+                                     or not 0 <= raw["spread"] <= 45))
+            or ("mirror" in raw and not isinstance(raw["mirror"], bool))):
         raise _fail(source, f"top_down: expected {expected}, got {raw!r}")
     out: dict[str, Any] = {"crop_px": float(raw["crop_px"])}
     if "crop_weights" in raw:
@@ -336,6 +343,10 @@ def _top_down_options(raw, source: str) -> dict[str, Any]:
         out["rounds"] = int(raw["rounds"])
     if raw.get("align"):
         out["align"] = True
+    if raw.get("spread", 0):
+        out["spread"] = float(raw["spread"])
+    if raw.get("mirror"):
+        out["mirror"] = True
     return out
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import centred_person, crop_window, cut_crop, read_crops, search_unsure
+from posetracker.decoding.top_down import CropReading, centred_person, crop_window, cut_crop, read_crops, search_unsure
 from posetracker.model.preprocess import INPUT_SIZE
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
@@ -141,7 +141,7 @@ def test_a_second_round_reads_each_animal_from_a_crop_centred_on_its_first_readi
 
     start = np.full((1, k, 2), (274.0, 200.0), np.float32)
     people = DecodedPeople(start, np.ones((1, k), np.float32), np.ones(1, np.float32), np.zeros((1, k)), start.copy())
-    errors = [float(np.abs(read_crops(people, rgb, FLY.root, 160.0, overshooting, rounds=r).keypoints[0, FLY.root, 0]
+    errors = [float(np.abs(read_crops(people, rgb, FLY.root, 160.0, overshooting, CropReading(rounds=r)).keypoints[0, FLY.root, 0]
                            - 250.0)) for r in (1, 2)]
     assert errors[0] == pytest.approx(12.0, abs=1.0) and errors[1] == pytest.approx(6.0, abs=1.0)
 
@@ -235,14 +235,14 @@ def test_an_unsure_reading_is_searched_around_until_a_crop_reads_it_surely():
     seed = DecodedPeople(seed_xy, np.full((1, k), 0.3, np.float32), np.array([0.5], np.float32), np.zeros((1, k)),
                          seed_xy.copy())
     read = _blob_reader(k)
-    plain = read_crops(seed, rgb, FLY.root, crop_px, read, turns=2, rounds=3)
+    plain = read_crops(seed, rgb, FLY.root, crop_px, read, CropReading(turns=2, rounds=3))
     assert plain.confidence.max() == pytest.approx(0.1)  # round after round at the head, unsure
-    found = read_crops(seed, rgb, FLY.root, crop_px, read, turns=2, rounds=3, search=0.15)
+    found = read_crops(seed, rgb, FLY.root, crop_px, read, CropReading(turns=2, rounds=3, search=0.15))
     assert found.confidence.min() == pytest.approx(0.9)
     np.testing.assert_allclose(found.keypoints[0, FLY.root], (300, 300), atol=1.5)
     # a surer reading that lies on another animal (a quarter crop from its root) is not taken
     other = DecodedPeople(np.full((1, k, 2), (300.0, 310.0), np.float32), np.full((1, k), 0.9, np.float32),
                           np.array([0.9], np.float32), np.zeros((1, k)), np.full((1, k, 2), (300.0, 310.0), np.float32))
     both = DecodedPeople.concat([plain, other])
-    kept = search_unsure(both, rgb, FLY.root, crop_px, read, 256, 2, 0.15)
+    kept = search_unsure(both, rgb, FLY.root, crop_px, read, 256, CropReading(turns=2).views(True, False), 0.15)
     np.testing.assert_allclose(kept.keypoints[0], plain.keypoints[0])

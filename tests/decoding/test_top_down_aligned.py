@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import crop_affine, crop_window, read_crops, upright_turn
+from posetracker.decoding.top_down import CropReading, crop_affine, crop_window, map_back, read_crops, upright_turn, warp_crop
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, sample_warps
 
@@ -85,7 +85,7 @@ def test_reading_an_aligned_model_cuts_each_crop_upright_and_maps_its_reading_ba
         pts = fly_points(heading).astype(np.float32)[None]
         seed = DecodedPeople(pts, np.zeros((1, k), np.float32), np.ones(1, np.float32), np.full((1, k), np.nan), pts)
         read = read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, upright_reader,
-                          align=FLY.orientation)
+                          CropReading(align=FLY.orientation))
         axis = read.keypoints[0, HEAD] - read.keypoints[0, ABDOMEN]
         assert abs(np.degrees(np.arctan2(axis[1], axis[0])) - heading) < 0.5
         plain = read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, upright_reader)
@@ -117,11 +117,11 @@ def test_an_aligned_model_turns_only_its_first_round_later_rounds_stand_on_their
 
     pts = np.tile(np.float32([500.0, 400.0]), (1, k, 1))  # a centre model's seed: every joint at the root
     seed = DecodedPeople(pts, np.zeros((1, k), np.float32), np.ones(1, np.float32), np.full((1, k), np.nan), pts)
-    read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, reader, turns=4, rounds=3,
-               align=FLY.orientation)
+    read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, reader,
+               CropReading(turns=4, rounds=3, align=FLY.orientation))
     assert seen == [4, 1, 1]
     seen.clear()
-    read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, reader, turns=4, rounds=3)
+    read_crops(seed, np.zeros((1024, 1024, 3), np.uint8), FLY.root, 160.0, reader, CropReading(turns=4, rounds=3))
     assert seen == [4, 4, 4]  # unaligned: every round at every turn, as before
 
 
@@ -129,5 +129,81 @@ def test_a_live_session_of_an_aligned_model_keeps_its_turns_for_new_animals():
     from posetracker.session import LIVE_CROP_TURNS, RefineSettings
     from posetracker.session_config import top_down_reading
 
-    assert top_down_reading({"crop_px": 256.0, "turns": 8}, RefineSettings(), "live")[0] == LIVE_CROP_TURNS == 2
-    assert top_down_reading({"crop_px": 256.0, "turns": 4, "align": True}, RefineSettings(), "live")[0] == 4
+    turned = dataclasses.replace(FLY, top_down={"crop_px": 256.0, "turns": 8})
+    assert top_down_reading(turned, RefineSettings(), "live")[0].turns == LIVE_CROP_TURNS == 2
+    aligned = dataclasses.replace(FLY, top_down={"crop_px": 256.0, "turns": 4, "align": True})
+    assert top_down_reading(aligned, RefineSettings(), "live")[0].turns == 4
+
+
+def test_the_last_round_reads_each_crop_at_the_spread_and_mirrored():
+    how = CropReading(turns=4, rounds=3, align=FLY.orientation, spread=20.0, mirror=FLY.mirror_index)
+    assert how.views(True, False) == [(0.0, False), (90.0, False), (180.0, False), (270.0, False)]
+    assert how.views(False, False) == [(0.0, False)]
+    assert how.views(False, True) == [(-20.0, False), (0.0, False), (20.0, False), (-20.0, True), (0.0, True), (20.0, True)]
+    unaligned = CropReading(turns=2, spread=10.0)  # one round: first and last; every turn at the spread
+    assert unaligned.views(True, True) == [(-10.0, False), (0.0, False), (10.0, False), (170.0, False), (180.0, False),
+                                           (190.0, False)]
+
+
+def _dotted_fly() -> tuple[np.ndarray, dict[str, tuple[float, float]]]:
+    """(1024, 1024, 3) frame of a fly facing up the screen drawn as dots: thorax red, head green, both wings blue
+    (the left wing on the fly's left: image left, seen from above); and where each dot is, source px."""
+    at = {"thorax": (500.0, 400.0), "head": (500.0, 370.0), "abdomen": (500.0, 430.0),
+          "wingL": (480.0, 420.0), "wingR": (520.0, 420.0)}
+    rgb = np.zeros((1024, 1024, 3), np.uint8)
+    for name, ch in (("thorax", 0), ("head", 1), ("wingL", 2), ("wingR", 2)):
+        x, y = at[name]
+        rgb[int(y) - 2:int(y) + 3, int(x) - 2:int(x) + 3, ch] = 255
+    return rgb, at
+
+
+def _side_reader(images: np.ndarray) -> list[DecodedPeople]:
+    """A stand-in crop model that names the wings by side as a network does: the wing on the fly's left of its
+    thorax -> head line is wingL, whichever wing it really is (so a mirrored crop reads them swapped)."""
+    k, out = FLY.num_joints, []
+    for img in images:
+        blob = lambda m: np.argwhere(m)[:, ::-1].astype(np.float64)  # noqa: E731  (N, 2) x, y
+        thorax, head = blob(img[..., 0] > 100).mean(0), blob(img[..., 1] > 100).mean(0)
+        wings = blob(img[..., 2] > 100)
+        axis = head - thorax
+        left = axis[0] * (wings[:, 1] - thorax[1]) - axis[1] * (wings[:, 0] - thorax[0]) < 0  # cross < 0: left
+        kp = np.tile(thorax, (k, 1))
+        kp[HEAD], kp[ABDOMEN] = head, 2 * thorax - head
+        kp[FLY.index("wingL")], kp[FLY.index("wingR")] = wings[left].mean(0), wings[~left].mean(0)
+        kp = kp.astype(np.float32)[None]
+        out.append(DecodedPeople(kp, np.full((1, k), 0.9, np.float32), np.ones(1, np.float32),
+                                 np.full((1, k), np.nan), kp.copy()))
+    return out
+
+
+def test_a_mirrored_crop_s_reading_gives_each_left_and_right_joint_back_its_side():
+    rgb, at = _dotted_fly()
+    window = crop_window(np.array(at["thorax"]), 160.0)
+    for mirrored in (False, True):
+        a = crop_affine(window, 256, mirrored=mirrored)
+        read = map_back(_side_reader(warp_crop(rgb, a, 256)[None])[0], a, FLY.mirror_index if mirrored else None)
+        for name in ("wingL", "wingR", "head"):
+            np.testing.assert_allclose(read.keypoints[0, FLY.index(name)], at[name], atol=1.0)
+    swapped = map_back(_side_reader(warp_crop(rgb, a, 256)[None])[0], a)  # mirrored, sides not given back
+    np.testing.assert_allclose(swapped.keypoints[0, FLY.index("wingL")], at["wingR"], atol=1.0)
+
+    k = FLY.num_joints
+    pts = np.tile(np.float32(at["thorax"]), (1, k, 1))
+    pts[0, HEAD], pts[0, ABDOMEN] = at["head"], at["abdomen"]
+    seed = DecodedPeople(pts, np.zeros((1, k), np.float32), np.ones(1, np.float32), np.full((1, k), np.nan), pts)
+    seen = []
+    counting = lambda images: seen.append(len(images)) or _side_reader(images)  # noqa: E731
+    how = CropReading(rounds=2, align=FLY.orientation, spread=20.0, mirror=FLY.mirror_index)
+    read = read_crops(seed, rgb, FLY.root, 160.0, counting, how)
+    assert seen == [1, 6]
+    for name in ("wingL", "wingR", "head", "thorax"):
+        np.testing.assert_allclose(read.keypoints[0, FLY.index(name)], at[name], atol=1.5)
+
+
+def test_spread_and_mirror_are_refused_out_of_range_or_as_the_wrong_type():
+    base = {"name": "x", "joints": [{"name": "a", "parent": None}, {"name": "b", "parent": "a"}]}
+    for bad in ({"spread": 60}, {"spread": -5}, {"spread": True}, {"mirror": "yes"}):
+        with pytest.raises(SkeletonError, match="top_down"):
+            spec_from_dict({**base, "top_down": {"crop_px": 192, **bad}})
+    assert spec_from_dict({**base, "top_down": {"crop_px": 192, "spread": 15, "mirror": True}}).top_down == {
+        "crop_px": 192.0, "spread": 15.0, "mirror": True}

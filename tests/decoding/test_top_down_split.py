@@ -290,7 +290,8 @@ def test_a_config_can_make_its_skeleton_top_down(tmp_path):
     assert spec.name == "fly13" and spec.top_down == {"crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors"}
     path.write_text("skeleton: fly13\ndata: x.json\n")  # none in the config: the skeleton's own (the shipped split)
     assert config_spec(load_detector_config(path)).top_down == load_skeleton("fly13").top_down == {
-        "crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors", "turns": 4, "rounds": 3, "align": True}
+        "crop_px": 256.0, "crop_weights": "posenet-fly13-crops.safetensors", "turns": 4, "rounds": 3, "align": True,
+        "spread": 20.0, "mirror": True}
     path.write_text("skeleton: fly13\ndata: x.json\ntop_down: {crop_weights: a}\n")
     with pytest.raises(SkeletonError, match="top_down"):
         config_spec(load_detector_config(path))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import agreeing_reads, crop_affine, cut_crop, map_back, read_crops
+from posetracker.decoding.top_down import CropReading, agreeing_reads, crop_affine, cut_crop, map_back, read_crops
 from posetracker.skeletons import SkeletonError, spec_from_dict
 
 SIZE = 64
@@ -97,7 +97,7 @@ def test_read_crops_with_turns_outvotes_a_head_down_misreading():
     plain = read_crops(people, rgb, spec_root, 128.0, fake_read, size=SIZE)
     assert np.linalg.norm(plain.keypoints[0, 1] - tail) < 4  # the head read where the tail is
     for turns in (4, 8):
-        turned = read_crops(people, rgb, spec_root, 128.0, fake_read, size=SIZE, turns=turns)
+        turned = read_crops(people, rgb, spec_root, 128.0, fake_read, CropReading(turns=turns), size=SIZE)
         np.testing.assert_allclose(turned.keypoints[0], truth, atol=2.5)
 
 

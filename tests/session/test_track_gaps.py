@@ -8,6 +8,7 @@ import dataclasses
 import numpy as np
 
 from posetracker.decoding import DecodedPeople
+from posetracker.decoding.top_down import CropReading
 from posetracker.session_config import PeopleSettings, SessionConfig
 from posetracker.skeletons import load_skeleton
 from posetracker.track_gaps import MAX_GAP, TrackGaps
@@ -25,7 +26,7 @@ class _Session:
         self.config = SessionConfig(mode="offline", people=PeopleSettings(max_people=2, known_count=2))
         fly = load_skeleton("fly13")  # read unturned: the stand-in reads a fly lying along x, not upright
         self.spec = dataclasses.replace(fly, top_down={k: v for k, v in fly.top_down.items() if k != "align"})
-        self.crop_turns, self.crop_rounds, self.crop_search = 1, 1, 0.0
+        self.crop_reading = CropReading()  # one crop, one round, no search
         self.crops = 0
 
     def _crop_people(self, crops: np.ndarray) -> list[DecodedPeople]:

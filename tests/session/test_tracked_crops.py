@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from posetracker.decoding import DecodedPeople
+from posetracker.decoding.top_down import CropReading
 from posetracker.model.preprocess import Letterbox
 from posetracker.skeletons import load_skeleton
 from posetracker.session_config import PeopleSettings, RefineSettings, SessionConfig
@@ -33,7 +34,8 @@ class _Session:
     def __init__(self):
         self.config = SessionConfig(mode="live", people=PeopleSettings(max_people=2, known_count=2))
         self.net, self.runtime, self.calls = None, "torch", []
-        self.spec, self.crop_turns, self.crop_rounds = load_skeleton("fly13"), 2, 1
+        self.spec = load_skeleton("fly13")
+        self.crop_reading = CropReading(turns=2, rounds=1, align=self.spec.crop_align)
         self._crop_people = None
 
     def _input(self, frame):
@@ -70,8 +72,8 @@ def test_the_centre_model_confirms_the_placed_crops_and_only_a_lost_animal_is_se
         "animal_crops": lambda s, people, meta, budget, t: every_centre.append(meta.index) or _flies(2, 0.6)})
     crops_read = []
 
-    def crops(seeds, frame, root, crop_px, read, keep=None, turns=1, rounds=1, align=None):
-        i = int(frame[0, 0, 0])
+    def crops(seeds, frame, root, crop_px, read, how, keep=None):
+        i, turns = int(frame[0, 0, 0]), how.turns
         crops_read.append((i, seeds.num_people, round(float(seeds.confidence.max()), 3), keep, turns))
         if keep is None:  # a centre the kept flies do not explain: frame 4 the lost fly, frame 6 nothing there
             return _flies(2, 0.5).take(np.array([1])) if i == 4 else _moved(_flies(1, 0.05), 600.0)
