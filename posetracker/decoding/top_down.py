@@ -68,28 +68,20 @@ def crop_window(centre: np.ndarray, crop_px: float) -> tuple[float, float, float
     return float(centre[0]) - crop_px / 2, float(centre[1]) - crop_px / 2, float(crop_px)
 
 
-def crop_affine(window: tuple[float, float, float], size: int, turn: int = 0, turns: int = 1,
-                upright: float = 0.0, mirrored: bool = False) -> np.ndarray:
-    """(2, 3) source px -> crop px of the ``window`` (x0, y0, side) scaled to size x size, turned by
-    ``upright`` + ``turn`` x 360 / ``turns`` degrees about the crop's centre (counter-clockwise on screen), then
-    ``mirrored`` left to right about the crop's centre column."""
+def crop_affine(window: tuple[float, float, float], size: int, angle: float = 0.0,
+                mirrored: bool = False) -> np.ndarray:
+    """(2, 3) source px -> crop px of the ``window`` (x0, y0, side) scaled to size x size, turned by ``angle``
+    degrees about the crop's centre (counter-clockwise on screen), then ``mirrored`` left to right about the
+    crop's centre column."""
     x0, y0, side = window
     s = size / side
     m = np.array([[s, 0.0, -x0 * s], [0.0, s, -y0 * s], [0.0, 0.0, 1.0]], np.float64)
-    angle = upright + 360.0 * turn / turns
     if angle % 360.0:
         r = cv2.getRotationMatrix2D(((size - 1) / 2.0, (size - 1) / 2.0), angle, 1.0)
         m = np.vstack([r, [0.0, 0.0, 1.0]]) @ m
     if mirrored:
         m = np.array([[-1.0, 0.0, size - 1.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) @ m
     return m[:2]
-
-
-def cut_crop(rgb: np.ndarray, window: tuple[float, float, float], size: int, turn: int = 0,
-             turns: int = 1) -> np.ndarray:
-    """The ``window`` (x0, y0, side) of an (H, W, 3) uint8 frame, scaled to (size, size, 3) and turned as
-    :func:`crop_affine` says; black outside the frame."""
-    return warp_crop(rgb, crop_affine(window, size, turn, turns), size)
 
 
 def upright_turn(points: np.ndarray, ends: tuple[int, int] | None) -> float:
@@ -265,7 +257,7 @@ def read_crops_once(people: DecodedPeople, rgb: np.ndarray, root: int, crop_px: 
     views = [(a, m) for a, m in views if not m or mirror is not None]
     windows = [crop_window(people.keypoints[p, root], crop_px) for p in chosen]
     uprights = [upright_turn(people.keypoints[p], align) for p in chosen]
-    affines = [[crop_affine(w, size, upright=u + a, mirrored=m) for a, m in views] for w, u in zip(windows, uprights)]
+    affines = [[crop_affine(w, size, u + a, m) for a, m in views] for w, u in zip(windows, uprights)]
     found = read(np.stack([warp_crop(rgb, a, size) for row in affines for a in row]))
     kp, conf, pred = people.keypoints.copy(), people.confidence.copy(), people.predicted.copy()
     from_crop = np.zeros(people.num_people, bool)
@@ -356,5 +348,6 @@ def with_missing(people: DecodedPeople, last_roots: np.ndarray | None, known_cou
                                                        spots.copy())])
 
 
-__all__ = ["CROP_INPUT", "CropReading", "agreeing_reads", "centred_person", "crop_affine", "crop_window", "cut_crop", "drop_repeats",
-           "map_back", "most_confident", "point_gaps", "read_crops", "upright_turn", "warp_crop", "with_missing"]
+__all__ = ["CROP_INPUT", "CropReading", "agreeing_reads", "centred_person", "crop_affine", "crop_window",
+           "drop_repeats", "map_back", "most_confident", "point_gaps", "read_crops", "upright_turn", "warp_crop",
+           "with_missing"]

@@ -26,7 +26,10 @@ YAML layout (see human18.yaml)::
                                   # turns: 8 reads each crop turned by each eighth of a turn and
                                   # joins the readings that agree (head and tail read consistently);
                                   # rounds: 2 reads each animal again from a crop centred on its first
-                                  # reading's centre (offline; live reads once)
+                                  # reading's centre (offline; live reads once); align: true turns each
+                                  # crop upright by the orientation joints; spread: 20 and mirror: true
+                                  # also read the last round's crop turned 20 degrees either way and
+                                  # mirrored (offline; top_down.CropReading)
     orientation: [head, abdomen]  # optional front and back joints (evaluation counts reversals)
     score_calibration: [3.05, 4.14]  # optional [slope > 0, offset]: output person scores as probabilities
                                   # (posetracker.decoding.person_scores; fitted by posetracker train score-calibration)

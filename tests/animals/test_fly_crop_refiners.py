@@ -50,7 +50,7 @@ def fly_crop():
     session = TrackingSession(load_posenet(None, spec), SessionConfig(mode="offline", network=NetworkSettings(runtime="torch")))
     item = held_out[0]
     fly = item_points(item, cols)[0]  # cut as the product cuts it: upright by its head-abdomen line (align)
-    affine = crop_affine(crop_window(fly[spec.root], 256.0), 256, upright=upright_turn(fly, spec.crop_align))
+    affine = crop_affine(crop_window(fly[spec.root], 256.0), 256, upright_turn(fly, spec.crop_align))
     crop = warp_crop(read_image(item), affine, 256)[None]
     return spec, session, crop
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import CropReading, centred_person, crop_window, cut_crop, read_crops, search_unsure
+from posetracker.decoding.top_down import (
+    CropReading, centred_person, crop_affine, crop_window, read_crops, search_unsure, warp_crop)
 from posetracker.model.preprocess import INPUT_SIZE
 from posetracker.skeletons import SkeletonError, load_skeleton, spec_from_dict
 from posetracker.train.detector_samples import AugmentConfig, crop_matrix, instance_centres, warp_sample
@@ -31,9 +32,9 @@ def test_a_crop_is_the_window_of_the_frame_scaled_black_outside():
     rgb[40:60, 90:110] = 200  # a 20 px square at (100, 50)
     win = crop_window(np.array([100.0, 50.0]), 64)
     assert win == (68.0, 18.0, 64.0)
-    crop = cut_crop(rgb, win, 256)  # 4x: the square is 80 px in the middle
+    crop = warp_crop(rgb, crop_affine(win, 256), 256)  # 4x: the square is 80 px in the middle
     assert crop.shape == (256, 256, 3) and crop[128, 128, 0] == 200 and crop[128, 80, 0] == 0
-    edge = cut_crop(rgb, crop_window(np.array([5.0, 5.0]), 64), 256)
+    edge = warp_crop(rgb, crop_affine(crop_window(np.array([5.0, 5.0]), 64), 256), 256)
     assert edge[:100, :100].max() == 0  # outside the frame
 
 

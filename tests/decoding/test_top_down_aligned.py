@@ -33,7 +33,7 @@ def through(m: np.ndarray, xy: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("heading", [0.0, 37.0, 90.0, 180.0, -135.0])
 def test_an_upright_turn_stands_the_animal_head_up_in_its_crop(heading):
     pts = fly_points(heading)
-    m = crop_affine(crop_window(pts[FLY.root], 160), 256, upright=upright_turn(pts, FLY.orientation))
+    m = crop_affine(crop_window(pts[FLY.root], 160), 256, upright_turn(pts, FLY.orientation))
     head, tail = through(m, pts[HEAD]), through(m, pts[ABDOMEN])
     assert head[1] < tail[1] - 90 and abs(head[0] - tail[0]) < 1e-3  # straight up, 96 px long
     np.testing.assert_allclose(through(m, pts[FLY.root]), (127.5, 127.5), atol=0.75)  # turned about (size - 1) / 2

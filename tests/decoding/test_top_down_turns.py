@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from posetracker.decoding import DecodedPeople
-from posetracker.decoding.top_down import CropReading, agreeing_reads, crop_affine, cut_crop, map_back, read_crops
+from posetracker.decoding.top_down import CropReading, agreeing_reads, crop_affine, map_back, read_crops, warp_crop
 from posetracker.skeletons import SkeletonError, spec_from_dict
 
 SIZE = 64
@@ -26,12 +26,12 @@ def test_a_turned_crop_maps_back_to_the_source_pixel(turn):
     rgb = np.zeros((300, 400, 3), np.uint8)
     rgb[120, 230] = 255  # one bright pixel
     window = (180.0, 90.0, 128.0)  # a 128 px square, read at 64 px
-    crop = cut_crop(rgb, window, SIZE, turn, 4)
+    crop = warp_crop(rgb, crop_affine(window, SIZE, 90.0 * turn), SIZE)
     y, x = np.unravel_index(np.argmax(crop[..., 0]), crop.shape[:2])
-    back = map_back(_people(np.array([[[x, y]]], np.float64)), crop_affine(window, SIZE, turn, 4))
+    back = map_back(_people(np.array([[[x, y]]], np.float64)), crop_affine(window, SIZE, 90.0 * turn))
     np.testing.assert_allclose(back.keypoints[0, 0], (230, 120), atol=1.5)  # one crop px = 2 source px
     # the affine itself is exact: the source pixel lands where the crop shows it
-    a = crop_affine(window, SIZE, turn, 4)
+    a = crop_affine(window, SIZE, 90.0 * turn)
     np.testing.assert_allclose(a @ [230, 120, 1], (x, y), atol=1.0)
 
 
