@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
                 if not np.isfinite(g[root]).all():
                     continue
                 up = upright_turn(g, spec.crop_align)
-                affines = [crop_affine(crop_window(g[root], crop_px), CROP_INPUT, t, a.turns, up) for t in range(a.turns)]
+                affines = [crop_affine(crop_window(g[root], crop_px), CROP_INPUT, up + 360.0 * t / a.turns)
+                           for t in range(a.turns)]
                 reads = session._crop_people(np.stack([warp_crop(rgb, m, CROP_INPUT) for m in affines]))
                 c, e = [], []
                 for m, read in zip(affines, reads):
