@@ -165,7 +165,7 @@ def _tracking(args: argparse.Namespace, cfg, spec, weights: Path, cols) -> dict:
     last = max(it.frame_idx for it in items)  # frames after the last labelled one score nothing: not read
     with open_source(str(video)) as src:  # streamed: 1500 frames of 1024 x 1024 would hold 4.7 GB
         frames = itertools.islice(iter(src.read, None), last + 1)
-        seq = session.run(frames, fps=30.0, total=min(src.frame_count or last + 1, last + 1))
+        seq = session.run(frames, fps=src.fps, total=min(src.frame_count or last + 1, last + 1))
     r = identity_switches({p.index: p for p in seq.frames}, items, cols)
     _log(f"tracking {video.name}: {len(seq.frames)} frames, {r['switches']} identity switches over {r['frames']} "
          f"labelled frames ({r['matched']}/{r['track_frames']} labelled animals matched to a track)"

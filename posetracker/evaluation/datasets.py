@@ -237,18 +237,26 @@ class FrameCache:
         self._frames: OrderedDict[tuple[Path, int], np.ndarray] = OrderedDict()
         self.decoded = 0  # frames decoded so far (for tests / diagnostics)
 
-    def frame(self, video: Path, index: int) -> np.ndarray:
-        """Frame ``index`` (0-based) of ``video`` as ``(H, W, 3)`` uint8 RGB; IndexError past the end."""
-        key = (video, int(index))
-        if key in self._frames:
-            self._frames.move_to_end(key)
-            return self._frames[key]
+    def _source(self, video: Path) -> Any:
         src = self._sources.get(video)
         if src is None:
             from posetracker.capture.video_file import VideoFileSource
 
             src = self._sources[video] = VideoFileSource(video)
             self._next[video] = 0
+        return src
+
+    def fps(self, video: Path) -> float:
+        """``video``'s nominal frame rate (a played run's timestamps and the session's ``fps``)."""
+        return float(self._source(video).fps)
+
+    def frame(self, video: Path, index: int) -> np.ndarray:
+        """Frame ``index`` (0-based) of ``video`` as ``(H, W, 3)`` uint8 RGB; IndexError past the end."""
+        key = (video, int(index))
+        if key in self._frames:
+            self._frames.move_to_end(key)
+            return self._frames[key]
+        src = self._source(video)
         pos = self._next[video]
         if index < pos or index - pos > self.max_skip:
             src.seek(index)

@@ -59,9 +59,9 @@ def live_poses_at(session, items: list[LabelledItem], warmup: int = 10,
         for video, first, last in runs:
             session.reset()
 
-            def frames(video=video, first=first, last=last) -> Iterator[Frame]:
+            def frames(video=video, first=first, last=last, fps=cache.fps(video)) -> Iterator[Frame]:
                 for i in range(first, last + 1):
-                    yield Frame(i, i / 30.0, cache.frame(video, i))
+                    yield Frame(i, i / fps, cache.frame(video, i))
 
             for pose in sequential_poses(session, frames()):
                 out[(video, pose.index)] = pose
@@ -82,7 +82,9 @@ def offline_poses_at(session, items: list[LabelledItem], context: int = 10,
     out: dict[tuple[Path, int], PoseFrame] = {}
     with FrameCache(keep=2) as cache:
         for video, first, last in runs:
-            def frames(video=video, first=first, last=last) -> Iterator[Frame]:
+            fps = cache.fps(video)
+
+            def frames(video=video, first=first, last=last, fps=fps) -> Iterator[Frame]:
                 for i in range(first, last + 1):
                     try:
                         image = cache.frame(video, i)
@@ -90,9 +92,9 @@ def offline_poses_at(session, items: list[LabelledItem], context: int = 10,
                         if i <= last - context:
                             raise
                         return
-                    yield Frame(i, i / 30.0, image)
+                    yield Frame(i, i / fps, image)
 
-            for pose in session.run(frames(), fps=30.0, total=last - first + 1).frames:
+            for pose in session.run(frames(), fps=fps, total=last - first + 1).frames:
                 out[(video, pose.index)] = pose
                 done += 1
                 if progress:

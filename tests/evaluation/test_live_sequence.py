@@ -48,8 +48,8 @@ class _Session:
 
 
 def _cache(last: int | None):
-    """A FrameCache stand-in: frame i of any video is (48, 64, 3) filled with i; past ``last`` an IndexError (the
-    video ends there; None: never)."""
+    """A FrameCache stand-in: frame i of any video (15 fps) is (48, 64, 3) filled with i; past ``last`` an IndexError
+    (the video ends there; None: never)."""
 
     class Cache:
         def __init__(self, keep):
@@ -60,6 +60,9 @@ def _cache(last: int | None):
 
         def __exit__(self, *a):
             return False
+
+        def fps(self, video):
+            return 15.0
 
         def frame(self, video, i):
             if last is not None and i > last:
@@ -79,6 +82,7 @@ def test_each_labelled_frame_gets_the_stream_s_pose_of_that_frame(monkeypatch):
     assert session.resets == 2 and sorted(i for _, i in poses) == [10, 11, 12, 13, 14, 58, 59, 60]
     predict = sequence_predictor(poses, items)
     assert [int(predict(None).keypoints[0, 0, 0]) for _ in items] == [12, 14, 60]
+    assert poses[(Path("a.mp4"), 60)].timestamp == pytest.approx(4.0)  # the video's own rate: 60 / 15 fps
 
 
 class _OfflineSession:
@@ -86,10 +90,12 @@ class _OfflineSession:
 
     def __init__(self):
         self.runs: list[list[int]] = []
+        self.rates: list[tuple[float, float]] = []  # each run's fps and its last frame's timestamp x fps / index
 
     def run(self, frames, fps, total=None):
         got = list(frames)
         self.runs.append([f.index for f in got])
+        self.rates.append((fps, got[-1].timestamp * fps / got[-1].index))
         poses = [_Session()._pose(f) for f in got]
         return type("Seq", (), {"frames": poses})()
 
@@ -102,6 +108,8 @@ def test_offline_each_run_is_processed_as_one_video_with_context_either_side(mon
     session = _OfflineSession()
     poses = live_sequence.offline_poses_at(session, items, context=2)
     assert session.runs == [[10, 11, 12, 13, 14, 15, 16], [58, 59, 60, 61, 62]]  # the second ends with the video
+    # solved at the video's own rate (the motion solve's smoothing, the tracker's gaps in seconds), not 30 fps
+    assert session.rates == [(15.0, pytest.approx(1.0))] * 2
     predict = sequence_predictor(poses, items)
     assert [int(predict(None).keypoints[0, 0, 0]) for _ in items] == [12, 14, 60]
 
