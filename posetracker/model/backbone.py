@@ -214,6 +214,23 @@ class MobileNetV2(nn.Module):
         taps["c5"] = self.top(x)
         return taps
 
+    def after(self, tap: str, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The taps past ``tap`` ("c2", "c3" or "c4") from that tap's output ``x``: what :meth:`forward` gives
+        from there on (a detector trains the later blocks from cached earlier taps)."""
+        taps: dict[str, torch.Tensor] = {}
+        for i in range(self.taps[tap] + 1, len(self.blocks)):
+            x = self.blocks[i](x)
+            for name, idx in self.taps.items():
+                if idx == i:
+                    taps[name] = x
+        taps["c5"] = self.top(x)
+        return taps
+
+    def parameters_after(self, tap: str) -> list[nn.Parameter]:
+        """The parameters of what :meth:`after` runs: the blocks past ``tap`` and the top conv."""
+        later = [*self.blocks[self.taps[tap] + 1 :], self.top]
+        return [p for m in later for p in m.parameters()]
+
 
 class SeparableConv(nn.Module):
     """Depthwise 3x3 (no bias) then pointwise 1x1 with bias and ReLU (Keras SeparableConv2D)."""

@@ -60,11 +60,13 @@ def extra_items(path: str, every: int, held_out, gap: int) -> list:
 
 
 @torch.no_grad()
-def peak_points(net, taps: dict[str, np.ndarray]) -> np.ndarray:
+def peak_points(net, taps: dict[str, np.ndarray], body_from: str = "") -> np.ndarray:
     """Cached body outputs (:mod:`.detector_samples` ``taps``, B samples) -> (B, K, 2) input px: each joint at
-    its heatmap's highest cell plus the offset there."""
+    its heatmap's highest cell plus the offset there (``body_from``: as :func:`.detector.first_features`)."""
+    from posetracker.train.detector import first_features
+
     t = {k: torch.from_numpy(np.asarray(v, np.float32)) for k, v in taps.items()}
-    target, _ = net.temporal(net.backbone.fpn(t)[:, None])
+    target, _ = net.temporal(first_features(net, t, False, body_from)[:, None])
     out = net.decode_heads(target)
     logits, offsets = out["heatmap_logits"][:, 0], out["offsets"][:, 0]  # (B, K, h, w), (B, 2K, h, w)
     w = logits.shape[-1]
@@ -80,8 +82,9 @@ class Selector:
 
     ``sets``: [(name, LabelledSamples of plain crops, (M, P, K, 2) input px points)]."""
 
-    def __init__(self, sets: list[tuple[str, LabelledSamples]], log: Callable[[str], None], batch: int = 32):
-        self.sets, self.log, self.batch = sets, log, batch
+    def __init__(self, sets: list[tuple[str, LabelledSamples]], log: Callable[[str], None], batch: int = 32,
+                 body_from: str = ""):
+        self.sets, self.log, self.batch, self.body_from = sets, log, batch, body_from
         self.best: tuple[float, int] | None = None
         self.state: dict | None = None
         self.scores: list[dict[str, float]] = []
@@ -90,7 +93,7 @@ class Selector:
         """Mean joint error (input px) of :func:`peak_points` against the centred instance's labelled points."""
         errs = []
         for i in range(0, len(data), self.batch):
-            pred = peak_points(net, {k: v[i : i + self.batch] for k, v in data.taps.items()})
+            pred = peak_points(net, {k: v[i : i + self.batch] for k, v in data.taps.items()}, self.body_from)
             d = np.linalg.norm(pred - data.points[i : i + self.batch, 0], axis=-1)  # (B, K)
             errs.append(d[np.isfinite(d)])
         return float(np.concatenate(errs).mean())
@@ -151,4 +154,4 @@ def split_for_selection(cfg, spec, net, train_items, cols, data: LabelledSamples
             f"{int(n[d].sum())} training samples dropped")
     if not val_sets:
         raise ValueError("checkpoint selection (select_every) needs validation frames: select_val or an extra set's val")
-    return kept, Selector(val_sets, log)
+    return kept, Selector(val_sets, log, body_from=cfg.train_body)

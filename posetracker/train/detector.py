@@ -8,7 +8,9 @@ by one optimiser on one loss: the heads' map losses, the L1 of the detector's
 *second* predicted points, against the labels. The backbone's FPN is trained
 with them (``train_fpn``; MoveNet's 24 output channels were made for people);
 its MobileNetV2 body is frozen (its outputs are cached, see :mod:`.detector_samples`):
-on this CPU that is what makes a few hundred labelled frames train in minutes.
+on this CPU that is what makes a few hundred labelled frames train in minutes. With
+``train_body`` the body's later blocks learn too, run again from an earlier tap's cached
+outputs (the fly crop model: the human body past c3).
 
 ``posetracker train refiner --kind heatmap --config ...``: method B step 6. The
 detector is frozen; its heatmaps are merged, refined with the image, decoded
@@ -58,6 +60,10 @@ class DetectorConfig:
     batch: int = 16
     lr: float = 5e-3  # heads and GNN
     fpn_lr: float = 1e-3  # the backbone's FPN (when ``train_fpn``)
+    # the MobileNetV2 body's blocks past this tap ("c2", "c3", "c4") train too, from that tap's cached outputs, at
+    # ``body_lr``; "" = the body stays frozen at init_weights' (a human body)
+    train_body: str = ""
+    body_lr: float = 5e-4
     warmup_steps: int = 100  # linear learning-rate warm-up (from 1%) before the cosine decay
     train_fpn: bool = True
     seed: int = 0
@@ -117,6 +123,7 @@ class DetectorConfig:
         return self.path(self.out or f"models/posenet-{self.skeleton}.safetensors")
 
 
+BODY_TAPS = ("", "c2", "c3", "c4")  # train_body: nothing, or the blocks past that tap
 EXTRA_KEYS = {"data", "names", "every", "variants", "held_out", "gap", "val"}  # an extra_data entry's keys
 
 
@@ -134,6 +141,8 @@ def load_detector_config(path: str | Path) -> DetectorConfig:
             root = DetectorConfig(skeleton="", data="", **{k: raw[k] for k in ("data_root",) if k in raw})
             aug["backgrounds"] = tuple(str(root.path(root.data_root) / b) for b in aug["backgrounds"])
         raw["augment"] = AugmentConfig(**aug)
+    if raw.get("train_body", "") not in BODY_TAPS:
+        raise ValueError(f"{path}: train_body must be one of {list(BODY_TAPS)}, got {raw['train_body']!r}")
     if raw.get("samples", "auto") not in SAMPLE_KINDS:
         raise ValueError(f"{path}: samples must be one of {list(SAMPLE_KINDS)}, got {raw['samples']!r}")
     for e in raw.get("extra_data") or []:
@@ -216,9 +225,13 @@ def _first_points(logits: torch.Tensor, offsets: torch.Tensor, tgt: dict, jitter
     return torch.where(tgt["joints_ok"][..., None] > 0, first, j[..., root : root + 1, :].expand_as(first))
 
 
-def first_features(net: PoseNet, taps: dict[str, torch.Tensor], train: bool) -> torch.Tensor:
-    """Cached body outputs -> the FPN's first features (B, C, h, w), with gradients when ``train``."""
+def first_features(net: PoseNet, taps: dict[str, torch.Tensor], train: bool, body_from: str = "") -> torch.Tensor:
+    """Cached body outputs -> the FPN's first features (B, C, h, w), with gradients when ``train``.
+    ``body_from`` (a tap, ``DetectorConfig.train_body``): the body's later taps are computed again from that
+    cached one, so the blocks past it learn too; "" = the cached taps as they are (a frozen body)."""
     with torch.set_grad_enabled(train):
+        if body_from:
+            taps = {**taps, **net.backbone.body.after(body_from, taps[body_from])}
         return net.backbone.fpn(taps)
 
 

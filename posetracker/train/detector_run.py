@@ -126,11 +126,14 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     groups = [{"params": list(net.heads.parameters()) + list(graph.parameters()), "lr": cfg.lr}]
     if cfg.train_fpn:
         groups.append({"params": list(net.backbone.fpn.parameters()), "lr": cfg.fpn_lr})
+    if cfg.train_body:
+        groups.append({"params": net.backbone.body.parameters_after(cfg.train_body), "lr": cfg.body_lr})
     gen = torch.Generator().manual_seed(cfg.heads_seed)
     t1 = time.time()
 
     def loss(b):
-        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn), b["tgt"], cfg, gen)
+        return detector_loss(net, graph, first_features(net, b["taps"], cfg.train_fpn, cfg.train_body), b["tgt"],
+                             cfg, gen)
 
     steps = steps or cfg.steps
     check = None if selector is None else (lambda step: selector(step, net, graph))
@@ -141,12 +144,13 @@ def train_detector(cfg, spec, train_items, val_items, cols, steps: int | None = 
     minutes = (time.time() - t1) / 60
     net.eval()
     out = Path(out) if out else cfg.out_path
-    src = (f"backbone: {Path(cfg.init_weights).name}; heads and graph refiner trained jointly by posetracker train "
+    body = f", body past {cfg.train_body}" if cfg.train_body else ""
+    src = (f"backbone: {Path(cfg.init_weights).name}; heads{body} and graph refiner trained jointly by posetracker train "
            f"detector on {cfg.data} ({len(train_items)} items, {len(data)} samples, {len(history)} steps, "
            f"{minutes:.1f} min" + (f"; kept step {kept}, best on the validation frames" if selector else "") + ")")
     gpath = refiner_path("graph", spec.name, out.parent)
     save_refiner(graph.eval(), gpath, cfg.graph, detector=out.name)  # the refiner first: the weights mark a whole run
-    save_posenet(net, out, source=src, trained="heads")
+    save_posenet(net, out, source=src, trained="heads,body" if cfg.train_body else "heads")
     log(f"wrote {out} and {gpath} ({minutes:.1f} min of training)")
     return DetectorRun(out, gpath, history, minutes, len(train_items), len(val_items), len(data))
 

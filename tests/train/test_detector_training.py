@@ -126,6 +126,44 @@ def test_step6_one_loss_trains_detector_heads_and_gnn_together(mouse):
     assert first_losses[-1] < 0.8 * first_losses[0], first_losses
 
 
+def test_train_body_runs_the_later_blocks_again_and_trains_only_those(mouse):
+    """``train_body: c3``: the body's taps past c3 are computed again from the cached c3 (as the whole body
+    gives them), and the loss reaches those blocks and the top conv, not the blocks up to c3."""
+    from posetracker.train.detector import first_features
+
+    torch.manual_seed(0)
+    net, graph = new_detector(mouse, PoseNet(load_skeleton("human18"))), GraphRefiner(mouse)
+    body = net.backbone.body
+    images = torch.rand(2, 3, 256, 256) * 2 - 1
+    with torch.no_grad():
+        whole = body(images)
+        again = body.after("c3", whole["c3"])
+    assert set(again) == {"c4", "c5"}
+    for k in again:
+        torch.testing.assert_close(again[k], whole[k])
+    data = _samples(mouse, n=2)
+    tgt = batch_targets(data.points, mouse, 1.0, (64, 64))
+    tgt["root"] = mouse.root
+    cfg = DetectorConfig(skeleton="mouse4", data="x.json", train_body="c3")
+    taps = {k: torch.from_numpy(v.astype(np.float32)) for k, v in data.taps.items()}
+    loss, _ = detector_loss(net, graph, first_features(net, taps, True, cfg.train_body), tgt, cfg,
+                            torch.Generator().manual_seed(0))
+    loss.backward()
+    later = {id(p) for p in body.parameters_after("c3")}
+    assert later and all(p.grad is not None and p.grad.abs().sum() > 0 for p in body.parameters_after("c3"))
+    assert all(p.grad is None for p in body.parameters() if id(p) not in later)  # stem .. c3: cached
+    assert body.top.conv.weight.grad is not None
+
+
+def test_train_body_must_name_a_tap(tmp_path):
+    from posetracker.train.detector import load_detector_config
+
+    path = tmp_path / "bad.yaml"
+    path.write_text("skeleton: mouse4\ndata: x.json\ntrain_body: c5\n")
+    with pytest.raises(ValueError, match="train_body"):
+        load_detector_config(path)
+
+
 def test_method_b_training_leaves_the_detector_frozen(mouse):
     net, ref = PoseNet(mouse), HeatmapRefiner(mouse)
     torch.nn.init.normal_(ref.net.out.weight, std=0.01)
