@@ -204,21 +204,17 @@ class MobileNetV2(nn.Module):
         self.taps = dict(zip(("c2", "c3", "c4"), config.taps))
 
     def forward(self, x: torch.Tensor) -> dict[str, torch.Tensor]:
-        taps: dict[str, torch.Tensor] = {}
-        x = self.stem(x)
-        for i, block in enumerate(self.blocks):
-            x = block(x)
-            for name, idx in self.taps.items():
-                if idx == i:
-                    taps[name] = x
-        taps["c5"] = self.top(x)
-        return taps
+        return self._blocks_from(0, self.stem(x))
 
     def after(self, tap: str, x: torch.Tensor) -> dict[str, torch.Tensor]:
         """The taps past ``tap`` ("c2", "c3" or "c4") from that tap's output ``x``: what :meth:`forward` gives
         from there on (a detector trains the later blocks from cached earlier taps)."""
+        return self._blocks_from(self.taps[tap] + 1, x)
+
+    def _blocks_from(self, first: int, x: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Blocks ``first``.. and the top conv on ``x`` -> the taps they give."""
         taps: dict[str, torch.Tensor] = {}
-        for i in range(self.taps[tap] + 1, len(self.blocks)):
+        for i in range(first, len(self.blocks)):
             x = self.blocks[i](x)
             for name, idx in self.taps.items():
                 if idx == i:
