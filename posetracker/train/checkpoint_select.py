@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from posetracker.evaluation.datasets import item_points, load_labelled_set
+from posetracker.train.detector import first_features
 from posetracker.train.detector_samples import (
     LabelledSamples,
     extra_columns,
@@ -63,8 +64,6 @@ def extra_items(path: str, every: int, held_out, gap: int) -> list:
 def peak_points(net, taps: dict[str, np.ndarray], body_from: str = "") -> np.ndarray:
     """Cached body outputs (:mod:`.detector_samples` ``taps``, B samples) -> (B, K, 2) input px: each joint at
     its heatmap's highest cell plus the offset there (``body_from``: as :func:`.detector.first_features`)."""
-    from posetracker.train.detector import first_features
-
     t = {k: torch.from_numpy(np.asarray(v, np.float32)) for k, v in taps.items()}
     target, _ = net.temporal(first_features(net, t, False, body_from)[:, None])
     out = net.decode_heads(target)
